@@ -1,0 +1,823 @@
+//! Workload construction: spec + seed -> catalog, sessions and statistics.
+//!
+//! Deterministic: the catalog and the sessions draw from two separate ChaCha8
+//! streams of the seed, so changing the session count leaves the catalog as it
+//! was. Nothing here does I/O; [`crate::output`] writes the result.
+
+use rand::seq::{index, SliceRandom};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::dist::WeightedIndex;
+use crate::script::{ByteRange, Request, Session, SessionHeader, Wait};
+use crate::spec::{
+    Ladder, Layout, Placement, Popularity, RepresentationChoice, Selection, Spec, StartPosition,
+};
+
+const CATALOG_STREAM: u64 = 1;
+const SESSION_STREAM: u64 = 2;
+
+/// One representation of the catalog's ladder, with derived sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RepInfo {
+    /// Name.
+    pub name: String,
+    /// Bit rate in kbit/s.
+    pub bitrate_kbps: f64,
+    /// Bytes of one request (`request_s` of content).
+    pub request_bytes: u64,
+    /// Bytes of one chunk file (chunked layout), else 0.
+    pub chunk_bytes: u64,
+}
+
+impl RepInfo {
+    /// Bit rate in bit/s, rounded.
+    pub fn bitrate_bps(&self) -> u64 {
+        (self.bitrate_kbps * 1000.0).round() as u64
+    }
+}
+
+/// A title's copy in one representation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TitleRep {
+    /// Index into [`Catalog::representations`].
+    pub rep: usize,
+    /// Bytes of content (duration x bit rate).
+    pub content_bytes: u64,
+    /// Bytes on disk, after padding.
+    pub stored_bytes: u64,
+    /// Number of files (chunks, or 1).
+    pub files: u32,
+    /// Number of request-sized units covering the content.
+    pub requests: u32,
+}
+
+/// One title.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Title {
+    /// Title number: creation order on disk.
+    pub id: u32,
+    /// Name used in paths (`t00042`).
+    pub name: String,
+    /// Popularity rank, 1 = most popular.
+    pub rank: u32,
+    /// Duration in seconds (rounded to milliseconds).
+    pub duration_s: f64,
+    /// Representations the title has, in ladder order.
+    pub representations: Vec<TitleRep>,
+}
+
+/// The catalog: every title, its representations, sizes and files.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Catalog {
+    /// Storage layout.
+    pub layout: Layout,
+    /// Seconds of content per request.
+    pub request_s: f64,
+    /// Seconds per chunk file (chunked layout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_s: Option<f64>,
+    /// Path of a file relative to the file-set root: `{title}`, `{rep}` and
+    /// `{chunk:05}` (zero-padded chunk index) are replaced.
+    pub path_format: String,
+    /// The ladder.
+    pub representations: Vec<RepInfo>,
+    /// Titles in id (creation) order.
+    pub titles: Vec<Title>,
+}
+
+impl Catalog {
+    /// Relative path of file `chunk` of `title` in representation `rep`.
+    pub fn file_path(&self, title: &Title, rep: usize, chunk: u32) -> String {
+        let r = &self.representations[rep].name;
+        match self.layout {
+            Layout::Chunked => format!("{}/{}/{:05}.m4s", title.name, r, chunk),
+            Layout::Single => format!("{}/{}.mp4", title.name, r),
+        }
+    }
+
+    /// Every file: (relative path, size in bytes), titles in creation order.
+    pub fn files(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        self.titles.iter().flat_map(move |t| {
+            t.representations.iter().flat_map(move |tr| {
+                let size = match self.layout {
+                    Layout::Chunked => self.representations[tr.rep].chunk_bytes,
+                    Layout::Single => tr.stored_bytes,
+                };
+                (0..tr.files).map(move |c| (self.file_path(t, tr.rep, c), size))
+            })
+        })
+    }
+
+    /// The HTTP request for request unit `unit` of a title's representation.
+    pub fn request(&self, title: &Title, tr: &TitleRep, unit: u32) -> (String, Option<ByteRange>) {
+        let info = &self.representations[tr.rep];
+        let start = unit as u64 * info.request_bytes;
+        match self.layout {
+            Layout::Chunked => {
+                let per_chunk = info.chunk_bytes / info.request_bytes;
+                let chunk = unit as u64 / per_chunk;
+                let path = format!("/{}", self.file_path(title, tr.rep, chunk as u32));
+                if per_chunk == 1 {
+                    (path, None)
+                } else {
+                    let off = start - chunk * info.chunk_bytes;
+                    let range = ByteRange {
+                        start: off,
+                        end: Some(off + info.request_bytes - 1),
+                    };
+                    (path, Some(range))
+                }
+            }
+            Layout::Single => {
+                let end = (start + info.request_bytes).min(tr.stored_bytes) - 1;
+                let path = format!("/{}", self.file_path(title, tr.rep, 0));
+                (
+                    path,
+                    Some(ByteRange {
+                        start,
+                        end: Some(end),
+                    }),
+                )
+            }
+        }
+    }
+}
+
+/// A constructed session in compact form; [`Workload::session`] expands it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GenSession {
+    /// Session id (generation order).
+    pub id: u32,
+    /// Client class index.
+    pub class: u16,
+    /// Title id.
+    pub title: u32,
+    /// Index into the title's `representations`.
+    pub title_rep: u16,
+    /// First request unit.
+    pub start: u32,
+    /// Number of requests.
+    pub requests: u32,
+}
+
+/// Summary statistics of a constructed workload (thesis Table 3.3 and more).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// Sessions.
+    pub sessions: u64,
+    /// Titles in the catalog.
+    pub titles: u64,
+    /// Titles requested by at least one session.
+    pub unique_titles: u64,
+    /// Percent of requested titles requested by exactly one session.
+    pub single_session_titles_pct: f64,
+    /// Mean sessions per requested title.
+    pub mean_views_per_title: f64,
+    /// Mean title duration over the catalog, seconds.
+    pub mean_title_duration_s: f64,
+    /// Median title duration over the catalog, seconds.
+    pub median_title_duration_s: f64,
+    /// Mean content size of a title (over titles and their representations), MiB.
+    pub mean_title_size_mb: f64,
+    /// Bytes on disk of the whole file set, GiB.
+    pub catalog_size_gb: f64,
+    /// Number of files in the file set.
+    pub catalog_files: u64,
+    /// Mean session time (requests x request_s), seconds.
+    pub mean_session_time_s: f64,
+    /// Mean requests per session.
+    pub requests_per_session: f64,
+    /// Distinct request units (title, representation, position) requested.
+    pub unique_chunks: u64,
+    /// All requests.
+    pub total_chunks: u64,
+    /// Request units requested exactly once.
+    pub chunks_viewed_once: u64,
+    /// Bytes requested by all sessions, GiB.
+    pub total_requested_gb: f64,
+    /// Seconds of content per request.
+    pub request_s: f64,
+    /// Sessions per representation, in ladder order.
+    pub sessions_per_representation: Vec<(String, u64)>,
+    /// Sessions per client class, in spec order.
+    pub sessions_per_class: Vec<(String, u64)>,
+    /// Number of shards (session-script files).
+    pub shards: u32,
+    /// Sessions measured after excluding each shard's ramp-up and ramp-down.
+    pub measured_sessions: u64,
+}
+
+/// A constructed workload.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// The specification it was built from (overrides applied).
+    pub spec: Spec,
+    /// The catalog.
+    pub catalog: Catalog,
+    /// Sessions in id order.
+    pub sessions: Vec<GenSession>,
+    /// Summary statistics.
+    pub stats: Stats,
+}
+
+fn rng(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(stream);
+    r
+}
+
+fn units(seconds: f64, unit: f64) -> u32 {
+    ((seconds / unit) - 1e-9).ceil().max(1.0) as u32
+}
+
+fn popularity_sampler(p: &Popularity, ranks: &[u32]) -> WeightedIndex {
+    let w: Vec<f64> = match p {
+        Popularity::Zipf { alpha } => (1..=ranks.len()).map(|r| (r as f64).powf(-alpha)).collect(),
+        Popularity::Weights { weights } => ranks.iter().map(|&r| weights[r as usize - 1]).collect(),
+        Popularity::Uniform => vec![1.0; ranks.len()],
+    };
+    WeightedIndex::new(w).unwrap_or_else(|| {
+        // every weight in this subset is zero: fall back to uniform
+        WeightedIndex::new(vec![1.0; ranks.len()]).expect("non-empty subset")
+    })
+}
+
+/// Builds the catalog (no sessions) from a validated spec.
+pub fn build_catalog(spec: &Spec) -> Catalog {
+    let c = &spec.catalog;
+    let n = c.titles as usize;
+    let req_s = spec.sessions.request_s;
+    let mut r = rng(spec.measurement.seed, CATALOG_STREAM);
+
+    let reps: Vec<RepInfo> = c
+        .representations
+        .iter()
+        .map(|rep| {
+            let bytes_per_s = rep.bitrate_kbps * 1000.0 / 8.0;
+            let request_bytes = (req_s * bytes_per_s).round().max(1.0) as u64;
+            let chunk_bytes = match c.storage.chunk_s {
+                Some(ch) => request_bytes * (ch / req_s).round() as u64,
+                None => 0,
+            };
+            RepInfo {
+                name: rep.name.clone(),
+                bitrate_kbps: rep.bitrate_kbps,
+                request_bytes,
+                chunk_bytes,
+            }
+        })
+        .collect();
+
+    // durations by rank (index 0 = rank 1)
+    let mut durations: Vec<f64> = (0..n)
+        .map(|_| round_ms(c.duration.sample(&mut r)))
+        .collect();
+    let median = round_ms(c.duration.median());
+    for d in durations.iter_mut().take(c.median_duration_top as usize) {
+        *d = median;
+    }
+
+    // which ranks have which representation
+    let mut has = vec![vec![false; c.representations.len()]; n];
+    match c.ladder {
+        Ladder::Nested => {
+            for (ri, rep) in c.representations.iter().enumerate() {
+                if rep.share >= 1.0 {
+                    has.iter_mut().for_each(|h| h[ri] = true);
+                } else {
+                    let k = ((rep.share * n as f64).round() as usize).min(n);
+                    for i in index::sample(&mut r, n, k) {
+                        has[i][ri] = true;
+                    }
+                }
+            }
+        }
+        Ladder::Partition => {
+            let mut order: Vec<usize> = (0..n).collect();
+            order.shuffle(&mut r);
+            let counts = largest_remainder(
+                n,
+                &c.representations.iter().map(|r| r.share).collect::<Vec<_>>(),
+            );
+            let mut pos = 0;
+            for (ri, k) in counts.into_iter().enumerate() {
+                for &i in &order[pos..pos + k] {
+                    has[i][ri] = true;
+                }
+                pos += k;
+            }
+        }
+    }
+
+    // title id (creation order) of each rank
+    let mut id_of_rank: Vec<u32> = (0..n as u32).collect();
+    if c.placement == Placement::Random {
+        id_of_rank.shuffle(&mut r);
+    }
+    let width = (n.saturating_sub(1)).to_string().len().max(5);
+    let mut titles: Vec<Option<Title>> = vec![None; n];
+    for rank0 in 0..n {
+        let id = id_of_rank[rank0];
+        let dur = durations[rank0];
+        let title_units = units(dur, req_s);
+        let representations = reps
+            .iter()
+            .enumerate()
+            .filter(|(ri, _)| has[rank0][*ri])
+            .map(|(ri, info)| {
+                let bytes_per_s = info.bitrate_kbps * 1000.0 / 8.0;
+                let content_bytes = ((dur * bytes_per_s).round() as u64)
+                    .max((title_units as u64 - 1) * info.request_bytes + 1);
+                let pad_units = c
+                    .storage
+                    .pad_s
+                    .map_or(1, |p| (p / req_s).round() as u32)
+                    .max(1);
+                let padded_units = title_units.div_ceil(pad_units) * pad_units;
+                let (files, stored_bytes) = match c.storage.layout {
+                    Layout::Chunked => {
+                        let per_chunk = (info.chunk_bytes / info.request_bytes) as u32;
+                        let files = padded_units.div_ceil(per_chunk);
+                        (files, files as u64 * info.chunk_bytes)
+                    }
+                    Layout::Single => {
+                        let stored = if c.storage.pad_s.is_some() {
+                            padded_units as u64 * info.request_bytes
+                        } else {
+                            content_bytes
+                        };
+                        (1, stored)
+                    }
+                };
+                TitleRep {
+                    rep: ri,
+                    content_bytes,
+                    stored_bytes,
+                    files,
+                    requests: title_units,
+                }
+            })
+            .collect();
+        titles[id as usize] = Some(Title {
+            id,
+            name: format!("t{id:0width$}"),
+            rank: rank0 as u32 + 1,
+            duration_s: dur,
+            representations,
+        });
+    }
+    let path_format = match c.storage.layout {
+        Layout::Chunked => "{title}/{rep}/{chunk:05}.m4s",
+        Layout::Single => "{title}/{rep}.mp4",
+    };
+    Catalog {
+        layout: c.storage.layout,
+        request_s: req_s,
+        chunk_s: c.storage.chunk_s,
+        path_format: path_format.to_string(),
+        representations: reps,
+        titles: titles.into_iter().map(|t| t.expect("every id assigned")).collect(),
+    }
+}
+
+fn round_ms(s: f64) -> f64 {
+    (s * 1000.0).round() / 1000.0
+}
+
+/// Splits `n` items by `shares` (summing to 1) with the largest-remainder rule.
+fn largest_remainder(n: usize, shares: &[f64]) -> Vec<usize> {
+    let exact: Vec<f64> = shares.iter().map(|s| s * n as f64).collect();
+    let mut counts: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
+    let mut left = n - counts.iter().sum::<usize>().min(n);
+    let mut order: Vec<usize> = (0..shares.len()).collect();
+    order.sort_by(|&a, &b| {
+        (exact[b] - exact[b].floor())
+            .total_cmp(&(exact[a] - exact[a].floor()))
+            .then(a.cmp(&b))
+    });
+    for i in order.into_iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        counts[i] += 1;
+        left -= 1;
+    }
+    counts
+}
+
+/// Constructs the whole workload from a validated spec.
+pub fn construct(spec: &Spec) -> Workload {
+    let catalog = build_catalog(spec);
+    let s = &spec.sessions;
+    let mut r = rng(spec.measurement.seed, SESSION_STREAM);
+    let n = catalog.titles.len();
+
+    // rank -> title id
+    let mut by_rank = vec![0u32; n];
+    for t in &catalog.titles {
+        by_rank[t.rank as usize - 1] = t.id;
+    }
+    let title_has = |id: u32, rep: usize| {
+        catalog.titles[id as usize]
+            .representations
+            .iter()
+            .position(|tr| tr.rep == rep)
+    };
+    let nreps = catalog.representations.len();
+    let global = popularity_sampler(&spec.catalog.popularity, &(1..=n as u32).collect::<Vec<_>>());
+    let subsets: Vec<Option<(Vec<u32>, WeightedIndex)>> = (0..nreps)
+        .map(|rep| {
+            if s.selection != Selection::RepresentationFirst {
+                return None;
+            }
+            let ranks: Vec<u32> = (1..=n as u32)
+                .filter(|&rk| title_has(by_rank[rk as usize - 1], rep).is_some())
+                .collect();
+            if ranks.is_empty() {
+                return None;
+            }
+            let w = popularity_sampler(&spec.catalog.popularity, &ranks);
+            Some((ranks, w))
+        })
+        .collect();
+    let classes =
+        WeightedIndex::new(spec.clients.iter().map(|c| c.share)).expect("validated shares");
+    let mix = |m: &std::collections::BTreeMap<String, f64>| {
+        let (names, w): (Vec<usize>, Vec<f64>) = m
+            .iter()
+            .map(|(k, v)| (spec.representation_index(k).expect("validated"), *v))
+            .unzip();
+        (names, WeightedIndex::new(w).expect("validated mix"))
+    };
+    let global_mix = match &s.representation {
+        RepresentationChoice::Mix { weights } => Some(mix(weights)),
+        _ => None,
+    };
+    let class_mix: Vec<Option<(Vec<usize>, WeightedIndex)>> = spec
+        .clients
+        .iter()
+        .map(|c| match &s.representation {
+            RepresentationChoice::ClassMix { classes } => classes.get(&c.name).map(&mix),
+            _ => None,
+        })
+        .collect();
+
+    let mut sessions = Vec::with_capacity(s.count as usize);
+    for id in 0..s.count {
+        let class = classes.sample(&mut r);
+        let wanted = match &s.representation {
+            RepresentationChoice::Fixed { name } => spec.representation_index(name).expect("validated"),
+            RepresentationChoice::Mix { .. } => {
+                let (names, w) = global_mix.as_ref().expect("mix");
+                names[w.sample(&mut r)]
+            }
+            RepresentationChoice::ClassMix { .. } => {
+                let (names, w) = class_mix[class].as_ref().expect("validated class mix");
+                names[w.sample(&mut r)]
+            }
+            RepresentationChoice::Rule { headroom } => {
+                let down = spec.clients[class].down_kbps;
+                rule_choice(&catalog.representations, down, *headroom)
+            }
+        };
+        let (title, title_rep) = match subsets.get(wanted).and_then(|x| x.as_ref()) {
+            Some((ranks, w)) => {
+                let rank = ranks[w.sample(&mut r)];
+                let id = by_rank[rank as usize - 1];
+                (id, title_has(id, wanted).expect("subset has rep"))
+            }
+            None => {
+                let id = by_rank[global.sample(&mut r)];
+                (id, fallback(&catalog, id, wanted))
+            }
+        };
+        let t = &catalog.titles[title as usize];
+        let tr = &t.representations[title_rep];
+        let frac = s.viewing_fraction.sample(&mut r);
+        let start = match &s.start {
+            StartPosition::Beginning => 0,
+            StartPosition::Uniform => rand::Rng::random_range(&mut r, 0..tr.requests),
+            StartPosition::Fraction { distribution } => {
+                let f = distribution.sample(&mut r);
+                ((f * tr.requests as f64).floor() as u32).min(tr.requests - 1)
+            }
+        };
+        let want = ((frac * t.duration_s / s.request_s) - 1e-9).ceil().max(0.0) as u32;
+        let count = want.max(s.min_requests).min(tr.requests - start).max(1);
+        sessions.push(GenSession {
+            id,
+            class: class as u16,
+            title,
+            title_rep: title_rep as u16,
+            start,
+            requests: count,
+        });
+    }
+    let stats = compute_stats(spec, &catalog, &sessions);
+    Workload {
+        spec: spec.clone(),
+        catalog,
+        sessions,
+        stats,
+    }
+}
+
+/// Highest representation within `headroom x down_kbps` (all when the link is
+/// unlimited), else the lowest.
+fn rule_choice(reps: &[RepInfo], down_kbps: f64, headroom: f64) -> usize {
+    let mut order: Vec<usize> = (0..reps.len()).collect();
+    order.sort_by(|&a, &b| reps[a].bitrate_kbps.total_cmp(&reps[b].bitrate_kbps));
+    let fits = |i: &usize| down_kbps == 0.0 || reps[*i].bitrate_kbps <= headroom * down_kbps;
+    order
+        .iter()
+        .rev()
+        .find(|i| fits(i))
+        .copied()
+        .unwrap_or(order[0])
+}
+
+/// The title's copy of `wanted`, else its highest lower bit rate, else its lowest.
+fn fallback(catalog: &Catalog, title: u32, wanted: usize) -> usize {
+    let t = &catalog.titles[title as usize];
+    if let Some(i) = t.representations.iter().position(|tr| tr.rep == wanted) {
+        return i;
+    }
+    let rate = |i: usize| catalog.representations[t.representations[i].rep].bitrate_kbps;
+    let limit = catalog.representations[wanted].bitrate_kbps;
+    let below = (0..t.representations.len())
+        .filter(|&i| rate(i) <= limit)
+        .max_by(|&a, &b| rate(a).total_cmp(&rate(b)));
+    below.unwrap_or_else(|| {
+        (0..t.representations.len())
+            .min_by(|&a, &b| rate(a).total_cmp(&rate(b)))
+            .expect("title has a representation")
+    })
+}
+
+fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSession]) -> Stats {
+    let n = catalog.titles.len();
+    // flat per-unit view counts
+    let mut offset = Vec::with_capacity(n);
+    let mut total_units = 0usize;
+    for t in &catalog.titles {
+        let mut o = Vec::with_capacity(t.representations.len());
+        for tr in &t.representations {
+            o.push(total_units);
+            total_units += tr.requests as usize;
+        }
+        offset.push(o);
+    }
+    let mut unit_views = vec![0u32; total_units];
+    let mut title_views = vec![0u32; n];
+    let mut per_rep = vec![0u64; catalog.representations.len()];
+    let mut per_class = vec![0u64; spec.clients.len()];
+    let mut total_requests = 0u64;
+    let mut total_bytes = 0u64;
+    for s in sessions {
+        let t = &catalog.titles[s.title as usize];
+        let tr = &t.representations[s.title_rep as usize];
+        title_views[s.title as usize] += 1;
+        per_rep[tr.rep] += 1;
+        per_class[s.class as usize] += 1;
+        total_requests += s.requests as u64;
+        let base = offset[s.title as usize][s.title_rep as usize];
+        for u in s.start..s.start + s.requests {
+            unit_views[base + u as usize] += 1;
+            let (_, range) = catalog.request(t, tr, u);
+            total_bytes += range
+                .and_then(|g| g.len())
+                .unwrap_or(catalog.representations[tr.rep].request_bytes);
+        }
+    }
+    let unique_titles = title_views.iter().filter(|&&v| v > 0).count() as u64;
+    let single = title_views.iter().filter(|&&v| v == 1).count() as u64;
+    let mut durations: Vec<f64> = catalog.titles.iter().map(|t| t.duration_s).collect();
+    durations.sort_by(f64::total_cmp);
+    let median = if n % 2 == 1 {
+        durations[n / 2]
+    } else {
+        (durations[n / 2 - 1] + durations[n / 2]) / 2.0
+    };
+    let (mut copies, mut content, mut stored, mut files) = (0u64, 0u64, 0u64, 0u64);
+    for t in &catalog.titles {
+        for tr in &t.representations {
+            copies += 1;
+            content += tr.content_bytes;
+            stored += tr.stored_bytes;
+            files += tr.files as u64;
+        }
+    }
+    let shards = spec.shard_count();
+    let m = &spec.measurement;
+    let mut measured = 0u64;
+    for k in 0..shards {
+        let in_shard = (sessions.len() as u64 + (shards - 1 - k) as u64) / shards as u64;
+        measured += in_shard.saturating_sub((m.ramp_up_sessions + m.ramp_down_sessions) as u64);
+    }
+    let ns = sessions.len().max(1) as f64;
+    let mib = 1024.0 * 1024.0;
+    let gib = mib * 1024.0;
+    Stats {
+        sessions: sessions.len() as u64,
+        titles: n as u64,
+        unique_titles,
+        single_session_titles_pct: round(100.0 * single as f64 / unique_titles.max(1) as f64, 3),
+        mean_views_per_title: round(sessions.len() as f64 / unique_titles.max(1) as f64, 4),
+        mean_title_duration_s: round(durations.iter().sum::<f64>() / n as f64, 3),
+        median_title_duration_s: round(median, 3),
+        mean_title_size_mb: round(content as f64 / copies as f64 / mib, 4),
+        catalog_size_gb: round(stored as f64 / gib, 4),
+        catalog_files: files,
+        mean_session_time_s: round(total_requests as f64 * spec.sessions.request_s / ns, 3),
+        requests_per_session: round(total_requests as f64 / ns, 4),
+        unique_chunks: unit_views.iter().filter(|&&v| v > 0).count() as u64,
+        total_chunks: total_requests,
+        chunks_viewed_once: unit_views.iter().filter(|&&v| v == 1).count() as u64,
+        total_requested_gb: round(total_bytes as f64 / gib, 4),
+        request_s: spec.sessions.request_s,
+        sessions_per_representation: catalog
+            .representations
+            .iter()
+            .zip(per_rep)
+            .map(|(r, c)| (r.name.clone(), c))
+            .collect(),
+        sessions_per_class: spec
+            .clients
+            .iter()
+            .zip(per_class)
+            .map(|(c, k)| (c.name.clone(), k))
+            .collect(),
+        shards,
+        measured_sessions: measured,
+    }
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (v * f).round() / f
+}
+
+impl Workload {
+    /// Expands a compact session into its script form.
+    pub fn session(&self, g: &GenSession) -> Session {
+        let t = &self.catalog.titles[g.title as usize];
+        let tr = &t.representations[g.title_rep as usize];
+        let info = &self.catalog.representations[tr.rep];
+        let s = &self.spec.sessions;
+        let pacing = s.pacing();
+        let requests = (0..g.requests)
+            .map(|k| {
+                let (path, range) = self.catalog.request(t, tr, g.start + k);
+                Request {
+                    path,
+                    range,
+                    timeout_s: Some(s.timeout_s),
+                    wait: if k >= s.buffering_requests && pacing > 0.0 {
+                        Wait::Pacing(pacing)
+                    } else {
+                        Wait::None
+                    },
+                    ..Request::default()
+                }
+            })
+            .collect();
+        Session {
+            header: SessionHeader {
+                id: Some(g.id as u64),
+                class: Some(self.spec.clients[g.class as usize].name.clone()),
+                title: Some(t.name.clone()),
+                rank: Some(t.rank),
+                rep: Some(info.name.clone()),
+                bitrate_bps: Some(info.bitrate_bps()),
+                request_s: Some(s.request_s),
+                ..SessionHeader::default()
+            },
+            requests,
+        }
+    }
+
+    /// Shard (script file) of a session: sessions are dealt round-robin.
+    pub fn shard_of(&self, g: &GenSession) -> u32 {
+        g.id % self.stats.shards
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presets;
+
+    #[test]
+    fn largest_remainder_sums() {
+        assert_eq!(largest_remainder(10, &[0.5, 0.25, 0.25]), vec![5, 3, 2]);
+        assert_eq!(largest_remainder(3, &[1.0 / 3.0; 3]), vec![1, 1, 1]);
+        assert_eq!(largest_remainder(28000, &[20.0 / 28.0, 8.0 / 28.0]), vec![20000, 8000]);
+    }
+
+    #[test]
+    fn chunked_requests_name_whole_files() {
+        let w = construct(&presets::load("youtube-2011").unwrap());
+        let s = w.session(&w.sessions[0]);
+        assert!(s.requests.iter().all(|r| r.range.is_none()));
+        assert!(s.requests[0].path.ends_with("/sd/00000.m4s"), "{}", s.requests[0].path);
+        assert_eq!(s.requests[0].wait, Wait::None);
+        if s.requests.len() > 3 {
+            assert_eq!(s.requests[3].wait, Wait::Pacing(10.0));
+        }
+    }
+
+    #[test]
+    fn chunk_files_are_padded_to_the_same_space() {
+        let a = build_catalog(&presets::load("youtube-2011").unwrap());
+        let b = build_catalog(&presets::load("youtube-2011-2mb").unwrap());
+        let c = build_catalog(&presets::load("youtube-2011-unchunked").unwrap());
+        for ((x, y), z) in a.titles.iter().zip(&b.titles).zip(&c.titles) {
+            assert_eq!(x.representations[0].stored_bytes, y.representations[0].stored_bytes);
+            assert_eq!(x.representations[0].stored_bytes, z.representations[0].stored_bytes);
+            assert_eq!(x.rank, y.rank);
+            assert_eq!(x.duration_s, z.duration_s);
+        }
+        assert_eq!(a.representations[0].request_bytes, 524_288);
+        assert_eq!(b.representations[0].chunk_bytes, 2 * 1024 * 1024);
+    }
+
+    #[test]
+    fn range_requests_tile_the_file() {
+        let w = construct(&presets::load("youtube-2011-unchunked").unwrap());
+        let g = w.sessions.iter().find(|g| g.requests > 4).unwrap();
+        let s = w.session(g);
+        for (k, r) in s.requests.iter().enumerate() {
+            let range = r.range.unwrap();
+            assert_eq!(range.start, k as u64 * 524_288);
+            assert_eq!(range.len(), Some(524_288));
+        }
+    }
+
+    #[test]
+    fn two_most_popular_titles_get_the_median_duration() {
+        let spec = presets::load("youtube-2011").unwrap();
+        let c = build_catalog(&spec);
+        let med = round_ms(spec.catalog.duration.median());
+        let top: Vec<f64> = c.titles.iter().filter(|t| t.rank <= 2).map(|t| t.duration_s).collect();
+        assert_eq!(top, vec![med, med]);
+    }
+
+    #[test]
+    fn cloudsuite_720p_on_a_fifth_of_titles_and_sessions_only_where_it_exists() {
+        let w = construct(&presets::load("cloudsuite-2016").unwrap());
+        let with_720 = w
+            .catalog
+            .titles
+            .iter()
+            .filter(|t| t.representations.iter().any(|tr| tr.rep == 3))
+            .count();
+        assert_eq!(with_720, 1600);
+        let per: Vec<u64> = w.stats.sessions_per_representation.iter().map(|x| x.1).collect();
+        let total: u64 = per.iter().sum();
+        for (got, want) in per.iter().zip([0.1, 0.3, 0.4, 0.2]) {
+            let share = *got as f64 / total as f64;
+            assert!((share - want).abs() < 0.02, "{per:?}");
+        }
+        // the bandwidth mix of Table I
+        let classes: Vec<u64> = w.stats.sessions_per_class.iter().map(|x| x.1).collect();
+        for (got, want) in classes.iter().zip([0.19, 0.20, 0.34, 0.27]) {
+            assert!((*got as f64 / total as f64 - want).abs() < 0.02, "{classes:?}");
+        }
+    }
+
+    #[test]
+    fn mixed_preset_partitions_sd_and_hd() {
+        let w = construct(&presets::load("youtube-2011-mixed").unwrap());
+        let sd = w.catalog.titles.iter().filter(|t| t.representations[0].rep == 0).count();
+        assert_eq!(sd, 20_000);
+        assert!(w.catalog.titles.iter().all(|t| t.representations.len() == 1));
+        let per: Vec<u64> = w.stats.sessions_per_representation.iter().map(|x| x.1).collect();
+        assert!((per[0] as f64 / 8000.0 - 0.5).abs() < 0.03, "{per:?}");
+    }
+
+    #[test]
+    fn rule_picks_highest_that_fits() {
+        let reps: Vec<RepInfo> = [400.0, 1000.0, 2500.0]
+            .iter()
+            .map(|&b| RepInfo {
+                name: String::new(),
+                bitrate_kbps: b,
+                request_bytes: 1,
+                chunk_bytes: 0,
+            })
+            .collect();
+        assert_eq!(rule_choice(&reps, 2000.0, 0.8), 1);
+        assert_eq!(rule_choice(&reps, 100.0, 0.8), 0);
+        assert_eq!(rule_choice(&reps, 0.0, 0.8), 2);
+    }
+
+    #[test]
+    fn catalog_stream_is_independent_of_session_count() {
+        let mut spec = presets::load("youtube-2011").unwrap();
+        let a = build_catalog(&spec);
+        spec.sessions.count = 10;
+        assert_eq!(a, build_catalog(&spec));
+    }
+}

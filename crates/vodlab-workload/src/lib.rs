@@ -1,0 +1,24 @@
+//! # vodlab-workload
+//!
+//! The workload side of vodlab: a TOML workload specification ([`spec`]),
+//! the distributions it uses ([`dist`]), built-in presets that reproduce
+//! published workloads ([`presets`]), deterministic construction of a catalog,
+//! sessions and statistics ([`construct`]), the session-script formats
+//! ([`script`]) and the on-disk workload directory ([`output`]).
+//!
+//! Nothing here touches the network or the clock; files are read and written
+//! only by [`spec::Spec::from_file`] and the [`output`] module.
+
+#![warn(missing_docs)]
+
+pub mod construct;
+pub mod dist;
+pub mod error;
+pub mod output;
+pub mod presets;
+pub mod script;
+pub mod spec;
+
+pub use construct::{construct, Catalog, Stats, Workload};
+pub use error::{BuildError, SpecError};
+pub use spec::{Overrides, Spec};

@@ -1,0 +1,114 @@
+//! `vodlab gen`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use vodlab_workload::construct::construct;
+use vodlab_workload::output::write_workload;
+use vodlab_workload::{presets, Overrides, Spec, Stats};
+
+use crate::cli::GenArgs;
+
+pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if a.list_presets {
+        for p in presets::PRESETS {
+            writeln!(out, "{:<24} {}", p.name, p.summary)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(name) = &a.show_preset {
+        presets::load(name)?;
+        out.write_all(presets::source(name).expect("checked").as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let started = Instant::now();
+    let (mut spec, origin) = match (&a.preset, &a.spec) {
+        (Some(p), _) => (presets::load(p)?, format!("preset:{p}")),
+        (None, Some(f)) => (Spec::from_file(f)?, f.display().to_string()),
+        (None, None) => anyhow::bail!("give --preset NAME or --spec FILE (see --list-presets)"),
+    };
+    spec.apply(
+        &Overrides {
+            seed: a.seed,
+            sessions: a.sessions,
+            titles: a.titles,
+            scale: a.scale,
+        },
+        &origin,
+    )?;
+    if let Some(n) = a.shards {
+        anyhow::ensure!(n >= 1, "--shards must be at least 1");
+        spec.measurement.shard_sessions = Some(spec.sessions.count.div_ceil(n).max(1));
+        anyhow::ensure!(
+            spec.shard_count() == n,
+            "--shards {n} cannot split {} sessions into {n} non-empty scripts",
+            spec.sessions.count
+        );
+    }
+    let dir = a.output.as_ref().expect("clap requires -o");
+    let workload = construct(&spec);
+    let manifest = write_workload(dir, &workload, a.force)
+        .with_context(|| format!("writing the workload to {}", dir.display()))?;
+    let elapsed = started.elapsed();
+
+    let per_shard = spec.sessions.count.div_ceil(spec.shard_count());
+    let ramp = spec.measurement.ramp_up_sessions + spec.measurement.ramp_down_sessions;
+    if ramp >= per_shard {
+        eprintln!(
+            "vodlab: warning: each shard has about {per_shard} sessions but ramp-up + ramp-down exclude {ramp}: \
+             no session would be measured; use --scale instead of --sessions, or fewer --shards"
+        );
+    }
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &workload.stats)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "workload {} (seed {}) written to {} in {:.0} ms: {} script file(s)",
+            spec.name,
+            spec.measurement.seed,
+            dir.display(),
+            elapsed.as_secs_f64() * 1000.0,
+            manifest.shards.len()
+        )?;
+        print_table(&mut out, &workload.stats)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
+    let rows: Vec<(&str, String)> = vec![
+        ("sessions", s.sessions.to_string()),
+        ("titles in catalog", s.titles.to_string()),
+        ("unique titles", s.unique_titles.to_string()),
+        ("single-session titles", format!("{:.1} %", s.single_session_titles_pct)),
+        ("mean title duration", format!("{:.1} s", s.mean_title_duration_s)),
+        ("mean title size", format!("{:.1} MB", s.mean_title_size_mb)),
+        ("mean session time", format!("{:.1} s", s.mean_session_time_s)),
+        ("requests per session", format!("{:.3}", s.requests_per_session)),
+        ("unique chunks requested", s.unique_chunks.to_string()),
+        ("total chunks requested", s.total_chunks.to_string()),
+        ("chunks viewed once", s.chunks_viewed_once.to_string()),
+        ("bytes requested", format!("{:.2} GB", s.total_requested_gb)),
+        ("file set", format!("{:.2} GB in {} files", s.catalog_size_gb, s.catalog_files)),
+        ("shards", s.shards.to_string()),
+        ("measured sessions", s.measured_sessions.to_string()),
+    ];
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        writeln!(out, "  {k:<w$}  {v:>14}")?;
+    }
+    let mix = |v: &[(String, u64)]| {
+        v.iter()
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    writeln!(out, "  {:<w$}  {}", "sessions per representation", mix(&s.sessions_per_representation))?;
+    writeln!(out, "  {:<w$}  {}", "sessions per client class", mix(&s.sessions_per_class))?;
+    Ok(())
+}

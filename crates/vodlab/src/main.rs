@@ -1,0 +1,28 @@
+//! `vodlab`: a laboratory for HTTP video-on-demand delivery.
+
+use std::process::ExitCode;
+
+mod cli;
+mod gen;
+mod script;
+
+fn main() -> ExitCode {
+    let args = <cli::Cli as clap::Parser>::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("vodlab: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
