@@ -19,7 +19,7 @@ const CATALOG_STREAM: u64 = 1;
 const SESSION_STREAM: u64 = 2;
 
 /// One representation of the catalog's ladder, with derived sizes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct RepInfo {
     /// Name.
     pub name: String,
@@ -39,7 +39,7 @@ impl RepInfo {
 }
 
 /// A title's copy in one representation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct TitleRep {
     /// Index into [`Catalog::representations`].
     pub rep: usize,
@@ -54,7 +54,7 @@ pub struct TitleRep {
 }
 
 /// One title.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Title {
     /// Title number: creation order on disk.
     pub id: u32,
@@ -69,7 +69,7 @@ pub struct Title {
 }
 
 /// The catalog: every title, its representations, sizes and files.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Catalog {
     /// Storage layout.
     pub layout: Layout,
@@ -163,7 +163,7 @@ pub struct GenSession {
 }
 
 /// Summary statistics of a constructed workload (thesis Table 3.3 and more).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Sessions.
     pub sessions: u64,
@@ -299,7 +299,10 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
             order.shuffle(&mut r);
             let counts = largest_remainder(
                 n,
-                &c.representations.iter().map(|r| r.share).collect::<Vec<_>>(),
+                &c.representations
+                    .iter()
+                    .map(|r| r.share)
+                    .collect::<Vec<_>>(),
             );
             let mut pos = 0;
             for (ri, k) in counts.into_iter().enumerate() {
@@ -378,7 +381,10 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
         chunk_s: c.storage.chunk_s,
         path_format: path_format.to_string(),
         representations: reps,
-        titles: titles.into_iter().map(|t| t.expect("every id assigned")).collect(),
+        titles: titles
+            .into_iter()
+            .map(|t| t.expect("every id assigned"))
+            .collect(),
     }
 }
 
@@ -426,7 +432,10 @@ pub fn construct(spec: &Spec) -> Workload {
             .position(|tr| tr.rep == rep)
     };
     let nreps = catalog.representations.len();
-    let global = popularity_sampler(&spec.catalog.popularity, &(1..=n as u32).collect::<Vec<_>>());
+    let global = popularity_sampler(
+        &spec.catalog.popularity,
+        &(1..=n as u32).collect::<Vec<_>>(),
+    );
     let subsets: Vec<Option<(Vec<u32>, WeightedIndex)>> = (0..nreps)
         .map(|rep| {
             if s.selection != Selection::RepresentationFirst {
@@ -468,7 +477,9 @@ pub fn construct(spec: &Spec) -> Workload {
     for id in 0..s.count {
         let class = classes.sample(&mut r);
         let wanted = match &s.representation {
-            RepresentationChoice::Fixed { name } => spec.representation_index(name).expect("validated"),
+            RepresentationChoice::Fixed { name } => {
+                spec.representation_index(name).expect("validated")
+            }
             RepresentationChoice::Mix { .. } => {
                 let (names, w) = global_mix.as_ref().expect("mix");
                 names[w.sample(&mut r)]
@@ -713,7 +724,10 @@ mod tests {
     fn largest_remainder_sums() {
         assert_eq!(largest_remainder(10, &[0.5, 0.25, 0.25]), vec![5, 3, 2]);
         assert_eq!(largest_remainder(3, &[1.0 / 3.0; 3]), vec![1, 1, 1]);
-        assert_eq!(largest_remainder(28000, &[20.0 / 28.0, 8.0 / 28.0]), vec![20000, 8000]);
+        assert_eq!(
+            largest_remainder(28000, &[20.0 / 28.0, 8.0 / 28.0]),
+            vec![20000, 8000]
+        );
     }
 
     #[test]
@@ -721,7 +735,11 @@ mod tests {
         let w = construct(&presets::load("youtube-2011").unwrap());
         let s = w.session(&w.sessions[0]);
         assert!(s.requests.iter().all(|r| r.range.is_none()));
-        assert!(s.requests[0].path.ends_with("/sd/00000.m4s"), "{}", s.requests[0].path);
+        assert!(
+            s.requests[0].path.ends_with("/sd/00000.m4s"),
+            "{}",
+            s.requests[0].path
+        );
         assert_eq!(s.requests[0].wait, Wait::None);
         if s.requests.len() > 3 {
             assert_eq!(s.requests[3].wait, Wait::Pacing(10.0));
@@ -734,8 +752,14 @@ mod tests {
         let b = build_catalog(&presets::load("youtube-2011-2mb").unwrap());
         let c = build_catalog(&presets::load("youtube-2011-unchunked").unwrap());
         for ((x, y), z) in a.titles.iter().zip(&b.titles).zip(&c.titles) {
-            assert_eq!(x.representations[0].stored_bytes, y.representations[0].stored_bytes);
-            assert_eq!(x.representations[0].stored_bytes, z.representations[0].stored_bytes);
+            assert_eq!(
+                x.representations[0].stored_bytes,
+                y.representations[0].stored_bytes
+            );
+            assert_eq!(
+                x.representations[0].stored_bytes,
+                z.representations[0].stored_bytes
+            );
             assert_eq!(x.rank, y.rank);
             assert_eq!(x.duration_s, z.duration_s);
         }
@@ -760,7 +784,12 @@ mod tests {
         let spec = presets::load("youtube-2011").unwrap();
         let c = build_catalog(&spec);
         let med = round_ms(spec.catalog.duration.median());
-        let top: Vec<f64> = c.titles.iter().filter(|t| t.rank <= 2).map(|t| t.duration_s).collect();
+        let top: Vec<f64> = c
+            .titles
+            .iter()
+            .filter(|t| t.rank <= 2)
+            .map(|t| t.duration_s)
+            .collect();
         assert_eq!(top, vec![med, med]);
     }
 
@@ -774,7 +803,12 @@ mod tests {
             .filter(|t| t.representations.iter().any(|tr| tr.rep == 3))
             .count();
         assert_eq!(with_720, 1600);
-        let per: Vec<u64> = w.stats.sessions_per_representation.iter().map(|x| x.1).collect();
+        let per: Vec<u64> = w
+            .stats
+            .sessions_per_representation
+            .iter()
+            .map(|x| x.1)
+            .collect();
         let total: u64 = per.iter().sum();
         for (got, want) in per.iter().zip([0.1, 0.3, 0.4, 0.2]) {
             let share = *got as f64 / total as f64;
@@ -783,17 +817,34 @@ mod tests {
         // the bandwidth mix of Table I
         let classes: Vec<u64> = w.stats.sessions_per_class.iter().map(|x| x.1).collect();
         for (got, want) in classes.iter().zip([0.19, 0.20, 0.34, 0.27]) {
-            assert!((*got as f64 / total as f64 - want).abs() < 0.02, "{classes:?}");
+            assert!(
+                (*got as f64 / total as f64 - want).abs() < 0.02,
+                "{classes:?}"
+            );
         }
     }
 
     #[test]
     fn mixed_preset_partitions_sd_and_hd() {
         let w = construct(&presets::load("youtube-2011-mixed").unwrap());
-        let sd = w.catalog.titles.iter().filter(|t| t.representations[0].rep == 0).count();
+        let sd = w
+            .catalog
+            .titles
+            .iter()
+            .filter(|t| t.representations[0].rep == 0)
+            .count();
         assert_eq!(sd, 20_000);
-        assert!(w.catalog.titles.iter().all(|t| t.representations.len() == 1));
-        let per: Vec<u64> = w.stats.sessions_per_representation.iter().map(|x| x.1).collect();
+        assert!(w
+            .catalog
+            .titles
+            .iter()
+            .all(|t| t.representations.len() == 1));
+        let per: Vec<u64> = w
+            .stats
+            .sessions_per_representation
+            .iter()
+            .map(|x| x.1)
+            .collect();
         assert!((per[0] as f64 / 8000.0 - 0.5).abs() < 0.03, "{per:?}");
     }
 

@@ -137,7 +137,10 @@ impl Distribution {
                 finite_nonneg(*min, "min", problems);
                 finite_nonneg(*max, "max", problems);
                 if max < min {
-                    problems.push(format!("{path}.max"), format!("max {max} is below min {min}"));
+                    problems.push(
+                        format!("{path}.max"),
+                        format!("max {max} is below min {min}"),
+                    );
                 }
             }
             Distribution::Exponential { mean, min, max } => {
@@ -153,10 +156,16 @@ impl Distribution {
                 max,
             } => {
                 if !median.is_finite() || *median <= 0.0 {
-                    problems.push(format!("{path}.median"), format!("must be > 0, got {median}"));
+                    problems.push(
+                        format!("{path}.median"),
+                        format!("must be > 0, got {median}"),
+                    );
                 }
                 if !sigma.is_finite() || *sigma < 0.0 {
-                    problems.push(format!("{path}.sigma"), format!("must be >= 0, got {sigma}"));
+                    problems.push(
+                        format!("{path}.sigma"),
+                        format!("must be >= 0, got {sigma}"),
+                    );
                 }
                 check_clamps(path, *min, *max, problems);
             }
@@ -231,7 +240,10 @@ fn check_clamps(path: &str, min: Option<f64>, max: Option<f64>, problems: &mut P
     for (key, v) in [("min", min), ("max", max)] {
         if let Some(v) = v {
             if !v.is_finite() || v < 0.0 {
-                problems.push(format!("{path}.{key}"), format!("must be finite and >= 0, got {v}"));
+                problems.push(
+                    format!("{path}.{key}"),
+                    format!("must be finite and >= 0, got {v}"),
+                );
             }
         }
     }
@@ -404,8 +416,16 @@ mod tests {
         let mut p = Problems::default();
         d.validate("catalog.duration", &mut p);
         let text = p.to_string();
-        assert!(text.contains("catalog.duration.points[1]: CDF not monotone: probability 0.1 after 0.2"), "{text}");
-        assert!(text.contains("catalog.duration.points[2]: CDF not monotone: value 5 after 20"), "{text}");
+        assert!(
+            text.contains(
+                "catalog.duration.points[1]: CDF not monotone: probability 0.1 after 0.2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("catalog.duration.points[2]: CDF not monotone: value 5 after 20"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -466,7 +466,10 @@ impl Spec {
         if c.median_duration_top > c.titles {
             p.push(
                 "catalog.median_duration_top",
-                format!("{} is more than the {} titles", c.median_duration_top, c.titles),
+                format!(
+                    "{} is more than the {} titles",
+                    c.median_duration_top, c.titles
+                ),
             );
         }
         self.validate_ladder(&mut p);
@@ -475,7 +478,10 @@ impl Spec {
         self.validate_clients(&mut p);
         let m = &self.measurement;
         if let Some(0) = m.shard_sessions {
-            p.push("measurement.shard_sessions", "must be at least 1 (or unset)");
+            p.push(
+                "measurement.shard_sessions",
+                "must be at least 1 (or unset)",
+            );
         }
         p
     }
@@ -483,7 +489,10 @@ impl Spec {
     fn validate_ladder(&self, p: &mut Problems) {
         let reps = &self.catalog.representations;
         if reps.is_empty() {
-            p.push("catalog.representations", "needs at least one representation");
+            p.push(
+                "catalog.representations",
+                "needs at least one representation",
+            );
             return;
         }
         let mut names = BTreeSet::new();
@@ -497,11 +506,17 @@ impl Spec {
             {
                 p.push(
                     format!("{at}.name"),
-                    format!("`{}` must be non-empty and use only A-Z a-z 0-9 _ . -", r.name),
+                    format!(
+                        "`{}` must be non-empty and use only A-Z a-z 0-9 _ . -",
+                        r.name
+                    ),
                 );
             }
             if !names.insert(r.name.as_str()) {
-                p.push(format!("{at}.name"), format!("duplicate representation `{}`", r.name));
+                p.push(
+                    format!("{at}.name"),
+                    format!("duplicate representation `{}`", r.name),
+                );
             }
             if !(r.bitrate_kbps.is_finite() && r.bitrate_kbps > 0.0) {
                 p.push(
@@ -510,7 +525,10 @@ impl Spec {
                 );
             }
             if !(r.share > 0.0 && r.share <= 1.0) {
-                p.push(format!("{at}.share"), format!("must be in (0, 1], got {}", r.share));
+                p.push(
+                    format!("{at}.share"),
+                    format!("must be in (0, 1], got {}", r.share),
+                );
             }
         }
         match self.catalog.ladder {
@@ -538,9 +556,10 @@ impl Spec {
         let s = &self.catalog.storage;
         let req = self.sessions.request_s;
         match (s.layout, s.chunk_s) {
-            (Layout::Chunked, None) => {
-                p.push("catalog.storage.chunk_s", "layout = \"chunked\" needs chunk_s")
-            }
+            (Layout::Chunked, None) => p.push(
+                "catalog.storage.chunk_s",
+                "layout = \"chunked\" needs chunk_s",
+            ),
             (Layout::Single, Some(_)) => p.push(
                 "catalog.storage.chunk_s",
                 "layout = \"single\" stores one file per title; remove chunk_s",
@@ -583,8 +602,7 @@ impl Spec {
         if s.count == 0 {
             p.push("sessions.count", "must be at least 1");
         }
-        s.viewing_fraction
-            .validate("sessions.viewing_fraction", p);
+        s.viewing_fraction.validate("sessions.viewing_fraction", p);
         if s.viewing_fraction.quantile(1.0) > 1.0 + 1e-9 {
             p.push(
                 "sessions.viewing_fraction",
@@ -594,11 +612,17 @@ impl Spec {
         if let StartPosition::Fraction { distribution } = &s.start {
             distribution.validate("sessions.start.distribution", p);
             if distribution.quantile(1.0) > 1.0 {
-                p.push("sessions.start.distribution", "start fractions must be <= 1");
+                p.push(
+                    "sessions.start.distribution",
+                    "start fractions must be <= 1",
+                );
             }
         }
         if !(s.request_s.is_finite() && s.request_s > 0.0) {
-            p.push("sessions.request_s", format!("must be > 0, got {}", s.request_s));
+            p.push(
+                "sessions.request_s",
+                format!("must be > 0, got {}", s.request_s),
+            );
         }
         if let Some(pacing) = s.pacing_s {
             if !(pacing.is_finite() && pacing >= 0.0) {
@@ -606,7 +630,10 @@ impl Spec {
             }
         }
         if !(s.timeout_s.is_finite() && s.timeout_s > 0.0) {
-            p.push("sessions.timeout_s", format!("must be > 0, got {}", s.timeout_s));
+            p.push(
+                "sessions.timeout_s",
+                format!("must be > 0, got {}", s.timeout_s),
+            );
         }
         if s.min_requests == 0 {
             p.push("sessions.min_requests", "must be at least 1");
@@ -691,10 +718,16 @@ impl Spec {
                 );
             }
             if !names.insert(c.name.as_str()) {
-                p.push(format!("{at}.name"), format!("duplicate client class `{}`", c.name));
+                p.push(
+                    format!("{at}.name"),
+                    format!("duplicate client class `{}`", c.name),
+                );
             }
             if !(c.share.is_finite() && c.share >= 0.0) {
-                p.push(format!("{at}.share"), format!("must be >= 0, got {}", c.share));
+                p.push(
+                    format!("{at}.share"),
+                    format!("must be >= 0, got {}", c.share),
+                );
             }
             for (key, v) in [
                 ("down_kbps", c.down_kbps),
@@ -741,8 +774,8 @@ mod tests {
     #[test]
     fn every_preset_parses_and_validates() {
         for p in presets::PRESETS {
-            let spec = Spec::from_toml_str(p.source, p.name)
-                .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            let spec =
+                Spec::from_toml_str(p.source, p.name).unwrap_or_else(|e| panic!("{}: {e}", p.name));
             assert_eq!(spec.name, p.name);
         }
     }
@@ -750,7 +783,9 @@ mod tests {
     #[test]
     fn unknown_key_names_file_line_and_path() {
         let text = base().replace("[catalog]\n", "[catalog]\ncolour = \"red\"\n");
-        let err = Spec::from_toml_str(&text, "w.toml").unwrap_err().to_string();
+        let err = Spec::from_toml_str(&text, "w.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("w.toml:"), "{err}");
         assert!(err.contains("unknown field `colour`"), "{err}");
         assert!(err.contains("catalog"), "{err}");
@@ -759,7 +794,9 @@ mod tests {
     #[test]
     fn negative_alpha_is_rejected() {
         let text = base().replace("alpha = 0.8", "alpha = -0.5");
-        let err = Spec::from_toml_str(&text, "w.toml").unwrap_err().to_string();
+        let err = Spec::from_toml_str(&text, "w.toml")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("catalog.popularity.alpha: alpha must be a finite number >= 0, got -0.5"),
             "{err}"
@@ -769,8 +806,13 @@ mod tests {
     #[test]
     fn shares_must_sum_to_one() {
         let text = base().replacen("share = 0.16666666666666666", "share = 0.2", 1);
-        let err = Spec::from_toml_str(&text, "w.toml").unwrap_err().to_string();
-        assert!(err.contains("clients: shares must sum to 1 within 1e-6"), "{err}");
+        let err = Spec::from_toml_str(&text, "w.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("clients: shares must sum to 1 within 1e-6"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -789,7 +831,9 @@ mod tests {
     #[test]
     fn chunk_must_hold_whole_requests() {
         let text = base().replace("request_s = 10.0", "request_s = 3.0");
-        let err = Spec::from_toml_str(&text, "w.toml").unwrap_err().to_string();
+        let err = Spec::from_toml_str(&text, "w.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("catalog.storage.chunk_s"), "{err}");
     }
 

@@ -85,16 +85,31 @@ fn print_table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
         ("sessions", s.sessions.to_string()),
         ("titles in catalog", s.titles.to_string()),
         ("unique titles", s.unique_titles.to_string()),
-        ("single-session titles", format!("{:.1} %", s.single_session_titles_pct)),
-        ("mean title duration", format!("{:.1} s", s.mean_title_duration_s)),
+        (
+            "single-session titles",
+            format!("{:.1} %", s.single_session_titles_pct),
+        ),
+        (
+            "mean title duration",
+            format!("{:.1} s", s.mean_title_duration_s),
+        ),
         ("mean title size", format!("{:.1} MB", s.mean_title_size_mb)),
-        ("mean session time", format!("{:.1} s", s.mean_session_time_s)),
-        ("requests per session", format!("{:.3}", s.requests_per_session)),
+        (
+            "mean session time",
+            format!("{:.1} s", s.mean_session_time_s),
+        ),
+        (
+            "requests per session",
+            format!("{:.3}", s.requests_per_session),
+        ),
         ("unique chunks requested", s.unique_chunks.to_string()),
         ("total chunks requested", s.total_chunks.to_string()),
         ("chunks viewed once", s.chunks_viewed_once.to_string()),
         ("bytes requested", format!("{:.2} GB", s.total_requested_gb)),
-        ("file set", format!("{:.2} GB in {} files", s.catalog_size_gb, s.catalog_files)),
+        (
+            "file set",
+            format!("{:.2} GB in {} files", s.catalog_size_gb, s.catalog_files),
+        ),
         ("shards", s.shards.to_string()),
         ("measured sessions", s.measured_sessions.to_string()),
     ];
@@ -108,7 +123,17 @@ fn print_table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    writeln!(out, "  {:<w$}  {}", "sessions per representation", mix(&s.sessions_per_representation))?;
-    writeln!(out, "  {:<w$}  {}", "sessions per client class", mix(&s.sessions_per_class))?;
+    writeln!(
+        out,
+        "  {:<w$}  {}",
+        "sessions per representation",
+        mix(&s.sessions_per_representation)
+    )?;
+    writeln!(
+        out,
+        "  {:<w$}  {}",
+        "sessions per client class",
+        mix(&s.sessions_per_class)
+    )?;
     Ok(())
 }

@@ -16,7 +16,10 @@ use crate::cli::{ExportFormat, ScriptCommand};
 fn load(input: &Path) -> anyhow::Result<Vec<(PathBuf, Script)>> {
     if input.is_dir() {
         read_manifest(input).with_context(|| {
-            format!("{} is a directory but not a `vodlab gen` workload", input.display())
+            format!(
+                "{} is a directory but not a `vodlab gen` workload",
+                input.display()
+            )
         })?;
         Ok(read_workload_scripts(input)?)
     } else {
@@ -98,10 +101,11 @@ fn export(
         let all = scripts.iter().flat_map(|(_, s)| s.sessions.iter());
         let chosen = match session {
             None => all.clone().next(),
-            Some(id) => all
-                .clone()
-                .find(|s| s.header.id == Some(id))
-                .or_else(|| all.clone().filter(|s| s.header.id.is_none()).nth(id as usize)),
+            Some(id) => all.clone().find(|s| s.header.id == Some(id)).or_else(|| {
+                all.clone()
+                    .filter(|s| s.header.id.is_none())
+                    .nth(id as usize)
+            }),
         }
         .with_context(|| format!("no session {} in {}", session.unwrap_or(0), input.display()))?;
         let (text, rep) = export_h2load(chosen);

@@ -117,14 +117,22 @@ impl Parser {
     fn vodlab_header(&mut self, n: usize, rest: &str) -> Result<(), ParseError> {
         let tokens = tokenize(n, rest, 2)?;
         let Some(first) = tokens.first() else {
-            return Err(err(n, 1, ParseErrorKind::BadValue, "empty `#@` line; expected `#@session key=value ...`"));
+            return Err(err(
+                n,
+                1,
+                ParseErrorKind::BadValue,
+                "empty `#@` line; expected `#@session key=value ...`",
+            ));
         };
         if first.text != "session" {
             return Err(err(
                 n,
                 first.column,
                 ParseErrorKind::UnknownKey,
-                format!("unknown directive `#@{}`; the only one is `#@session`", first.text),
+                format!(
+                    "unknown directive `#@{}`; the only one is `#@session`",
+                    first.text
+                ),
             ));
         }
         if !self.current.requests.is_empty() {
@@ -197,7 +205,10 @@ impl Parser {
                 n,
                 path_tok.column,
                 ParseErrorKind::Misplaced,
-                format!("a request line starts with its path, not with `{}`", path_tok.text),
+                format!(
+                    "a request line starts with its path, not with `{}`",
+                    path_tok.text
+                ),
             ));
         }
         if burst && self.current.requests.is_empty() {
@@ -318,7 +329,9 @@ impl Parser {
                         n,
                         pacing_col,
                         ParseErrorKind::DuplicateKey,
-                        format!("`pacing=` here conflicts with `{name}=` at line {line}, column {col}"),
+                        format!(
+                            "`pacing=` here conflicts with `{name}=` at line {line}, column {col}"
+                        ),
                     ));
                 }
                 req.wait = w;
@@ -343,13 +356,34 @@ impl Parser {
 fn is_key(s: &str) -> bool {
     matches!(
         s,
-        "range" | "timeout" | "pacing" | "think" | "pace_time" | "conn" | "method" | "contents" | "headers" | "cookie" | "size" | "http"
+        "range"
+            | "timeout"
+            | "pacing"
+            | "think"
+            | "pace_time"
+            | "conn"
+            | "method"
+            | "contents"
+            | "headers"
+            | "cookie"
+            | "size"
+            | "http"
     )
 }
 
-fn check_dup<'a>(n: usize, col: usize, key: &'a str, seen: &mut Vec<&'a str>) -> Result<(), ParseError> {
+fn check_dup<'a>(
+    n: usize,
+    col: usize,
+    key: &'a str,
+    seen: &mut Vec<&'a str>,
+) -> Result<(), ParseError> {
     if seen.contains(&key) {
-        return Err(err(n, col, ParseErrorKind::DuplicateKey, format!("`{key}=` given twice")));
+        return Err(err(
+            n,
+            col,
+            ParseErrorKind::DuplicateKey,
+            format!("`{key}=` given twice"),
+        ));
     }
     seen.push(key);
     Ok(())
@@ -396,7 +430,12 @@ fn on_off(n: usize, col: usize, v: &str) -> Result<bool, ParseError> {
     match v {
         "on" => Ok(true),
         "off" => Ok(false),
-        _ => Err(err(n, col, ParseErrorKind::BadValue, format!("`ssl={v}`: use on or off"))),
+        _ => Err(err(
+            n,
+            col,
+            ParseErrorKind::BadValue,
+            format!("`ssl={v}`: use on or off"),
+        )),
     }
 }
 
@@ -448,7 +487,12 @@ fn unquote(n: usize, col: usize, v: &str) -> Result<String, ParseError> {
         }
     }
     if single || double || escaped {
-        return Err(err(n, col, ParseErrorKind::UnterminatedQuote, "unterminated quote or escape in value"));
+        return Err(err(
+            n,
+            col,
+            ParseErrorKind::UnterminatedQuote,
+            "unterminated quote or escape in value",
+        ));
     }
     Ok(out)
 }
@@ -619,8 +663,15 @@ vid04/secs-20-29 timeout=10
     #[test]
     fn errors_name_line_and_column() {
         let e = error_of("/a\n/b timeout=10 colour=red\n");
-        assert_eq!((e.line, e.column, e.kind), (2, 15, ParseErrorKind::UnknownKey));
-        assert!(e.to_string().starts_with("line 2, column 15: unknown key `colour`"), "{e}");
+        assert_eq!(
+            (e.line, e.column, e.kind),
+            (2, 15, ParseErrorKind::UnknownKey)
+        );
+        assert!(
+            e.to_string()
+                .starts_with("line 2, column 15: unknown key `colour`"),
+            "{e}"
+        );
 
         let e = error_of("/a range=10-5\n");
         assert_eq!((e.line, e.column, e.kind), (1, 4, ParseErrorKind::BadValue));

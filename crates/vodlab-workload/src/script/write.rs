@@ -187,7 +187,9 @@ pub fn export_httperf(script: &Script) -> (String, ExportReport) {
     let mut out = String::new();
     for s in &script.sessions {
         if s.requests.iter().any(|r| r.range.is_some()) {
-            rep.note("session left out: range requests (httperf's wsesslog cannot send a Range header)");
+            rep.note(
+                "session left out: range requests (httperf's wsesslog cannot send a Range header)",
+            );
             continue;
         }
         if s.requests.iter().any(|r| !r.headers.is_empty()) {
@@ -369,7 +371,10 @@ mod tests {
     use super::*;
 
     fn paced() -> Script {
-        parse_script("/a timeout=10\n/b timeout=10\n/c timeout=10 pacing=10\n/d timeout=10 pacing=10\n").unwrap()
+        parse_script(
+            "/a timeout=10\n/b timeout=10\n/c timeout=10 pacing=10\n/d timeout=10 pacing=10\n",
+        )
+        .unwrap()
     }
 
     #[test]
@@ -394,7 +399,8 @@ mod tests {
             start: 0,
             end: Some(9),
         });
-        s.sessions.push(parse_script("/z\n").unwrap().sessions.remove(0));
+        s.sessions
+            .push(parse_script("/z\n").unwrap().sessions.remove(0));
         let (text, rep) = export_httperf(&s);
         assert_eq!(text, "/z\n");
         assert_eq!((rep.sessions_in, rep.sessions_out), (2, 1));
@@ -402,12 +408,16 @@ mod tests {
 
     #[test]
     fn cloudsuite_export_round_trips_through_reader() {
-        let s = parse_script("/v range=0-99 timeout=10\n/v range=100-199 timeout=10 pacing=10\n").unwrap();
+        let s = parse_script("/v range=0-99 timeout=10\n/v range=100-199 timeout=10 pacing=10\n")
+            .unwrap();
         let (text, rep) = export_cloudsuite(&s);
         assert!(rep.is_lossless(), "{rep}");
         let back = parse_script(&text).unwrap();
         assert_eq!(back.sessions[0].requests[1].wait, Wait::Pacing(10.0));
-        assert_eq!(back.sessions[0].requests[1].headers, vec!["Range: bytes=100-199"]);
+        assert_eq!(
+            back.sessions[0].requests[1].headers,
+            vec!["Range: bytes=100-199"]
+        );
         assert_eq!(back.sessions[0].requests[1].size, Some(100));
     }
 

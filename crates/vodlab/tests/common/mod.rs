@@ -1,0 +1,127 @@
+//! Helpers shared by the integration tests: running the CLI and starting real
+//! peers (nginx) on loopback. A missing peer fails the test with the package
+//! to install; it never skips.
+
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `vodlab` with arguments.
+pub fn vodlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(args)
+        .output()
+        .expect("run vodlab")
+}
+
+/// Runs `vodlab` and asserts success, returning stdout.
+pub fn vodlab_ok(args: &[&str]) -> String {
+    let out = vodlab(args);
+    assert!(
+        out.status.success(),
+        "vodlab {args:?} failed:\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// Path of a required external program, or a panic naming the Debian package.
+pub fn require(program: &str, package: &str) -> PathBuf {
+    for dir in [
+        "/usr/sbin",
+        "/usr/bin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+        "/sbin",
+        "/bin",
+    ] {
+        let p = Path::new(dir).join(program);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "this test needs `{program}`, which is not installed: run `sudo apt-get install -y {package}` \
+         (or `.ci/run`, which installs every peer the tests use)"
+    );
+}
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// nginx serving `root` on 127.0.0.1, killed (by its PID) on drop.
+pub struct Nginx {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx in the foreground, single process, no access log.
+    pub fn start(root: &Path) -> Self {
+        let bin = require("nginx", "nginx-light");
+        let dir = tempfile::tempdir().expect("tempdir");
+        for _ in 0..5 {
+            let port = free_port();
+            let conf = dir.path().join("nginx.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "daemon off;\nmaster_process off;\nworker_processes 1;\npid {pid};\nerror_log stderr warn;\n\
+                     events {{ worker_connections 4096; }}\n\
+                     http {{\n  access_log off;\n  sendfile on;\n  keepalive_timeout 60s;\n  keepalive_requests 100000;\n\
+                       client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n\
+                       uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
+                       server {{\n    listen 127.0.0.1:{port};\n    root {root};\n  }}\n}}\n",
+                    pid = dir.path().join("nginx.pid").display(),
+                    tmp = dir.path().display(),
+                    root = root.display(),
+                ),
+            )
+            .expect("write nginx.conf");
+            let mut child = Command::new(&bin)
+                .arg("-c")
+                .arg(&conf)
+                .arg("-p")
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("start nginx");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // exited: port taken, try another
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Nginx {
+                        port,
+                        child,
+                        _dir: dir,
+                    };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("nginx did not start on loopback");
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

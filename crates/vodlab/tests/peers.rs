@@ -1,0 +1,154 @@
+//! Real peers read what vodlab writes: scripts exported to httperf's wsesslog
+//! and to h2load timing scripts replay against nginx on loopback, and every
+//! path a generated session asks for is a file of the generated catalog.
+//!
+//! Needs nginx, httperf and h2load (Debian: nginx-light, httperf,
+//! nghttp2-client); `.ci/run` installs them.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::{require, vodlab_ok, Nginx};
+use vodlab_workload::construct::Catalog;
+use vodlab_workload::output::read_workload_scripts;
+
+/// A small unpaced youtube-2011 workload plus sparse files for its catalog.
+fn workload(dir: &Path, preset: &str, sessions: u32) -> (std::path::PathBuf, std::path::PathBuf) {
+    let spec_text =
+        vodlab_ok(&["gen", "--show-preset", preset]).replace("pacing_s = 10.0", "pacing_s = 0.0");
+    let spec = dir.join("spec.toml");
+    fs::write(&spec, spec_text).unwrap();
+    let w = dir.join("w");
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--sessions",
+        &sessions.to_string(),
+        "--titles",
+        "300",
+        "--shards",
+        "1",
+        "--seed",
+        "4",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let catalog: Catalog =
+        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    let root = dir.join("root");
+    for (rel, size) in catalog.files() {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::File::create(&p).unwrap().set_len(size).unwrap(); // sparse
+    }
+    (w, root)
+}
+
+fn field(text: &str, after: &str) -> u64 {
+    let i = text
+        .find(after)
+        .unwrap_or_else(|| panic!("`{after}` not in:\n{text}"))
+        + after.len();
+    text[i..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after `{after}` in:\n{text}"))
+}
+
+#[test]
+fn httperf_replays_an_exported_workload_against_nginx() {
+    let httperf = require("httperf", "httperf");
+    let t = tempfile::tempdir().unwrap();
+    let (w, root) = workload(t.path(), "youtube-2011", 20);
+    let scripts = read_workload_scripts(&w).unwrap();
+    let expected: usize = scripts.iter().map(|(_, s)| s.request_count()).sum();
+    let out_dir = t.path().join("httperf");
+    vodlab_ok(&[
+        "script",
+        "export",
+        w.to_str().unwrap(),
+        "--to",
+        "httperf",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    let log = out_dir.join("shard-00.wsesslog");
+    let nginx = Nginx::start(&root);
+    let out = Command::new(httperf)
+        .args(["--server", "127.0.0.1", "--port", &nginx.port.to_string()])
+        .arg(format!("--wsesslog=20,0,{}", log.display()))
+        .args(["--rate", "20", "--timeout", "10"])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(field(&text, "Total: connections "), 20, "{text}");
+    assert_eq!(field(&text, " requests ") as usize, expected, "{text}");
+    assert_eq!(field(&text, " replies ") as usize, expected, "{text}");
+    assert_eq!(
+        field(&text, " 2xx=") as usize,
+        expected,
+        "every path is in the catalog:\n{text}"
+    );
+    assert_eq!(field(&text, "Errors: total "), 0, "{text}");
+}
+
+#[test]
+fn h2load_replays_an_exported_session_against_nginx() {
+    let h2load = require("h2load", "nghttp2-client");
+    let t = tempfile::tempdir().unwrap();
+    let (w, root) = workload(t.path(), "youtube-2011-2mb", 5);
+    let scripts = read_workload_scripts(&w).unwrap();
+    let session = &scripts[0].1.sessions[2];
+    let id = session.header.id.unwrap();
+    let timing = t.path().join("timing.txt");
+    vodlab_ok(&[
+        "script",
+        "export",
+        w.to_str().unwrap(),
+        "--to",
+        "h2load",
+        "--session",
+        &id.to_string(),
+        "-o",
+        timing.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        fs::read_to_string(&timing).unwrap().lines().count(),
+        session.requests.len()
+    );
+    let nginx = Nginx::start(&root);
+    let out = Command::new(h2load)
+        .args(["--h1", "-c", "1"])
+        .arg(format!("--timing-script-file={}", timing.display()))
+        .arg(format!("--base-uri=http://127.0.0.1:{}", nginx.port))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let n = session.requests.len() as u64;
+    let numbers = |prefix: &str| -> Vec<u64> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` in:\n{text}"));
+        line.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|x| x.parse().ok())
+            .collect()
+    };
+    // requests: N total, N started, N done, N succeeded, 0 failed, 0 errored, 0 timeout
+    assert_eq!(numbers("requests:")[..7], [n, n, n, n, 0, 0, 0], "{text}");
+    // status codes: N 2xx, 0 3xx, 0 4xx, 0 5xx
+    assert_eq!(
+        numbers("status codes:"),
+        vec![n, 2, 0, 3, 0, 4, 0, 5],
+        "{text}"
+    );
+}

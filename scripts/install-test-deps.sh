@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the real peers vodlab's tests run against (Debian/Ubuntu packages):
+#   nginx-light     nginx, the reference HTTP server on loopback
+#   httperf         replays exported wsesslog files
+#   nghttp2-client  h2load, replays exported timing scripts
+set -euo pipefail
+packages=(nginx-light httperf nghttp2-client)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if ! $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+  $sudo apt-get update -q
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+# The packaged nginx service is not needed: tests start their own on loopback.
+if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now nginx >/dev/null 2>&1 || true; fi
