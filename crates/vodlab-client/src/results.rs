@@ -1,0 +1,470 @@
+//! `results.json` (schema in `docs/results.schema.json`) and the summary table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+
+use crate::engine::{Live, RunConfig, Shared};
+use crate::http::ErrorKind;
+use crate::load::LoadedWorkload;
+use crate::metrics::{ClassMetrics, Summary};
+use crate::schedule::Arrivals;
+
+/// Why the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every session ran to its end.
+    Finished,
+    /// Ctrl-C (or a cancel request).
+    Interrupted,
+    /// The duration cap passed.
+    Duration,
+    /// Connections were refused with no success for a while: the server is gone.
+    ServerUnreachable,
+}
+
+/// Per-class (or overall) figures of measured sessions.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassResults {
+    /// Measured sessions.
+    pub measured_sessions: u64,
+    /// Measured sessions that failed.
+    pub failed_sessions: u64,
+    /// Percent of measured sessions that failed.
+    pub failed_sessions_pct: f64,
+    /// Completed requests of measured sessions.
+    pub requests: u64,
+    /// Body bytes of those.
+    pub bytes: u64,
+    /// Send to last byte, ms.
+    pub response_time_ms: Summary,
+    /// Send to first byte, ms.
+    pub ttfb_ms: Summary,
+    /// Scheduled send time to last byte, ms (free of coordinated omission).
+    pub latency_from_schedule_ms: Summary,
+    /// Session start to playback start, s.
+    pub startup_delay_s: Summary,
+    /// Measured sessions with at least one stall.
+    pub stalled_sessions: u64,
+    /// Stalls.
+    pub stalls: u64,
+    /// Total stall time, s.
+    pub stall_time_s: f64,
+}
+
+impl ClassResults {
+    fn of(m: &ClassMetrics) -> Self {
+        Self {
+            measured_sessions: m.sessions,
+            failed_sessions: m.failed,
+            failed_sessions_pct: pct(m.failed, m.sessions),
+            requests: m.requests,
+            bytes: m.bytes,
+            response_time_ms: Summary::of(&m.response, 1e3),
+            ttfb_ms: Summary::of(&m.ttfb, 1e3),
+            latency_from_schedule_ms: Summary::of(&m.from_schedule, 1e3),
+            startup_delay_s: Summary::of(&m.startup, 1e6),
+            stalled_sessions: m.stalled_sessions,
+            stalls: m.stalls,
+            stall_time_s: m.stall_s,
+        }
+    }
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+/// Health of the load generator itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct Health {
+    /// Lateness above this counts as late, ms.
+    pub late_threshold_ms: f64,
+    /// Session starts later than the threshold.
+    pub late_session_starts: u64,
+    /// Request sends later than the threshold.
+    pub late_request_sends: u64,
+    /// Session start lateness, ms.
+    pub start_lateness_ms: Summary,
+    /// Request send lateness (vs. the pacing target), ms.
+    pub send_lateness_ms: Summary,
+    /// Highest CPU use of the client process in any interval, percent of one core.
+    pub max_cpu_pct: f64,
+    /// CPU cores available to the process.
+    pub cpus: usize,
+    /// Errors that mean the client ran out of descriptors.
+    pub descriptor_errors: u64,
+    /// Errors that mean the client ran out of local ports.
+    pub port_errors: u64,
+    /// Most concurrent sessions.
+    pub peak_active_sessions: u64,
+    /// Peak resident memory of the client process, MiB.
+    pub peak_rss_mb: f64,
+}
+
+/// One row of the per-interval series.
+#[derive(Debug, Clone, Serialize)]
+pub struct Interval {
+    /// Interval start, s from the run start.
+    pub t_s: f64,
+    /// Bytes of requests completed in the interval per second.
+    pub throughput_bytes_per_s: f64,
+    /// Requests completed.
+    pub completed_requests: u64,
+    /// Most sessions active.
+    pub active_sessions: u64,
+    /// Sessions started.
+    pub started: u64,
+    /// Sessions that ended without failure.
+    pub completed: u64,
+    /// Sessions that failed.
+    pub failed: u64,
+    /// Client CPU, percent of one core.
+    pub cpu_pct: f64,
+}
+
+/// Everything `results.json` holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Results {
+    /// `"vodlab-results"`.
+    pub format: &'static str,
+    /// Schema version (1).
+    pub version: u32,
+    /// The run ended by itself (not interrupted, capped or cut by a dead server).
+    pub complete: bool,
+    /// The load generator kept up: the figures can be trusted.
+    pub valid: bool,
+    /// Why `valid` is false.
+    pub invalid_reasons: Vec<String>,
+    /// Why the run ended.
+    pub stopped_by: StopReason,
+    /// Target URL.
+    pub target: String,
+    /// Workload name.
+    pub workload: String,
+    /// Arrival process.
+    pub arrivals: Arrivals,
+    /// Seed of the arrival schedule.
+    pub seed: u64,
+    /// Link emulation on.
+    pub shaping: bool,
+    /// Pacing on.
+    pub pacing: bool,
+    /// Wall-clock start, Unix seconds.
+    pub started_at_unix_s: f64,
+    /// Run length, s.
+    pub duration_s: f64,
+    /// Sessions the run was to start.
+    pub scheduled_sessions: u64,
+    /// Sessions started.
+    pub started_sessions: u64,
+    /// Sessions outside the ramps.
+    pub measured_sessions: u64,
+    /// Measured sessions that failed (a request missed its deadline or errored).
+    pub failed_sessions: u64,
+    /// Percent of measured sessions that failed.
+    pub failed_sessions_pct: f64,
+    /// Requests skipped because their session failed.
+    pub skipped_requests: u64,
+    /// The steady-state window `[from, to]`, s: first measured session start
+    /// to last measured session end.
+    pub measured_window_s: [f64; 2],
+    /// Requests (of any session) completed inside the window.
+    pub completed_requests: u64,
+    /// Their body bytes.
+    pub completed_bytes: u64,
+    /// `completed_bytes / window length`.
+    pub throughput_bytes_per_s: f64,
+    /// The same in Mbit/s.
+    pub throughput_mbit_per_s: f64,
+    /// Response time (send to last byte) of measured sessions' requests, ms.
+    pub response_time_ms: Summary,
+    /// Time to first byte, ms.
+    pub ttfb_ms: Summary,
+    /// From the scheduled send time to the last byte, ms (no coordinated omission).
+    pub latency_from_schedule_ms: Summary,
+    /// Start-up delay of measured sessions, s.
+    pub startup_delay_s: Summary,
+    /// Measured sessions with a stall.
+    pub stalled_sessions: u64,
+    /// Stalls in measured sessions.
+    pub stalls: u64,
+    /// Total stall time, s.
+    pub stall_time_s: f64,
+    /// The same figures per client class.
+    pub classes: BTreeMap<String, ClassResults>,
+    /// Failed requests by type (each failed session counts its first error).
+    pub errors: BTreeMap<&'static str, u64>,
+    /// Persistent connections the server closed while idle, reopened.
+    pub reconnects: u64,
+    /// Responses after which the server closed the connection.
+    pub server_closes: u64,
+    /// Generator health.
+    pub health: Health,
+    /// Width of the interval series, s.
+    pub interval_s: f64,
+    /// Per-interval series.
+    pub intervals: Vec<Interval>,
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+pub(crate) fn assemble(
+    cfg: &RunConfig,
+    work: &LoadedWorkload,
+    sh: &Shared,
+    live: &Live,
+    reason: StopReason,
+    started_unix: f64,
+    duration_s: f64,
+) -> Results {
+    let mut overall = ClassMetrics::default();
+    for m in sh.classes.values() {
+        overall.merge(m);
+    }
+    let (from, to) = match (sh.measured_from, sh.measured_to) {
+        (Some(a), Some(b)) if b > a => (a, b),
+        _ => (0.0, duration_s.max(1e-3)),
+    };
+    // round the window outward to whole bins, so every completion in it counts exactly
+    let w = sh.bins.width_s;
+    let (from, to) = ((from / w).floor() * w, (to / w).ceil() * w);
+    let (req, bytes) = sh.bins.completed_between(from, to);
+    let window = (to - from).max(1e-3);
+    let tput = bytes / window;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let max_cpu = sh.cpu_pct.iter().copied().fold(0.0, f64::max);
+    let health = Health {
+        late_threshold_ms: cfg.late_threshold.as_secs_f64() * 1e3,
+        late_session_starts: sh.late_starts,
+        late_request_sends: sh.late_sends,
+        start_lateness_ms: Summary::of(&sh.start_lateness, 1e3),
+        send_lateness_ms: Summary::of(&sh.send_lateness, 1e3),
+        max_cpu_pct: max_cpu,
+        cpus,
+        descriptor_errors: sh.errors.get(ErrorKind::Descriptors),
+        port_errors: sh.errors.get(ErrorKind::Ports),
+        peak_active_sessions: sh.peak_active,
+        peak_rss_mb: peak_rss_mb(),
+    };
+    let mut invalid = Vec::new();
+    let starts = sh.start_lateness.len().max(1);
+    let sends = sh.send_lateness.len().max(1);
+    if sh.late_starts * 100 > starts {
+        invalid.push(format!(
+            "{} of {} session starts were more than {} ms behind schedule",
+            sh.late_starts, starts, health.late_threshold_ms
+        ));
+    }
+    if sh.late_sends * 100 > sends {
+        invalid.push(format!(
+            "{} of {} request sends were more than {} ms behind their pacing",
+            sh.late_sends, sends, health.late_threshold_ms
+        ));
+    }
+    if health.descriptor_errors > 0 {
+        invalid.push(format!(
+            "the client ran out of file descriptors {} times (raise `ulimit -n`)",
+            health.descriptor_errors
+        ));
+    }
+    if health.port_errors > 0 {
+        invalid.push(format!(
+            "the client ran out of local ports {} times (widen net.ipv4.ip_local_port_range or use more client addresses)",
+            health.port_errors
+        ));
+    }
+    if max_cpu >= 95.0 * cpus as f64 {
+        invalid.push(format!(
+            "the client saturated its CPU ({max_cpu:.0} % of {cpus} core(s)): it may have delayed requests"
+        ));
+    }
+    if overall.sessions == 0 {
+        invalid
+            .push("no session was measured: every session fell in a ramp-up or ramp-down".into());
+    }
+    let width = cfg.interval_s;
+    let per = (width / sh.bins.width_s).round().max(1.0) as usize;
+    let n_int = sh.bins.bins.len().div_ceil(per).max(sh.active_peak.len());
+    let intervals = (0..n_int)
+        .map(|i| {
+            let chunk = sh.bins.bins.iter().skip(i * per).take(per);
+            let (mut r, mut b, mut st, mut c, mut f) = (0, 0, 0, 0, 0);
+            for x in chunk {
+                r += x.completed_requests;
+                b += x.completed_bytes;
+                st += x.started;
+                c += x.completed;
+                f += x.failed;
+            }
+            Interval {
+                t_s: i as f64 * width,
+                throughput_bytes_per_s: b as f64 / width,
+                completed_requests: r,
+                active_sessions: sh.active_peak.get(i).copied().unwrap_or(0),
+                started: st,
+                completed: c,
+                failed: f,
+                cpu_pct: sh.cpu_pct.get(i).copied().unwrap_or(0.0),
+            }
+        })
+        .collect();
+    let o = ClassResults::of(&overall);
+    Results {
+        format: "vodlab-results",
+        version: 1,
+        complete: reason == StopReason::Finished,
+        valid: invalid.is_empty(),
+        invalid_reasons: invalid,
+        stopped_by: reason,
+        target: cfg.target.clone(),
+        workload: work.name.clone(),
+        arrivals: cfg.arrivals.clone(),
+        seed: cfg.seed,
+        shaping: cfg.shaping,
+        pacing: cfg.pacing,
+        started_at_unix_s: started_unix,
+        duration_s,
+        scheduled_sessions: live.total.load(Ordering::Relaxed),
+        started_sessions: live.started.load(Ordering::Relaxed),
+        measured_sessions: o.measured_sessions,
+        failed_sessions: o.failed_sessions,
+        failed_sessions_pct: o.failed_sessions_pct,
+        skipped_requests: sh.skipped_requests,
+        measured_window_s: [from, to],
+        completed_requests: req.round() as u64,
+        completed_bytes: bytes.round() as u64,
+        throughput_bytes_per_s: tput,
+        throughput_mbit_per_s: tput * 8.0 / 1e6,
+        response_time_ms: o.response_time_ms,
+        ttfb_ms: o.ttfb_ms,
+        latency_from_schedule_ms: o.latency_from_schedule_ms,
+        startup_delay_s: o.startup_delay_s,
+        stalled_sessions: o.stalled_sessions,
+        stalls: o.stalls,
+        stall_time_s: o.stall_time_s,
+        classes: sh
+            .classes
+            .iter()
+            .map(|(k, m)| (k.clone(), ClassResults::of(m)))
+            .collect(),
+        errors: ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name(), sh.errors.get(*k)))
+            .collect(),
+        reconnects: sh.reconnects,
+        server_closes: sh.server_closes,
+        health,
+        interval_s: width,
+        intervals,
+    }
+}
+
+impl Results {
+    /// A human-readable summary table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let state = match (self.complete, self.valid) {
+            (true, true) => "complete, valid".to_string(),
+            (c, v) => format!(
+                "{}, {}",
+                if c { "complete" } else { "INCOMPLETE" },
+                if v { "valid" } else { "INVALID" }
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "run against {} ({state}; stopped: {:?})",
+            self.target, self.stopped_by
+        );
+        for r in &self.invalid_reasons {
+            let _ = writeln!(s, "  invalid: {r}");
+        }
+        let _ = writeln!(
+            s,
+            "  sessions: {} started, {} measured, {} failed ({:.2} %), {} requests skipped",
+            self.started_sessions,
+            self.measured_sessions,
+            self.failed_sessions,
+            self.failed_sessions_pct,
+            self.skipped_requests
+        );
+        let _ = writeln!(
+            s,
+            "  throughput: {:.2} MB/s ({:.1} Mbit/s) over {:.1}-{:.1} s, {} requests, {} bytes",
+            self.throughput_bytes_per_s / 1048576.0,
+            self.throughput_mbit_per_s,
+            self.measured_window_s[0],
+            self.measured_window_s[1],
+            self.completed_requests,
+            self.completed_bytes
+        );
+        let row = |s: &mut String, name: &str, m: &Summary| {
+            let _ = writeln!(
+                s,
+                "  {name:<26} p25 {:>9.2}  p50 {:>9.2}  p75 {:>9.2}  p99 {:>9.2}  max {:>9.2}  IQR {:>9.2}",
+                m.p25, m.p50, m.p75, m.p99, m.max, m.iqr
+            );
+        };
+        row(&mut s, "response time (ms)", &self.response_time_ms);
+        row(&mut s, "time to first byte (ms)", &self.ttfb_ms);
+        row(
+            &mut s,
+            "latency from schedule (ms)",
+            &self.latency_from_schedule_ms,
+        );
+        row(&mut s, "start-up delay (s)", &self.startup_delay_s);
+        let _ = writeln!(
+            s,
+            "  stalls: {} in {} sessions, {:.1} s in all",
+            self.stalls, self.stalled_sessions, self.stall_time_s
+        );
+        for (name, c) in &self.classes {
+            let _ = writeln!(
+                s,
+                "  class {name:<12} {} sessions, {} failed, response p50 {:.1} ms p99 {:.1} ms, {} stalls",
+                c.measured_sessions, c.failed_sessions, c.response_time_ms.p50, c.response_time_ms.p99, c.stalls
+            );
+        }
+        let errs: Vec<String> = self
+            .errors
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  errors: {}; reconnects {}",
+            if errs.is_empty() {
+                "none".into()
+            } else {
+                errs.join(", ")
+            },
+            self.reconnects
+        );
+        let h = &self.health;
+        let _ = writeln!(
+            s,
+            "  client: start lateness p99 {:.2} ms, send lateness p99 {:.2} ms, CPU max {:.0} % of {} cores, peak {} sessions, {:.0} MiB RSS",
+            h.start_lateness_ms.p99, h.send_lateness_ms.p99, h.max_cpu_pct, h.cpus, h.peak_active_sessions, h.peak_rss_mb
+        );
+        s
+    }
+}
