@@ -51,7 +51,7 @@ impl Arrivals {
             Arrivals::Steps { steps } if steps.is_empty() => Err("no steps".into()),
             Arrivals::Steps { steps } => {
                 for (i, (d, r)) in steps.iter().enumerate() {
-                    if !(d.is_finite() && *d > 0.0) || !ok(*r) {
+                    if !(d.is_finite() && *d > 0.0 && ok(*r)) {
                         return Err(format!(
                             "step {}: duration and rate must be > 0, got {d} s at {r}/s",
                             i + 1
@@ -61,7 +61,7 @@ impl Arrivals {
                 Ok(())
             }
             Arrivals::Ramp { from, to, over_s } => {
-                if !ok(*from) || !ok(*to) || !(over_s.is_finite() && *over_s > 0.0) {
+                if !(ok(*from) && ok(*to) && over_s.is_finite() && *over_s > 0.0) {
                     Err(format!("ramp needs rates > 0 and a duration > 0, got {from}/s to {to}/s over {over_s} s"))
                 } else {
                     Ok(())

@@ -7,8 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// vodlab: how many viewers can this server stream to without stalling them?
 ///
-/// Build a streaming workload from a specification (`gen`), inspect and convert
-/// session scripts (`script`). See docs/ in the repository for the formats and
+/// Build a streaming workload from a specification (`gen`), replay it against
+/// a server (`run`), inspect and convert session scripts (`script`). See docs/ in the repository for the formats and
 /// the method.
 #[derive(Debug, Parser)]
 #[command(name = "vodlab", version, propagate_version = true)]
@@ -29,6 +29,19 @@ pub enum Command {
     ///   vodlab gen --show-preset cloudsuite-2016 > my-workload.toml
     #[command(verbatim_doc_comment)]
     Gen(GenArgs),
+    /// Replay a workload against an HTTP server, as viewers would.
+    ///
+    /// Sessions arrive open-loop (Poisson by default) and each replays its
+    /// script over persistent connections with pacing, per-request timeouts and
+    /// its client class's emulated access link. A session fails when a request
+    /// misses its deadline. Results: results.json (docs/results.md), summary.txt.
+    ///
+    /// Examples:
+    ///   vodlab run work/yt --target http://127.0.0.1:8080 --rate 10 -o results/yt-10
+    ///   vodlab run work/yt --target http://127.0.0.1:8080 --steps 300:5,300:10 --strict
+    ///   vodlab run s.vsl --target http://[::1]:8080 --rate 2 --no-shaping --requests-csv
+    #[command(verbatim_doc_comment)]
+    Run(crate::run::RunArgs),
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
     Script(ScriptCommand),
@@ -124,6 +137,7 @@ pub enum ExportFormat {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Gen(a) => crate::gen::run(a),
+        Command::Run(a) => crate::run::run(a),
         Command::Script(c) => crate::script::run(c),
     }
 }

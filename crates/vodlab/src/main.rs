@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 mod cli;
 mod gen;
+mod run;
 mod script;
 
 fn main() -> ExitCode {

@@ -152,3 +152,94 @@ fn h2load_replays_an_exported_session_against_nginx() {
         "{text}"
     );
 }
+
+/// `uri bytes` of every logged request, sorted.
+fn logged(path: &Path) -> Vec<(String, u64)> {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut v: Vec<(String, u64)> = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f[1], "200", "{l}");
+            (f[0].to_string(), f[2].parse().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn httperf_and_vodlab_run_issue_the_same_requests() {
+    let httperf = require("httperf", "httperf");
+    let t = tempfile::tempdir().unwrap();
+    let (w, root) = workload(t.path(), "youtube-2011", 24);
+    let expected: usize = read_workload_scripts(&w)
+        .unwrap()
+        .iter()
+        .map(|(_, s)| s.request_count())
+        .sum();
+
+    // httperf replays the exported wsesslog
+    let out_dir = t.path().join("httperf");
+    vodlab_ok(&[
+        "script",
+        "export",
+        w.to_str().unwrap(),
+        "--to",
+        "httperf",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    let log_a = t.path().join("httperf.log");
+    {
+        let nginx = Nginx::start_logged(&root, Some(&log_a));
+        let out = Command::new(&httperf)
+            .args(["--server", "127.0.0.1", "--port", &nginx.port.to_string()])
+            .arg(format!(
+                "--wsesslog=24,0,{}",
+                out_dir.join("shard-00.wsesslog").display()
+            ))
+            .args(["--rate", "24", "--timeout", "10"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // vodlab run replays the workload itself
+    let log_b = t.path().join("vodlab.log");
+    let results = t.path().join("results");
+    {
+        let nginx = Nginx::start_logged(&root, Some(&log_b));
+        vodlab_ok(&[
+            "run",
+            w.to_str().unwrap(),
+            "--target",
+            &format!("http://127.0.0.1:{}", nginx.port),
+            "--rate",
+            "24",
+            "--no-shaping",
+            "--quiet",
+            "-o",
+            results.to_str().unwrap(),
+        ]);
+    }
+    let (a, b) = (logged(&log_a), logged(&log_b));
+    assert_eq!(a.len(), expected);
+    assert_eq!(a.len(), b.len(), "request counts differ");
+    assert_eq!(
+        a.iter().map(|x| x.1).sum::<u64>(),
+        b.iter().map(|x| x.1).sum::<u64>(),
+        "byte counts differ"
+    );
+    assert!(a == b, "the same requests, path for path");
+
+    let r: serde_json::Value =
+        serde_json::from_slice(&fs::read(results.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r["complete"], true);
+    assert_eq!(r["failed_sessions"], 0);
+    assert_eq!(r["started_sessions"], 24);
+}

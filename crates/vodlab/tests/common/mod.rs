@@ -69,6 +69,18 @@ pub struct Nginx {
 impl Nginx {
     /// Starts nginx in the foreground, single process, no access log.
     pub fn start(root: &Path) -> Self {
+        Self::start_logged(root, None)
+    }
+
+    /// Starts nginx; with `log`, writes `uri status body_bytes_sent range` per request there.
+    pub fn start_logged(root: &Path, log: Option<&Path>) -> Self {
+        let access = match log {
+            Some(p) => format!(
+                "log_format vl '$request_uri $status $body_bytes_sent \"$http_range\"';\n  access_log {} vl;",
+                p.display()
+            ),
+            None => "access_log off;".to_string(),
+        };
         let bin = require("nginx", "nginx-light");
         let dir = tempfile::tempdir().expect("tempdir");
         for _ in 0..5 {
@@ -79,7 +91,7 @@ impl Nginx {
                 format!(
                     "daemon off;\nmaster_process off;\nworker_processes 1;\npid {pid};\nerror_log stderr warn;\n\
                      events {{ worker_connections 4096; }}\n\
-                     http {{\n  access_log off;\n  sendfile on;\n  keepalive_timeout 60s;\n  keepalive_requests 100000;\n\
+                     http {{\n  {access}\n  sendfile on;\n  keepalive_timeout 60s;\n  keepalive_requests 100000;\n\
                        client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n\
                        uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
                        server {{\n    listen 127.0.0.1:{port};\n    root {root};\n  }}\n}}\n",

@@ -1,0 +1,338 @@
+//! `vodlab run`.
+
+use std::io::{IsTerminal, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use vodlab_client::{Arrivals, Live, LoadedWorkload, Results, RunConfig};
+
+/// Arguments of `vodlab run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A `vodlab gen` directory (all shards, client classes, ramps) or one
+    /// session script (vodlab, httperf wsesslog or CloudSuite videosesslog).
+    pub workload: PathBuf,
+    /// Server to load, `http://HOST:PORT`. Only loopback addresses unless
+    /// --allow-remote.
+    #[arg(long, value_name = "URL")]
+    pub target: String,
+    /// Aggregate session arrival rate, sessions per second (split evenly over
+    /// the workload's shards, each with its own seeded schedule).
+    #[arg(long, value_name = "SESSIONS_PER_S", required_unless_present_any = ["steps", "ramp_rate"])]
+    pub rate: Option<f64>,
+    /// Arrival process for --rate.
+    #[arg(long, value_enum, default_value_t = ArrivalKind::Poisson)]
+    pub arrivals: ArrivalKind,
+    /// Poisson arrivals at stepped rates: `SECONDS:RATE,SECONDS:RATE,...`
+    /// (the last step lasts until the sessions run out).
+    #[arg(long, value_name = "STEPS", conflicts_with_all = ["rate", "ramp_rate"])]
+    pub steps: Option<String>,
+    /// Poisson arrivals at a rate ramped linearly: `FROM:TO:SECONDS`.
+    #[arg(
+        long = "ramp-rate",
+        value_name = "FROM:TO:SECONDS",
+        conflicts_with = "rate"
+    )]
+    pub ramp_rate: Option<String>,
+    /// Results directory (results.json, summary.txt, requests.csv).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Seed of the arrival schedules.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Width of the per-interval series in results.json, seconds.
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    pub interval: f64,
+    /// Start at most this many sessions (spread over shards).
+    #[arg(long)]
+    pub sessions: Option<usize>,
+    /// Stop after this many seconds (results marked incomplete).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Override the workload's per-shard ramp-up (sessions not measured).
+    #[arg(long)]
+    pub ramp_up: Option<usize>,
+    /// Override the workload's per-shard ramp-down.
+    #[arg(long)]
+    pub ramp_down: Option<usize>,
+    /// Do not emulate client access links (rate and delay).
+    #[arg(long)]
+    pub no_shaping: bool,
+    /// Ignore pacing and think times: every request as soon as the previous completes.
+    #[arg(long)]
+    pub no_pacing: bool,
+    /// Also write requests.csv, one row per request.
+    #[arg(long)]
+    pub requests_csv: bool,
+    /// A session start or request send later than this (ms) counts as late;
+    /// more than 1 % late makes the results invalid.
+    #[arg(long, default_value_t = 10.0, value_name = "MS")]
+    pub late_threshold_ms: f64,
+    /// Exit with status 1 when the results are invalid or incomplete.
+    #[arg(long)]
+    pub strict: bool,
+    /// Allow a target that is not a loopback address.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// No live progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Arrival processes for a fixed rate.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArrivalKind {
+    /// Exponential gaps (the papers' choice).
+    Poisson,
+    /// Evenly spaced.
+    Constant,
+}
+
+fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("--target `{url}`: only http:// URLs are supported"))?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !path.is_empty() {
+        bail!("--target `{url}`: give only scheme, host and port; paths come from the session scripts");
+    }
+    let hostport = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
+        && !authority.ends_with(']')
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    Ok((hostport, authority.to_string()))
+}
+
+fn split_nums(s: &str, what: &str) -> anyhow::Result<Vec<f64>> {
+    s.split(':')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .with_context(|| format!("{what}: `{x}` is not a number"))
+        })
+        .collect()
+}
+
+fn arrivals(a: &RunArgs) -> anyhow::Result<Arrivals> {
+    let arr = if let Some(steps) = &a.steps {
+        let steps = steps
+            .split(',')
+            .map(|st| match split_nums(st, "--steps")?.as_slice() {
+                [d, r] => Ok((*d, *r)),
+                _ => bail!("--steps: `{st}` is not SECONDS:RATE"),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Arrivals::Steps { steps }
+    } else if let Some(r) = &a.ramp_rate {
+        match split_nums(r, "--ramp-rate")?.as_slice() {
+            [from, to, over_s] => Arrivals::Ramp {
+                from: *from,
+                to: *to,
+                over_s: *over_s,
+            },
+            _ => bail!("--ramp-rate: `{r}` is not FROM:TO:SECONDS"),
+        }
+    } else {
+        let rate = a.rate.expect("clap requires --rate");
+        match a.arrivals {
+            ArrivalKind::Poisson => Arrivals::Poisson { rate },
+            ArrivalKind::Constant => Arrivals::Constant { rate },
+        }
+    };
+    arr.validate()
+        .map_err(|e| anyhow::anyhow!("arrivals: {e}"))?;
+    Ok(arr)
+}
+
+/// Raises the open-file limit to its hard maximum (a load generator needs
+/// a descriptor per connection).
+fn raise_nofile() -> u64 {
+    // SAFETY: plain syscalls on a local struct
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 {
+            if r.rlim_cur < r.rlim_max {
+                r.rlim_cur = r.rlim_max;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            }
+            return r.rlim_cur;
+        }
+    }
+    0
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let arrivals = arrivals(&a)?;
+    anyhow::ensure!(a.interval > 0.0, "--interval must be > 0");
+    let (hostport, host) = parse_target(&a.target)?;
+    let mut work = LoadedWorkload::open(&a.workload)
+        .with_context(|| format!("loading the workload {}", a.workload.display()))?;
+    anyhow::ensure!(
+        work.session_count() > 0,
+        "{}: no sessions to run",
+        a.workload.display()
+    );
+    if let Some(n) = a.ramp_up {
+        work.ramp_up = n;
+    }
+    if let Some(n) = a.ramp_down {
+        work.ramp_down = n;
+    }
+    let nofile = raise_nofile();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let addr: SocketAddr = rt
+        .block_on(tokio::net::lookup_host(&hostport))
+        .with_context(|| format!("resolving {hostport}"))?
+        .next()
+        .with_context(|| format!("{hostport} has no address"))?;
+    if !a.allow_remote && !is_loopback(addr.ip()) {
+        bail!("--target {} resolves to {}, not a loopback address; pass --allow-remote to load a remote server", a.target, addr.ip());
+    }
+    let mut cfg = RunConfig::new(addr, host, a.target.clone(), arrivals);
+    cfg.seed = a.seed;
+    cfg.interval_s = a.interval;
+    cfg.shaping = !a.no_shaping;
+    cfg.pacing = !a.no_pacing;
+    cfg.max_sessions = a.sessions;
+    cfg.max_duration = a.duration.map(Duration::from_secs_f64);
+    cfg.late_threshold = Duration::from_secs_f64(a.late_threshold_ms / 1000.0);
+    let out_dir = a.output.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        PathBuf::from(format!("results/run-{t}"))
+    });
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    if a.requests_csv {
+        cfg.requests_csv = Some(out_dir.join("requests.csv"));
+    }
+    let total = a
+        .sessions
+        .map_or(work.session_count(), |n| n.min(work.session_count()));
+    if !a.quiet {
+        eprintln!(
+            "vodlab run: {} sessions from {} ({} shard(s)) against {} ({addr}); open files limit {nofile}",
+            total,
+            a.workload.display(),
+            work.shards.len(),
+            a.target
+        );
+    }
+
+    let live = Arc::new(Live::default());
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let progress = (!a.quiet).then(|| spawn_progress(live.clone(), total as u64));
+    let work = Arc::new(work);
+    let results = rt.block_on(async {
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nvodlab run: interrupted; writing the results so far");
+                let _ = cancel_tx.send(true);
+            }
+        });
+        vodlab_client::run(work, cfg, live.clone(), cancel_rx).await
+    })?;
+    live.done.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    write_results(&out_dir, &results)?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(results.table().as_bytes())?;
+    writeln!(
+        stdout,
+        "  results: {}",
+        out_dir.join("results.json").display()
+    )?;
+    rt.shutdown_timeout(Duration::from_millis(100));
+    if a.strict && !(results.valid && results.complete) {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v) => v.is_loopback(),
+        IpAddr::V6(v) => v.is_loopback() || v.to_ipv4_mapped().is_some_and(|m| m.is_loopback()),
+    }
+}
+
+fn write_results(dir: &Path, r: &Results) -> anyhow::Result<()> {
+    let json = dir.join("results.json");
+    let mut text = serde_json::to_string_pretty(r)?;
+    text.push('\n');
+    std::fs::write(&json, text).with_context(|| format!("writing {}", json.display()))?;
+    let summary = dir.join("summary.txt");
+    std::fs::write(&summary, r.table())
+        .with_context(|| format!("writing {}", summary.display()))?;
+    Ok(())
+}
+
+/// Live progress on stderr: a status line on a terminal, a line every 10 s otherwise.
+fn spawn_progress(live: Arc<Live>, total: u64) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let tty = std::io::stderr().is_terminal();
+        let bar = indicatif::ProgressBar::new(total);
+        if tty {
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} sessions started | {msg}",
+                )
+                .expect("template")
+                .progress_chars("=> "),
+            );
+        } else {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        let start = Instant::now();
+        let (mut last_bytes, mut last_t, mut last_print) = (0u64, start, start);
+        while !live.done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(250));
+            let now = Instant::now();
+            if now.duration_since(last_t) < Duration::from_secs(1) {
+                continue;
+            }
+            let bytes = live.bytes.load(Ordering::Relaxed);
+            let rate =
+                (bytes - last_bytes) as f64 / now.duration_since(last_t).as_secs_f64() / 1048576.0;
+            last_bytes = bytes;
+            last_t = now;
+            let started = live.started.load(Ordering::Relaxed);
+            let msg = format!(
+                "{} active, {} done, {} failed, {:.1} MB/s",
+                live.active.load(Ordering::Relaxed),
+                live.completed.load(Ordering::Relaxed),
+                live.failed.load(Ordering::Relaxed),
+                rate
+            );
+            if tty {
+                bar.set_position(started);
+                bar.set_message(msg);
+            } else if now.duration_since(last_print) >= Duration::from_secs(10) {
+                last_print = now;
+                eprintln!(
+                    "[{:>6.0} s] {started}/{total} sessions started, {msg}",
+                    now.duration_since(start).as_secs_f64()
+                );
+            }
+        }
+        bar.finish_and_clear();
+    })
+}
