@@ -270,6 +270,9 @@ pub async fn run(
                 sessions.spawn(async move { run_session(ctx2, k, i, limit, at).await });
             }
             // wait for this shard's sessions, or abort them on stop
+            if stop.borrow().is_some() {
+                sessions.abort_all();
+            }
             loop {
                 tokio::select! {
                     r = sessions.join_next() => if r.is_none() { break },
@@ -306,6 +309,14 @@ pub async fn run(
             }
         }
     };
+    // every session ran, but the last connections were all refused: the
+    // server died (or never answered), and the last sessions failed for that
+    let reason =
+        if reason == StopReason::Finished && ctx.refused_streak.load(Ordering::Relaxed) >= 3 {
+            StopReason::ServerUnreachable
+        } else {
+            reason
+        };
     if reason != StopReason::Finished {
         let _ = stop_tx.send(Some(reason));
         while dispatchers.join_next().await.is_some() {}

@@ -1,0 +1,146 @@
+//! `vodlab run` from the command line against nginx on loopback.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{vodlab, vodlab_ok, Nginx};
+use vodlab_workload::construct::Catalog;
+
+fn small_workload(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let w = dir.join("w");
+    vodlab_ok(&[
+        "gen",
+        "--preset",
+        "youtube-2011",
+        "--scale",
+        "0.01",
+        "--shards",
+        "2",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let catalog: Catalog =
+        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    let root = dir.join("root");
+    for (rel, size) in catalog.files() {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::File::create(&p).unwrap().set_len(size).unwrap();
+    }
+    (w, root)
+}
+
+#[test]
+fn an_interrupted_run_writes_its_results_marked_incomplete() {
+    let t = tempfile::tempdir().unwrap();
+    let (w, root) = small_workload(t.path());
+    let nginx = Nginx::start(&root);
+    let out = t.path().join("r");
+    let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args([
+            "run",
+            w.to_str().unwrap(),
+            "--target",
+            &format!("http://127.0.0.1:{}", nginx.port),
+        ])
+        .args([
+            "--rate",
+            "5",
+            "--strict",
+            "--interval",
+            "1",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: signalling the child we started, by its PID
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let res = child.wait_with_output().unwrap();
+    assert_eq!(
+        res.status.code(),
+        Some(1),
+        "--strict exits 1 on incomplete results"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["stopped_by"], "interrupted");
+    assert!(r["started_sessions"].as_u64().unwrap() >= 5, "{r}");
+    assert!(r["intervals"].as_array().unwrap().len() >= 2);
+    assert!(fs::read_to_string(out.join("summary.txt"))
+        .unwrap()
+        .contains("INCOMPLETE"));
+}
+
+#[test]
+fn bad_options_are_named() {
+    let t = tempfile::tempdir().unwrap();
+    let (w, _) = small_workload(t.path());
+    let w = w.to_str().unwrap();
+    let err = |args: &[&str]| {
+        let o = vodlab(args);
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    assert!(
+        err(&["run", w, "--target", "https://127.0.0.1:1", "--rate", "1"]).contains("only http://")
+    );
+    assert!(
+        err(&["run", w, "--target", "http://127.0.0.1:1", "--rate", "0"])
+            .contains("rate must be > 0")
+    );
+    assert!(err(&[
+        "run",
+        w,
+        "--target",
+        "http://127.0.0.1:1",
+        "--steps",
+        "10:1,x:2"
+    ])
+    .contains("`x` is not a number"));
+    assert!(
+        err(&["run", w, "--target", "http://192.0.2.1:80", "--rate", "1"])
+            .contains("--allow-remote")
+    );
+    assert!(err(&[
+        "run",
+        "/nonexistent",
+        "--target",
+        "http://127.0.0.1:1",
+        "--rate",
+        "1"
+    ])
+    .contains("/nonexistent"));
+}
+
+#[test]
+fn a_refused_target_ends_the_run_with_results() {
+    let t = tempfile::tempdir().unwrap();
+    let (w, _) = small_workload(t.path());
+    let port = common::free_port();
+    let out = t.path().join("r");
+    let o = vodlab(&[
+        "run",
+        w.to_str().unwrap(),
+        "--target",
+        &format!("http://127.0.0.1:{port}"),
+        "--rate",
+        "20",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let r: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r["stopped_by"], "server_unreachable");
+    assert!(r["errors"]["refused"].as_u64().unwrap() >= 3);
+}
