@@ -565,7 +565,6 @@ async fn run_session(
     let mut prev_start: Option<Instant> = None;
     let mut prev_done = start;
     let mut failure: Option<(usize, Failure)> = None;
-    let mut class_m = ClassMetrics::default();
     let mut i = 0;
     while i < session.requests.len() {
         let head = &session.requests[i];
@@ -645,16 +644,17 @@ async fn run_session(
                             let b = sh.bins.at(ctx.secs(d.done));
                             b.completed_requests += 1;
                             b.completed_bytes += d.bytes;
+                            if measured {
+                                let m = class_metrics(&mut sh, &class);
+                                record(&mut m.response, resp_us);
+                                record(&mut m.ttfb, d.ttfb.as_micros() as u64);
+                                record(&mut m.from_schedule, sched_us);
+                                m.requests += 1;
+                                m.bytes += d.bytes;
+                            }
                         }
                         ctx.live.requests.fetch_add(1, Ordering::Relaxed);
                         ctx.live.bytes.fetch_add(d.bytes, Ordering::Relaxed);
-                        if measured {
-                            record(&mut class_m.response, resp_us);
-                            record(&mut class_m.ttfb, d.ttfb.as_micros() as u64);
-                            record(&mut class_m.from_schedule, sched_us);
-                            class_m.requests += 1;
-                            class_m.bytes += d.bytes;
-                        }
                         csv_row(
                             &ctx,
                             id,
@@ -729,18 +729,27 @@ async fn run_session(
         let t_start = ctx.secs(start);
         sh.measured_from = Some(sh.measured_from.map_or(t_start, |x: f64| x.min(t_start)));
         sh.measured_to = Some(sh.measured_to.map_or(t_end, |x: f64| x.max(t_end)));
-        class_m.sessions = 1;
-        class_m.failed = u64::from(failed);
+        let m = class_metrics(&mut sh, &class);
+        m.sessions += 1;
+        m.failed += u64::from(failed);
         if let Some(v) = view {
             if let Some(s) = v.startup_s {
-                record(&mut class_m.startup, (s * 1e6) as u64);
+                record(&mut m.startup, (s * 1e6) as u64);
             }
-            class_m.stalls = v.stalls as u64;
-            class_m.stalled_sessions = u64::from(v.stalls > 0);
-            class_m.stall_s = v.stall_s;
+            m.stalls += v.stalls as u64;
+            m.stalled_sessions += u64::from(v.stalls > 0);
+            m.stall_s += v.stall_s;
         }
-        sh.classes.entry(class).or_default().merge(&class_m);
     }
+}
+
+/// The measured-session figures of a class (histograms are shared, never per session).
+fn class_metrics<'a>(sh: &'a mut Shared, class: &str) -> &'a mut ClassMetrics {
+    if !sh.classes.contains_key(class) {
+        sh.classes
+            .insert(class.to_string(), ClassMetrics::default());
+    }
+    sh.classes.get_mut(class).expect("inserted")
 }
 
 #[allow(clippy::too_many_arguments)]

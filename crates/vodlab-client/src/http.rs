@@ -187,11 +187,16 @@ impl Connection {
         let stream = socket.connect(addr).await.map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
         let now = Instant::now();
+        // a shaped link never reads more than one bucket's worth at a time
+        let down = (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now));
+        let size = down
+            .as_ref()
+            .map_or(BUF, |b| (2 * b.chunk()).clamp(8 * 1024, BUF));
         Ok(Self {
             stream,
-            buf: vec![0; BUF],
+            buf: vec![0; size],
             filled: 0,
-            down: (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now)),
+            down,
             up: (link.up_bps > 0.0).then(|| TokenBucket::new(link.up_bps, now)),
             uses: 0,
             host: host.to_string(),
@@ -331,6 +336,9 @@ impl Connection {
                             "response header over 64 KiB",
                         ));
                     }
+                    if self.filled == self.buf.len() {
+                        self.buf.resize((2 * self.buf.len()).min(MAX_HEADER), 0);
+                    }
                     let at = self.filled;
                     match self.shaped_read(at).await {
                         Ok(0) => {
@@ -459,6 +467,9 @@ impl Connection {
                     ErrorKind::BadResponse,
                     "chunk-size line too long",
                 ));
+            }
+            if self.filled == self.buf.len() {
+                self.buf.resize(2 * self.buf.len(), 0);
             }
             let at = self.filled;
             match self.shaped_read(at).await {

@@ -243,10 +243,12 @@ pub(crate) fn assemble(
         (Some(a), Some(b)) if b > a => (a, b),
         _ => (0.0, duration_s.max(1e-3)),
     };
-    // round the window outward to whole bins, so every completion in it counts exactly
+    // count the completions of every bin the window touches (so none inside it is
+    // lost to the 100 ms binning) and divide by the exact window length
     let w = sh.bins.width_s;
-    let (from, to) = ((from / w).floor() * w, (to / w).ceil() * w);
-    let (req, bytes) = sh.bins.completed_between(from, to);
+    let (req, bytes) = sh
+        .bins
+        .completed_between((from / w).floor() * w, (to / w).ceil() * w);
     let window = (to - from).max(1e-3);
     let tput = bytes / window;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -1,0 +1,270 @@
+//! Load-client benchmark against real peers, measured in the same run on this
+//! machine (run with `cargo bench -p vodlab --bench client`; needs nginx,
+//! h2load and httperf, see scripts/install-test-deps.sh):
+//!
+//! (a) request throughput with pacing and shaping off, vodlab vs
+//!     `h2load --h1` with the same number of connections, against nginx serving
+//!     a cached 0.5 MiB file; the median ratio of several rounds is printed;
+//! (b) 10,000 concurrent paced, shaped sessions of small chunks in one
+//!     process: peak sessions, send lateness p99, CPU and memory per session;
+//! (c) httperf given the same sessions, to show the limit it hits.
+//!
+//! Environment: BENCH_ROUNDS (default 5), BENCH_CONNS (16), BENCH_REQUESTS
+//! (32000), BENCH_SESSIONS (10000).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::{require, vodlab_ok, Nginx};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn h2load_rps(h2load: &Path, port: u16, conns: usize, requests: usize) -> f64 {
+    let out = Command::new(h2load)
+        // as many threads as vodlab's runtime has workers
+        .args([
+            "--h1",
+            "-t",
+            &threads().to_string(),
+            "-c",
+            &conns.to_string(),
+            "-n",
+            &requests.to_string(),
+        ])
+        .arg(format!("http://127.0.0.1:{port}/c.bin"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("finished in"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // finished in 1.23s, 3250.00 req/s, 1.59GB/s
+    let rps = line
+        .split(", ")
+        .nth(1)
+        .and_then(|x| x.split(' ').next())
+        .unwrap();
+    assert!(text.contains(&format!("{requests} succeeded")), "{text}");
+    rps.parse().unwrap()
+}
+
+fn vodlab_rps(script: &Path, port: u16, conns: usize, out: &Path) -> f64 {
+    vodlab_ok(&[
+        "run",
+        script.to_str().unwrap(),
+        "--target",
+        &format!("http://127.0.0.1:{port}"),
+        "--rate",
+        "1000000",
+        "--arrivals",
+        "constant",
+        "--no-shaping",
+        "--no-pacing",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let r = json(&out.join("results.json"));
+    assert_eq!(r["failed_sessions"], 0, "{r}");
+    assert_eq!(r["started_sessions"].as_u64().unwrap() as usize, conns);
+    let w = r["measured_window_s"].as_array().unwrap();
+    let secs = w[1].as_f64().unwrap() - w[0].as_f64().unwrap();
+    r["completed_requests"].as_f64().unwrap() / secs
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // cargo test --benches asks for a list
+    }
+    let h2load = require("h2load", "nghttp2-client");
+    let httperf = require("httperf", "httperf");
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    fs::write(root.join("c.bin"), vec![7u8; 524_288]).unwrap();
+    let nginx = Nginx::start(&root);
+
+    // (a) throughput, pacing and shaping off
+    let (rounds, conns, requests) = (
+        env("BENCH_ROUNDS", 5),
+        env("BENCH_CONNS", 16),
+        env("BENCH_REQUESTS", 32000),
+    );
+    let per = requests / conns;
+    let script = t.path().join("a.vsl");
+    let mut text = String::new();
+    for i in 0..conns {
+        text.push_str(&format!("#@session id={i}\n"));
+        for _ in 0..per {
+            text.push_str("/c.bin\n");
+        }
+        text.push('\n');
+    }
+    fs::write(&script, text).unwrap();
+    h2load_rps(&h2load, nginx.port, conns, conns * per); // warm the page cache
+    let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let h = h2load_rps(&h2load, nginx.port, conns, conns * per);
+        let v = vodlab_rps(
+            &script,
+            nginx.port,
+            conns,
+            &t.path().join(format!("a{round}")),
+        );
+        println!(
+            "(a) round {round}: vodlab {v:.0} req/s, h2load --h1 {h:.0} req/s, ratio {:.3}",
+            v / h
+        );
+        ours.push(v);
+        theirs.push(h);
+        ratios.push(v / h);
+    }
+    println!(
+        "(a) {conns} connections, {} threads each, {} x 0.5 MiB: median vodlab {:.0} req/s, h2load {:.0} req/s, median ratio {:.3} (target >= 0.90)",
+        threads(),
+        conns * per,
+        median(ours),
+        median(theirs),
+        median(ratios)
+    );
+
+    // (b) many concurrent paced, shaped sessions of small chunks
+    let sessions = env("BENCH_SESSIONS", 10_000);
+    let spec = t.path().join("many.toml");
+    fs::write(
+        &spec,
+        format!(
+            r#"name = "bench-many"
+[catalog]
+titles = 1000
+popularity = {{ kind = "zipf", alpha = 0.8 }}
+duration = {{ kind = "constant", value = 60.0 }}
+representations = [{{ name = "lo", bitrate_kbps = 26.2144 }}]   # 16 KiB per 5 s
+storage = {{ layout = "single" }}
+[sessions]
+count = {sessions}
+viewing_fraction = {{ kind = "constant", value = 1.0 }}
+request_s = 5.0
+buffering_requests = 1
+pacing_s = 5.0
+timeout_s = 10.0
+representation = {{ kind = "fixed", name = "lo" }}
+[[clients]]
+name = "dsl"
+share = 1.0
+down_kbps = 2000.0
+up_kbps = 500.0
+delay_ms = 20.0
+"#
+        ),
+    )
+    .unwrap();
+    let w = t.path().join("many");
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        spec.to_str().unwrap(),
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let catalog: vodlab_workload::construct::Catalog =
+        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    for (rel, size) in catalog.files() {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, vec![1u8; size as usize]).unwrap();
+    }
+    let rate = (sessions / 5).max(1); // all started within 5 s; each lasts 60 s
+    let out = t.path().join("b");
+    vodlab_ok(&[
+        "run",
+        w.to_str().unwrap(),
+        "--target",
+        &format!("http://127.0.0.1:{}", nginx.port),
+        "--rate",
+        &rate.to_string(),
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let r = json(&out.join("results.json"));
+    let h = &r["health"];
+    let peak = h["peak_active_sessions"].as_f64().unwrap();
+    println!(
+        "(b) vodlab: {sessions} paced sessions (2 Mbit/s, 20 ms), peak {peak} concurrent, {} failed; send lateness p99 {:.2} ms (target < 5), start lateness p99 {:.2} ms; CPU max {:.0} % of {} cores ({:.1} % per 1000 sessions); peak RSS {:.0} MiB ({:.1} KiB per session); valid {}",
+        r["failed_sessions"],
+        h["send_lateness_ms"]["p99"].as_f64().unwrap(),
+        h["start_lateness_ms"]["p99"].as_f64().unwrap(),
+        h["max_cpu_pct"].as_f64().unwrap(),
+        h["cpus"],
+        h["max_cpu_pct"].as_f64().unwrap() / peak * 1000.0,
+        h["peak_rss_mb"].as_f64().unwrap(),
+        h["peak_rss_mb"].as_f64().unwrap() * 1024.0 / peak,
+        r["valid"],
+    );
+
+    // (c) httperf with the same sessions (no shaping: httperf has none)
+    // the workload's range requests cannot be exported to httperf (no Range
+    // header): give it whole-file chunks of the same size and timing instead
+    // stock httperf holds at most 1,000 session templates and cycles through them
+    let mut text = String::new();
+    fs::write(root.join("s.bin"), vec![2u8; 16_384]).unwrap();
+    for _ in 0..sessions.min(1000) {
+        text.push_str("/s.bin think=5\n".repeat(11).as_str());
+        text.push_str("/s.bin\n\n");
+    }
+    let log = t.path().join("many.wsesslog");
+    fs::write(&log, text).unwrap();
+    let started = std::time::Instant::now();
+    let o = Command::new(&httperf)
+        .args([
+            "--server",
+            "127.0.0.1",
+            "--port",
+            &nginx.port.to_string(),
+            "--hog",
+        ])
+        .arg(format!("--wsesslog={sessions},0,{}", log.display()))
+        .args(["--rate", &rate.to_string(), "--timeout", "10"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    let pick = |p: &str| {
+        text.lines()
+            .find(|l| l.starts_with(p))
+            .unwrap_or("")
+            .to_string()
+    };
+    println!(
+        "(c) httperf, same sessions unshaped, {:.0} s:\n    {}\n    {}\n    {}\n    {}\n    {}",
+        started.elapsed().as_secs_f64(),
+        pick("httperf: warning"),
+        pick("Total:"),
+        pick("Session rate"),
+        pick("Errors: total"),
+        pick("Errors: fd-unavail")
+    );
+}
