@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod construct;
+pub mod content;
 pub mod dist;
 pub mod error;
 pub mod output;
