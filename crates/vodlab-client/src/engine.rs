@@ -15,6 +15,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout_at};
+use vodlab_workload::content;
 use vodlab_workload::script::{Request, Session, Wait};
 
 use crate::http::{Connection, ErrorKind, Failure, Outgoing};
@@ -54,6 +55,10 @@ pub struct RunConfig {
     pub requests_csv: Option<PathBuf>,
     /// Stop when connections are refused for this long with no success.
     pub unreachable_after: Duration,
+    /// Fraction of requests whose body bytes are checked against the file
+    /// set's content (needs a `vodlab gen` workload and a file set written by
+    /// `vodlab fileset create`); 0 disables.
+    pub check_bytes: f64,
 }
 
 impl RunConfig {
@@ -73,6 +78,7 @@ impl RunConfig {
             max_duration: None,
             requests_csv: None,
             unreachable_after: Duration::from_secs(3),
+            check_bytes: 0.0,
         }
     }
 }
@@ -267,7 +273,7 @@ pub async fn run(
                     }
                 }
                 let ctx2 = ctx.clone();
-                sessions.spawn(async move { run_session(ctx2, k, i, limit, at).await });
+                sessions.spawn(async move { run_session(ctx2, k, i, limit).await });
             }
             // wait for this shard's sessions, or abort them on stop
             if stop.borrow().is_some() {
@@ -434,7 +440,34 @@ async fn one_request(
             }
         }
         let conn = slot.as_mut().expect("connected");
-        match conn.exchange(&out, &mut |_, _| {}).await {
+        let mut bad_byte: Option<u64> = None;
+        let checked = match (
+            ctx.work.content_seed,
+            sampled(ctx.cfg.check_bytes, session_id, &r.path, r.range),
+        ) {
+            (Some(seed), true) => Some((
+                seed,
+                content::file_key(&r.path),
+                r.range.map_or(0, |g| g.start),
+            )),
+            _ => None,
+        };
+        let mut sink = |at: u64, data: &[u8]| {
+            if let (Some((seed, key, base)), None) = (checked, bad_byte) {
+                if let Err(off) = content::check(seed, key, base + at, data) {
+                    bad_byte = Some(off);
+                }
+            }
+        };
+        let result = conn.exchange(&out, &mut sink).await;
+        if let (Ok(_), Some(off)) = (&result, bad_byte) {
+            return Err(Failure {
+                kind: ErrorKind::ContentMismatch,
+                retryable: false,
+                detail: format!("wrong content at byte {off} of {}", r.path),
+            });
+        }
+        match result {
             Ok(resp) => break resp,
             Err(f) if f.retryable && attempt == 0 => {
                 // the server closed an idle persistent connection: reopen and count it
@@ -464,6 +497,27 @@ async fn one_request(
         bytes: resp.body_bytes,
         status: resp.status,
     })
+}
+
+/// Whether this request's bytes are checked: a deterministic sample of
+/// `fraction` of (session, path, range) keys.
+fn sampled(
+    fraction: f64,
+    session: u64,
+    path: &str,
+    range: Option<vodlab_workload::script::ByteRange>,
+) -> bool {
+    if fraction <= 0.0 {
+        return false;
+    }
+    if fraction >= 1.0 {
+        return true;
+    }
+    let h = content::file_key(path)
+        ^ session.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ range.map_or(0, |g| g.start).rotate_left(29);
+    let h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (h >> 31);
+    (h % 1_000_000) < (fraction * 1_000_000.0) as u64
 }
 
 /// Status, Content-Range and length checks.
@@ -525,13 +579,7 @@ fn check(
     Ok(())
 }
 
-async fn run_session(
-    ctx: Arc<Ctx>,
-    shard: usize,
-    index: usize,
-    shard_len: usize,
-    scheduled: Instant,
-) {
+async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, shard_len: usize) {
     let work = ctx.work.clone();
     let session: &Session = &work.shards[shard].sessions[index];
     let measured = work.is_measured(index, shard_len);
@@ -724,7 +772,6 @@ async fn run_session(
     if let Some((_, f)) = &failure {
         sh.errors.add(f.kind);
     }
-    let _ = scheduled;
     if measured {
         let t_start = ctx.secs(start);
         sh.measured_from = Some(sh.measured_from.map_or(t_start, |x: f64| x.min(t_start)));

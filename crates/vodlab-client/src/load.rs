@@ -35,6 +35,9 @@ pub struct LoadedWorkload {
     pub ramp_down: usize,
     /// Size of each whole file the scripts request, when a catalog is known.
     pub file_sizes: HashMap<String, u64>,
+    /// Seed of the file set's content (a `vodlab gen` workload's seed), for
+    /// byte checks against a file set written by `vodlab fileset create`.
+    pub content_seed: Option<u64>,
 }
 
 /// Why a workload could not be loaded.
@@ -124,6 +127,7 @@ impl LoadedWorkload {
             ramp_up: manifest.ramp_up_sessions as usize,
             ramp_down: manifest.ramp_down_sessions as usize,
             file_sizes,
+            content_seed: Some(manifest.seed),
         })
     }
 

@@ -25,6 +25,7 @@ fn workload(text: &str, classes: &[(&str, LinkSpec)], ramp: (usize, usize)) -> L
         ramp_up: ramp.0,
         ramp_down: ramp.1,
         file_sizes: HashMap::new(),
+        content_seed: None,
     }
 }
 

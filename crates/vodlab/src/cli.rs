@@ -7,8 +7,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// vodlab: how many viewers can this server stream to without stalling them?
 ///
-/// Build a streaming workload from a specification (`gen`), replay it against
-/// a server (`run`), inspect and convert session scripts (`script`). See docs/ in the repository for the formats and
+/// Build a streaming workload from a specification (`gen`), write the files a
+/// server streams (`fileset`), replay the workload against a server (`run`),
+/// inspect and convert session scripts (`script`). See docs/ in the repository for the formats and
 /// the method.
 #[derive(Debug, Parser)]
 #[command(name = "vodlab", version, propagate_version = true)]
@@ -29,6 +30,9 @@ pub enum Command {
     ///   vodlab gen --show-preset cloudsuite-2016 > my-workload.toml
     #[command(verbatim_doc_comment)]
     Gen(GenArgs),
+    /// Write, verify, warm, cool and read the files a workload streams.
+    #[command(subcommand)]
+    Fileset(crate::fileset::FilesetCommand),
     /// Replay a workload against an HTTP server, as viewers would.
     ///
     /// Sessions arrive open-loop (Poisson by default) and each replays its
@@ -137,6 +141,7 @@ pub enum ExportFormat {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Gen(a) => crate::gen::run(a),
+        Command::Fileset(c) => crate::fileset::run(c),
         Command::Run(a) => crate::run::run(a),
         Command::Script(c) => crate::script::run(c),
     }

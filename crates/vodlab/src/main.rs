@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 mod cli;
+mod fileset;
 mod gen;
 mod run;
 mod script;

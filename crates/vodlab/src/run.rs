@@ -74,6 +74,11 @@ pub struct RunArgs {
     /// more than 1 % late makes the results invalid.
     #[arg(long, default_value_t = 10.0, value_name = "MS")]
     pub late_threshold_ms: f64,
+    /// Fraction of requests whose bytes are checked against the content of a
+    /// file set written by `vodlab fileset create` (a `vodlab gen` workload
+    /// only); 0 turns the check off, e.g. for a server with other content.
+    #[arg(long, default_value_t = 0.01, value_name = "FRACTION")]
+    pub check_bytes: f64,
     /// Exit with status 1 when the results are invalid or incomplete.
     #[arg(long)]
     pub strict: bool,
@@ -212,6 +217,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     cfg.max_sessions = a.sessions;
     cfg.max_duration = a.duration.map(Duration::from_secs_f64);
     cfg.late_threshold = Duration::from_secs_f64(a.late_threshold_ms / 1000.0);
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&a.check_bytes),
+        "--check-bytes must be between 0 and 1"
+    );
+    cfg.check_bytes = a.check_bytes;
     let out_dir = a.output.clone().unwrap_or_else(|| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -12,7 +12,6 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{require, vodlab_ok, Nginx};
-use vodlab_workload::construct::Catalog;
 use vodlab_workload::output::read_workload_scripts;
 
 /// A small unpaced youtube-2011 workload plus sparse files for its catalog.
@@ -37,14 +36,8 @@ fn workload(dir: &Path, preset: &str, sessions: u32) -> (std::path::PathBuf, std
         "-o",
         w.to_str().unwrap(),
     ]);
-    let catalog: Catalog =
-        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
     let root = dir.join("root");
-    for (rel, size) in catalog.files() {
-        let p = root.join(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::File::create(&p).unwrap().set_len(size).unwrap(); // sparse
-    }
+    common::sparse_fileset(&w, &root);
     (w, root)
 }
 
@@ -222,6 +215,8 @@ fn httperf_and_vodlab_run_issue_the_same_requests() {
             "--rate",
             "24",
             "--no-shaping",
+            "--check-bytes",
+            "0",
             "--quiet",
             "-o",
             results.to_str().unwrap(),

@@ -8,7 +8,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{vodlab, vodlab_ok, Nginx};
-use vodlab_workload::construct::Catalog;
 
 fn small_workload(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let w = dir.join("w");
@@ -23,14 +22,8 @@ fn small_workload(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
         "-o",
         w.to_str().unwrap(),
     ]);
-    let catalog: Catalog =
-        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
     let root = dir.join("root");
-    for (rel, size) in catalog.files() {
-        let p = root.join(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::File::create(&p).unwrap().set_len(size).unwrap();
-    }
+    common::sparse_fileset(&w, &root);
     (w, root)
 }
 
@@ -53,6 +46,8 @@ fn an_interrupted_run_writes_its_results_marked_incomplete() {
             "--strict",
             "--interval",
             "1",
+            "--check-bytes",
+            "0",
             "-o",
             out.to_str().unwrap(),
         ])
@@ -143,4 +138,85 @@ fn a_refused_target_ends_the_run_with_results() {
         serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(r["stopped_by"], "server_unreachable");
     assert!(r["errors"]["refused"].as_u64().unwrap() >= 3);
+}
+
+#[test]
+fn bytes_from_a_real_file_set_are_checked() {
+    let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let w = t.path().join("w");
+    let spec = t.path().join("spec.toml");
+    let text = vodlab_ok(&["gen", "--show-preset", "youtube-2011-unchunked"])
+        .replace("pacing_s = 10.0", "pacing_s = 0.0");
+    fs::write(&spec, text).unwrap();
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--titles",
+        "12",
+        "--sessions",
+        "16",
+        "--shards",
+        "1",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let root = t.path().join("root");
+    vodlab_ok(&[
+        "fileset",
+        "create",
+        w.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    let nginx = Nginx::start(&root);
+    let target = format!("http://127.0.0.1:{}", nginx.port);
+    let run = |name: &str| -> serde_json::Value {
+        let out = t.path().join(name);
+        vodlab_ok(&[
+            "run",
+            w.to_str().unwrap(),
+            "--target",
+            &target,
+            "--rate",
+            "50",
+            "--no-shaping",
+            "--check-bytes",
+            "1",
+            "--ramp-up",
+            "0",
+            "--ramp-down",
+            "0",
+            "--requests-csv",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let errors: Vec<String> = fs::read_to_string(out.join("requests.csv"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.ends_with(','))
+            .skip(1)
+            .take(3)
+            .map(String::from)
+            .collect();
+        eprintln!("{name}: first failed requests: {errors:#?}");
+        serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap()
+    };
+    let r = run("clean");
+    assert_eq!(r["failed_sessions"], 0, "{r}");
+    assert_eq!(r["errors"]["content_mismatch"], 0);
+    // damage one byte near the start of every title file: sessions now fail with content_mismatch
+    for e in fs::read_dir(&root).unwrap() {
+        let dir = e.unwrap().path();
+        if dir.is_dir() {
+            let f = dir.join("sd.mp4");
+            let mut b = fs::read(&f).unwrap();
+            b[5000] ^= 0x55;
+            fs::write(&f, b).unwrap();
+        }
+    }
+    let r = run("damaged");
+    assert_eq!(r["errors"]["content_mismatch"], r["failed_sessions"], "{r}");
+    assert!(r["failed_sessions"].as_u64().unwrap() > 0);
 }

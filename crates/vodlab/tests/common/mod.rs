@@ -137,3 +137,19 @@ impl Drop for Nginx {
         let _ = self.child.wait();
     }
 }
+
+/// Creates every file of a `vodlab gen` workload's catalog under `root` as a
+/// sparse file of the right size (zeros: fine for tests that do not check bytes).
+pub fn sparse_fileset(workload: &Path, root: &Path) {
+    let text = std::fs::read(workload.join("catalog.json")).expect("catalog.json");
+    let catalog: vodlab_workload::construct::Catalog =
+        serde_json::from_slice(&text).expect("catalog");
+    for (rel, size) in catalog.files() {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::File::create(&p)
+            .expect("create")
+            .set_len(size)
+            .expect("set_len");
+    }
+}
