@@ -46,6 +46,14 @@ pub enum Command {
     ///   vodlab run s.vsl --target http://[::1]:8080 --rate 2 --no-shaping --requests-csv
     #[command(verbatim_doc_comment)]
     Run(crate::run::RunArgs),
+    /// Serve a directory over HTTP/1.1, built for video: sendfile, byte
+    /// ranges, and ASAP prefetching (docs/serve.md).
+    ///
+    /// Examples:
+    ///   vodlab serve --root /srv/video --listen 127.0.0.1:8080
+    ///   vodlab serve --root /srv/video --io vanilla --access-log access.log
+    #[command(verbatim_doc_comment)]
+    Serve(crate::serve::ServeArgs),
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
     Script(ScriptCommand),
@@ -143,6 +151,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gen(a) => crate::gen::run(a),
         Command::Fileset(c) => crate::fileset::run(c),
         Command::Run(a) => crate::run::run(a),
+        Command::Serve(a) => crate::serve::run(a),
         Command::Script(c) => crate::script::run(c),
     }
 }

@@ -7,6 +7,7 @@ mod fileset;
 mod gen;
 mod run;
 mod script;
+mod serve;
 
 fn main() -> ExitCode {
     let args = <cli::Cli as clap::Parser>::parse();
