@@ -217,3 +217,27 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Arbitrary bytes never panic the head parser or the path resolver,
+        /// and a resolved path never leaves the root.
+        #[test]
+        fn arbitrary_heads_and_targets(bytes in proptest::collection::vec(any::<u8>(), 0..600), target in "[/a-z%.2eEfF5c\\\\?#]{0,40}") {
+            let _ = parse_head(&bytes);
+            let mut req = b"GET ".to_vec();
+            req.extend_from_slice(&bytes);
+            let _ = parse_head(&req);
+            if let Some(p) = resolve_target(Path::new("/srv/root"), &target) {
+                prop_assert!(p.starts_with("/srv/root"));
+                prop_assert!(!p.components().any(|c| c == Component::ParentDir));
+            }
+            let _ = crate::range::parse(&String::from_utf8_lossy(&bytes));
+        }
+    }
+}

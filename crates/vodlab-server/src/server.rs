@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::os::unix::io::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -162,6 +162,22 @@ pub struct State {
     policy: Box<dyn PrefetchPolicy>,
     started: Instant,
     log: Option<Mutex<io::BufWriter<File>>>,
+    root_fd: File,
+    no_openat2: std::sync::atomic::AtomicBool,
+    date: Mutex<(u64, String)>,
+}
+
+impl State {
+    /// The Date header value, formatted once per second.
+    fn date(&self) -> String {
+        let now = SystemTime::now();
+        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut d = self.date.lock().expect("lock");
+        if d.0 != secs {
+            *d = (secs, httpdate::fmt_http_date(now));
+        }
+        d.1.clone()
+    }
 }
 
 impl State {
@@ -211,6 +227,7 @@ impl Server {
     /// Binds and starts serving.
     pub async fn start(cfg: Config, listen: SocketAddr) -> io::Result<Self> {
         let canonical_root = std::fs::canonicalize(&cfg.root)?;
+        let root_fd = File::open(&canonical_root)?;
         if !canonical_root.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::NotADirectory,
@@ -236,6 +253,9 @@ impl Server {
             counters: Counters::default(),
             started: Instant::now(),
             log,
+            root_fd,
+            no_openat2: Default::default(),
+            date: Mutex::new((0, String::new())),
             cfg,
         });
         let (tx, rx) = watch::channel(false);
@@ -535,9 +555,9 @@ async fn respond(
         o.result = simple(sock, 400, "Bad Request", keep, None).await;
         return o;
     };
-    let file = match File::open(&path) {
-        Ok(f) if inside_root(&st.canonical_root, &path) => f,
-        _ => {
+    let file = match open_beneath(st, &path) {
+        Some(f) => f,
+        None => {
             let mut o = Outcome::new(404);
             not_found(&mut o);
             o.result = simple(sock, 404, "Not Found", keep, None).await;
@@ -580,7 +600,7 @@ async fn respond(
     let ctype = content_type(&path);
     let common = format!(
         "Server: vodlab\r\nDate: {}\r\nLast-Modified: {last_modified}\r\nETag: {tag}\r\nAccept-Ranges: bytes\r\n{}",
-        httpdate::fmt_http_date(SystemTime::now()),
+        st.date(),
         if keep { "" } else { "Connection: close\r\n" }
     );
     let file = Arc::new(file);
@@ -613,8 +633,12 @@ async fn respond(
             o.offset = a;
             o.len = len;
             o.result = async {
-                sock.write_all(h.as_bytes()).await?;
-                if !is_head {
+                if is_head {
+                    return sock.write_all(h.as_bytes()).await;
+                }
+                // the header goes out with the first body bytes (MSG_MORE), as nginx's TCP_NOPUSH does
+                write_more(sock, h.as_bytes()).await?;
+                {
                     o.cache = prepare(st, &file, key, a, len, size, pf).await;
                     send_file(sock, st, &file, a, len).await?;
                     o.sent = len;
@@ -662,6 +686,50 @@ async fn respond(
 fn file_key(meta: &std::fs::Metadata) -> u64 {
     use std::os::unix::fs::MetadataExt;
     meta.dev().rotate_left(32) ^ meta.ino()
+}
+
+/// Opens `path` (under the root) so that neither `..` nor a symlink can
+/// leave the root: openat2(RESOLVE_BENEATH) relative to the root directory,
+/// one syscall; where the kernel lacks it, open and check the canonical path.
+fn open_beneath(st: &State, path: &Path) -> Option<File> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::FromRawFd;
+    if !st.no_openat2.load(Ordering::Relaxed) {
+        let rel = path.strip_prefix(&st.cfg.root).ok()?;
+        let c = std::ffi::CString::new(rel.as_os_str().as_bytes()).ok()?;
+        #[repr(C)]
+        struct OpenHow {
+            flags: u64,
+            mode: u64,
+            resolve: u64,
+        }
+        let how = OpenHow {
+            flags: (libc::O_RDONLY | libc::O_CLOEXEC) as u64,
+            mode: 0,
+            resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
+        };
+        // SAFETY: openat2 reads the path and `how`, both live; on success we own the fd
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                st.root_fd.as_raw_fd(),
+                c.as_ptr(),
+                &how as *const OpenHow,
+                std::mem::size_of::<OpenHow>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a fresh descriptor owned by nobody else
+            return Some(unsafe { File::from_raw_fd(fd as i32) });
+        }
+        let err = io::Error::last_os_error().raw_os_error();
+        if err != Some(libc::ENOSYS) && err != Some(libc::EPERM) {
+            return None; // ENOENT, EXDEV (escape attempt), ELOOP ...
+        }
+        st.no_openat2.store(true, Ordering::Relaxed);
+    }
+    let f = File::open(path).ok()?;
+    inside_root(&st.canonical_root, path).then_some(f)
 }
 
 /// In ASAP mode: probe, and on a miss prefetch through the device's helper.
@@ -771,6 +839,36 @@ async fn send_file(
                 off += k as u64;
                 st.counters.bytes.fetch_add(k as u64, Ordering::Relaxed);
             }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `data` with MSG_MORE, so the kernel holds it for the data that follows.
+async fn write_more(sock: &mut TcpStream, mut data: &[u8]) -> io::Result<()> {
+    let fd = sock.as_raw_fd();
+    while !data.is_empty() {
+        sock.writable().await?;
+        let r = sock.try_io(Interest::WRITABLE, || {
+            // SAFETY: a live buffer of the given length on an open socket
+            let n = unsafe {
+                libc::send(
+                    fd,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    libc::MSG_MORE | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match r {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
     }

@@ -167,7 +167,11 @@ fn range_requests_follow_rfc_9110() {
     // HEAD: headers only
     let (h, b) = curl(&["-I", &u]);
     assert_eq!(
-        (status(&h), header(&h, "content-length"), b.contains("abcdefghij")),
+        (
+            status(&h),
+            header(&h, "content-length"),
+            b.contains("abcdefghij")
+        ),
         (200, Some("10000"), false)
     );
     assert_eq!(status(&curl(&[&s.url("/t1/00000.m4s")]).0), 200);

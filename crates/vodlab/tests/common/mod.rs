@@ -131,6 +131,13 @@ impl Nginx {
     }
 }
 
+impl Nginx {
+    /// PID of the nginx process (single process: it serves too).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Nginx {
     fn drop(&mut self) {
         let _ = self.child.kill();
