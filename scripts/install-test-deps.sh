@@ -3,8 +3,9 @@
 #   nginx-light     nginx, the reference HTTP server on loopback
 #   httperf         replays exported wsesslog files
 #   nghttp2-client  h2load, replays exported timing scripts
+#   curl            a real client for vodlab serve's HTTP tests
 set -euo pipefail
-packages=(nginx-light httperf nghttp2-client)
+packages=(nginx-light httperf nghttp2-client curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

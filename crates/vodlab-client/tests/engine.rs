@@ -114,7 +114,7 @@ async fn pacing_intervals_hold_and_buffering_goes_back_to_back() {
     let gap = |i: usize| (seen[i].at - seen[i - 1].at).as_secs_f64();
     assert!(gap(1) < 0.05, "buffering requests back to back: {}", gap(1));
     for i in 2..5 {
-        assert!((gap(i) - 0.4).abs() < 0.03, "pacing gap {i}: {}", gap(i));
+        assert!((gap(i) - 0.4).abs() < 0.06, "pacing gap {i}: {}", gap(i));
     }
     assert_eq!(r.completed_bytes, 10_000);
 }
@@ -177,7 +177,7 @@ async fn delay_is_added_both_ways() {
     };
     let w = workload("#@session class=far\n/x\n", &[("far", far)], (0, 0));
     let r = go(&server, w, 1.0, |_| {}).await;
-    assert!((r.ttfb_ms.p50 - 200.0).abs() < 25.0, "{}", r.table());
+    assert!((r.ttfb_ms.p50 - 200.0).abs() < 40.0, "{}", r.table());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
