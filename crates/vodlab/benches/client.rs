@@ -33,10 +33,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
-}
-
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -87,7 +83,7 @@ fn vodlab_rps(script: &Path, port: u16, conns: usize, out: &Path) -> f64 {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let r = json(&out.join("results.json"));
+    let r = common::results(out);
     assert_eq!(r["failed_sessions"], 0, "{r}");
     assert_eq!(r["started_sessions"].as_u64().unwrap() as usize, conns);
     let w = r["measured_window_s"].as_array().unwrap();
@@ -210,7 +206,7 @@ delay_ms = 20.0
         "-o",
         out.to_str().unwrap(),
     ]);
-    let r = json(&out.join("results.json"));
+    let r = common::results(&out);
     let h = &r["health"];
     let peak = h["peak_active_sessions"].as_f64().unwrap();
     println!(

@@ -50,8 +50,7 @@ fn load(script: &Path, port: u16, pid: u32, out: &Path) -> (f64, f64) {
         out.to_str().unwrap(),
     ]);
     let c1 = cpu_seconds(pid);
-    let r: serde_json::Value =
-        serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap();
+    let r = common::results(out);
     assert_eq!(r["failed_sessions"], 0, "{r}");
     let w = r["measured_window_s"].as_array().unwrap();
     let secs = w[1].as_f64().unwrap() - w[0].as_f64().unwrap();

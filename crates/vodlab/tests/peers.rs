@@ -232,8 +232,7 @@ fn httperf_and_vodlab_run_issue_the_same_requests() {
     );
     assert!(a == b, "the same requests, path for path");
 
-    let r: serde_json::Value =
-        serde_json::from_slice(&fs::read(results.join("results.json")).unwrap()).unwrap();
+    let r: serde_json::Value = common::results(&results);
     assert_eq!(r["complete"], true);
     assert_eq!(r["failed_sessions"], 0);
     assert_eq!(r["started_sessions"], 24);

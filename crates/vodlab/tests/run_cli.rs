@@ -64,8 +64,7 @@ fn an_interrupted_run_writes_its_results_marked_incomplete() {
         Some(1),
         "--strict exits 1 on incomplete results"
     );
-    let r: serde_json::Value =
-        serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap();
+    let r: serde_json::Value = common::results(&out);
     assert_eq!(r["complete"], false);
     assert_eq!(r["stopped_by"], "interrupted");
     assert!(r["started_sessions"].as_u64().unwrap() >= 5, "{r}");
@@ -134,8 +133,7 @@ fn a_refused_target_ends_the_run_with_results() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success());
-    let r: serde_json::Value =
-        serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap();
+    let r: serde_json::Value = common::results(&out);
     assert_eq!(r["stopped_by"], "server_unreachable");
     assert!(r["errors"]["refused"].as_u64().unwrap() >= 3);
 }
@@ -201,7 +199,7 @@ fn bytes_from_a_real_file_set_are_checked() {
             .map(String::from)
             .collect();
         eprintln!("{name}: first failed requests: {errors:#?}");
-        serde_json::from_slice(&fs::read(out.join("results.json")).unwrap()).unwrap()
+        common::results(&out)
     };
     let r = run("clean");
     assert_eq!(r["failed_sessions"], 0, "{r}");

@@ -160,3 +160,10 @@ pub fn sparse_fileset(workload: &Path, root: &Path) {
             .expect("set_len");
     }
 }
+
+/// The `results.json` a `vodlab run -o DIR` wrote.
+pub fn results(dir: &Path) -> serde_json::Value {
+    let p = dir.join("results.json");
+    serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .expect("results.json is JSON")
+}
