@@ -282,6 +282,14 @@ impl Parser {
                         if h.is_empty() {
                             continue;
                         }
+                        if h.contains('\r') {
+                            return Err(err(
+                                n,
+                                col,
+                                ParseErrorKind::BadValue,
+                                "a header line contains a bare carriage return",
+                            ));
+                        }
                         if !h.contains(':') {
                             return Err(err(
                                 n,
@@ -295,6 +303,9 @@ impl Parser {
                 }
                 "cookie" => {
                     let v = unquote(n, col, value)?;
+                    if v.contains(['\r', '\n']) {
+                        return Err(err(n, col, ParseErrorKind::BadValue, "a cookie contains a line break"));
+                    }
                     req.headers.push(format!("Cookie: {v}"));
                 }
                 "size" => req.size = Some(num(n, col, key, value)?),
@@ -497,66 +508,56 @@ fn unquote(n: usize, col: usize, v: &str) -> Result<String, ParseError> {
     Ok(out)
 }
 
-/// Splits a line into whitespace-separated tokens; quotes and backslashes
-/// keep whitespace inside a token; a token starting with `#` starts a comment.
+/// Splits a line into whitespace-separated tokens; a token starting with `#`
+/// starts a comment. Only the values of `contents=`, `headers=` and `cookie=`
+/// may be quoted (`'...'`, `"..."`) or use backslash escapes, as in httperf;
+/// every other token (paths included) is taken literally up to whitespace.
 /// `offset` is added to columns (for `#@` lines).
 fn tokenize(n: usize, line: &str, offset: usize) -> Result<Vec<Token>, ParseError> {
+    const QUOTABLE: [&str; 3] = ["contents=", "headers=", "cookie="];
     let mut tokens = Vec::new();
-    let mut cur: Option<Token> = None;
-    let (mut single, mut double, mut escaped) = (false, false, false);
-    for (i, ch) in line.chars().enumerate() {
-        let col = i + 1 + offset;
-        match cur.as_mut() {
-            None => {
-                if ch.is_whitespace() {
-                    continue;
-                }
-                if ch == '#' {
-                    break;
-                }
-                let mut t = Token {
-                    column: col,
-                    text: String::new(),
-                };
-                t.text.push(ch);
-                match ch {
-                    '\\' => escaped = true,
-                    '\'' => single = true,
-                    '"' => double = true,
-                    _ => {}
-                }
-                cur = Some(t);
-            }
-            Some(t) => {
+    let mut chars = line.char_indices().enumerate().peekable();
+    while let Some((ci, (bi, ch))) = chars.next() {
+        if ch.is_whitespace() {
+            continue;
+        }
+        if ch == '#' {
+            break;
+        }
+        let column = ci + 1 + offset;
+        let quotable = QUOTABLE.iter().any(|k| line[bi..].starts_with(k));
+        let mut text = String::new();
+        text.push(ch);
+        let (mut single, mut double, mut escaped) = (false, false, false);
+        while let Some(&(_, (_, c))) = chars.peek() {
+            if quotable {
                 if escaped {
                     escaped = false;
-                    t.text.push(ch);
-                    continue;
+                } else if c.is_whitespace() && !single && !double {
+                    break;
+                } else {
+                    match c {
+                        '\\' => escaped = true,
+                        '\'' if !double => single = !single,
+                        '"' if !single => double = !double,
+                        _ => {}
+                    }
                 }
-                if ch.is_whitespace() && !single && !double {
-                    tokens.push(cur.take().expect("token"));
-                    continue;
-                }
-                match ch {
-                    '\\' => escaped = true,
-                    '\'' if !double => single = !single,
-                    '"' if !single => double = !double,
-                    _ => {}
-                }
-                t.text.push(ch);
+            } else if c.is_whitespace() {
+                break;
             }
+            text.push(c);
+            chars.next();
         }
-    }
-    if let Some(t) = cur {
         if single || double || escaped {
             return Err(err(
                 n,
-                t.column,
+                column,
                 ParseErrorKind::UnterminatedQuote,
                 "unterminated quote (line continuations are not supported)",
             ));
         }
-        tokens.push(t);
+        tokens.push(Token { column, text });
     }
     Ok(tokens)
 }
