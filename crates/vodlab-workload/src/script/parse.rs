@@ -700,6 +700,18 @@ vid04/secs-20-29 timeout=10
     }
 
     #[test]
+    fn quotes_and_backslashes_are_literal_outside_quotable_values() {
+        // a path may hold an apostrophe (a valid URI character); only contents=,
+        // headers= and cookie= values are quoted, as in httperf
+        let s = parse_script("/it's/a\\b.mp4 timeout=1 contents='a b'\n").unwrap();
+        let r = &s.sessions[0].requests[0];
+        assert_eq!(r.path, "/it's/a\\b.mp4");
+        assert_eq!(r.body.as_deref(), Some("a b"));
+        let e = parse_script("/a cookie='x\\ny'\n").unwrap_err();
+        assert_eq!(e.kind, ParseErrorKind::BadValue);
+    }
+
+    #[test]
     fn crlf_and_blank_lines() {
         let s = parse_script("/a\r\n\r\n\r\n/b\r\n").unwrap();
         assert_eq!(s.sessions.len(), 2);
