@@ -302,6 +302,9 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                     s.probe_hits, s.probe_hits + s.probe_misses, s.prefetch_evictions
                 );
                 last = (Instant::now(), s.bytes);
+                if let Some(l) = &st.log {
+                    let _ = l.lock().expect("lock").flush();
+                }
             }
             permit = permits.clone().acquire_owned() => {
                 let permit = permit.expect("semaphore open");
