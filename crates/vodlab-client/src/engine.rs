@@ -347,12 +347,12 @@ pub async fn run(
 
 async fn monitor(ctx: Arc<Ctx>, stop: watch::Sender<Option<StopReason>>) {
     let tick = Duration::from_secs_f64(ctx.cfg.interval_s.clamp(0.1, 1.0));
-    let mut last_cpu = cpu_seconds();
+    let mut last_cpu = cpu_seconds_of(None);
     let mut last = Instant::now();
     loop {
         tokio::time::sleep(tick).await;
         let now = Instant::now();
-        let cpu = cpu_seconds();
+        let cpu = cpu_seconds_of(None);
         let pct = 100.0 * (cpu - last_cpu) / now.duration_since(last).as_secs_f64().max(1e-3);
         last_cpu = cpu;
         last = now;
@@ -377,9 +377,14 @@ async fn monitor(ctx: Arc<Ctx>, stop: watch::Sender<Option<StopReason>>) {
     }
 }
 
-/// Process CPU time (user + system) in seconds, from /proc (0 elsewhere).
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+/// CPU time (user + system) of a process in seconds, from /proc (0 when
+/// unreadable); `None` is this process.
+pub fn cpu_seconds_of(pid: Option<u32>) -> f64 {
+    let path = pid.map_or_else(
+        || "/proc/self/stat".to_string(),
+        |p| format!("/proc/{p}/stat"),
+    );
+    let Ok(stat) = std::fs::read_to_string(path) else {
         return 0.0;
     };
     // fields after the parenthesised command name; utime and stime are 14 and 15

@@ -125,13 +125,9 @@ pub fn entries(catalog: &Catalog) -> Vec<Entry> {
 }
 
 fn digest(entries: &[Entry]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for e in entries {
-        for b in e.rel.bytes().chain(e.size.to_le_bytes()) {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+    let h = entries.iter().fold(content::FNV_BASIS, |h, e| {
+        content::fnv1a(h, e.rel.bytes().chain(e.size.to_le_bytes()))
+    });
     format!("{h:016x}")
 }
 

@@ -15,14 +15,21 @@ pub const BLOCK: usize = 4096;
 pub const HEADER: usize = 24;
 const MAGIC: &[u8; 4] = b"VLB1";
 
-/// FNV-1a 64 of a file's path relative to the file-set root (no leading `/`).
-pub fn file_key(rel_path: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in rel_path.trim_start_matches('/').bytes() {
+/// FNV-1a 64 offset basis: the hash of no bytes.
+pub const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Continues an FNV-1a 64 hash `h` over `bytes` (start from [`FNV_BASIS`]).
+pub fn fnv1a(mut h: u64, bytes: impl IntoIterator<Item = u8>) -> u64 {
+    for b in bytes {
         h ^= b as u64;
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// FNV-1a 64 of a file's path relative to the file-set root (no leading `/`).
+pub fn file_key(rel_path: &str) -> u64 {
+    fnv1a(FNV_BASIS, rel_path.trim_start_matches('/').bytes())
 }
 
 #[inline]

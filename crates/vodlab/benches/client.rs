@@ -68,26 +68,8 @@ fn h2load_rps(h2load: &Path, port: u16, conns: usize, requests: usize) -> f64 {
 }
 
 fn vodlab_rps(script: &Path, port: u16, conns: usize, out: &Path) -> f64 {
-    vodlab_ok(&[
-        "run",
-        script.to_str().unwrap(),
-        "--target",
-        &format!("http://127.0.0.1:{port}"),
-        "--rate",
-        "1000000",
-        "--arrivals",
-        "constant",
-        "--no-shaping",
-        "--no-pacing",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let r = common::results(out);
-    assert_eq!(r["failed_sessions"], 0, "{r}");
+    let (r, secs) = common::run_unpaced(script, port, out);
     assert_eq!(r["started_sessions"].as_u64().unwrap() as usize, conns);
-    let w = r["measured_window_s"].as_array().unwrap();
-    let secs = w[1].as_f64().unwrap() - w[0].as_f64().unwrap();
     r["completed_requests"].as_f64().unwrap() / secs
 }
 

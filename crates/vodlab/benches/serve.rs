@@ -15,14 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{free_port, vodlab_ok, Nginx};
-
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |x| x.1);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let t = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (t(11) + t(12)) / 100.0
-}
+use vodlab_client::engine::cpu_seconds_of;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -31,29 +24,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs the client; returns (bytes/s, server CPU cores used).
 fn load(script: &Path, port: u16, pid: u32, out: &Path) -> (f64, f64) {
-    let c0 = cpu_seconds(pid);
-    vodlab_ok(&[
-        "run",
-        script.to_str().unwrap(),
-        "--target",
-        &format!("http://127.0.0.1:{port}"),
-        "--rate",
-        "1000000",
-        "--arrivals",
-        "constant",
-        "--no-shaping",
-        "--no-pacing",
-        "--check-bytes",
-        "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let c1 = cpu_seconds(pid);
-    let r = common::results(out);
-    assert_eq!(r["failed_sessions"], 0, "{r}");
-    let w = r["measured_window_s"].as_array().unwrap();
-    let secs = w[1].as_f64().unwrap() - w[0].as_f64().unwrap();
+    let c0 = cpu_seconds_of(Some(pid));
+    let (r, secs) = common::run_unpaced(script, port, out);
+    let c1 = cpu_seconds_of(Some(pid));
     (
         r["throughput_bytes_per_s"].as_f64().unwrap(),
         (c1 - c0) / secs,

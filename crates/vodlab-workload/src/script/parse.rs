@@ -326,9 +326,7 @@ impl Parser {
                         n,
                         col,
                         ParseErrorKind::UnknownKey,
-                        format!(
-                            "unknown key `{key}`; known: range, timeout, pacing, think, pace_time, conn, method, contents, headers, cookie, size, http"
-                        ),
+                        format!("unknown key `{key}`; known: {}", KEYS.join(", ")),
                     ))
                 }
             }
@@ -364,22 +362,24 @@ impl Parser {
     }
 }
 
+/// Every key a request line may carry.
+const KEYS: [&str; 12] = [
+    "range",
+    "timeout",
+    "pacing",
+    "think",
+    "pace_time",
+    "conn",
+    "method",
+    "contents",
+    "headers",
+    "cookie",
+    "size",
+    "http",
+];
+
 fn is_key(s: &str) -> bool {
-    matches!(
-        s,
-        "range"
-            | "timeout"
-            | "pacing"
-            | "think"
-            | "pace_time"
-            | "conn"
-            | "method"
-            | "contents"
-            | "headers"
-            | "cookie"
-            | "size"
-            | "http"
-    )
+    KEYS.contains(&s)
 }
 
 fn check_dup<'a>(

@@ -167,3 +167,31 @@ pub fn results(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
         .expect("results.json is JSON")
 }
+
+/// Runs a script against `port` with every session started at once, pacing,
+/// shaping and byte checks off (the benchmarks' raw-throughput mode); asserts
+/// no session failed and returns (results.json, measured window in seconds).
+pub fn run_unpaced(script: &Path, port: u16, out: &Path) -> (serde_json::Value, f64) {
+    vodlab_ok(&[
+        "run",
+        script.to_str().expect("utf-8 path"),
+        "--target",
+        &format!("http://127.0.0.1:{port}"),
+        "--rate",
+        "1000000",
+        "--arrivals",
+        "constant",
+        "--no-shaping",
+        "--no-pacing",
+        "--check-bytes",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().expect("utf-8 path"),
+    ]);
+    let r = results(out);
+    assert_eq!(r["failed_sessions"], 0, "{r}");
+    let w = r["measured_window_s"].as_array().expect("window");
+    let secs = w[1].as_f64().expect("number") - w[0].as_f64().expect("number");
+    (r, secs)
+}
