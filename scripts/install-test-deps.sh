@@ -4,8 +4,9 @@
 #   httperf         replays exported wsesslog files
 #   nghttp2-client  h2load, replays exported timing scripts
 #   curl            a real client for vodlab serve's HTTP tests
+#   apache2, lighttpd  servers `vodlab compare` configures and measures beside nginx
 set -euo pipefail
-packages=(nginx-light httperf nghttp2-client curl)
+packages=(nginx-light apache2 lighttpd httperf nghttp2-client curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,4 +20,4 @@ if ! $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; then
   $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 # The packaged nginx service is not needed: tests start their own on loopback.
-if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now nginx >/dev/null 2>&1 || true; fi
+if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now nginx apache2 lighttpd >/dev/null 2>&1 || true; fi

@@ -1,0 +1,11 @@
+//! vodlab's experiments: the capacity search (pure, driven by any
+//! measurement), confidence intervals, emulated hardware boxes on cgroups,
+//! configurations for peer servers, and the HTML report.
+
+pub mod search;
+pub mod stats;
+
+pub use search::{
+    Answer, Criterion, Ending, Outcome, Point, Search, SearchConfig, SearchError, Step,
+};
+pub use stats::{mean_ci, t_quantile, MeanCi};
