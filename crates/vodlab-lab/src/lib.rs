@@ -2,9 +2,11 @@
 //! measurement), confidence intervals, emulated hardware boxes on cgroups,
 //! configurations for peer servers, and the HTML report.
 
+pub mod hwbox;
 pub mod search;
 pub mod stats;
 
+pub use hwbox::{BoxError, BoxSpec, Cgroups, Dev, DeviceStat, HwBox, Profile, Usage, PROFILES};
 pub use search::{
     Answer, Criterion, Ending, Outcome, Point, Search, SearchConfig, SearchError, Step,
 };
