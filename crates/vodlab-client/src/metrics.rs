@@ -35,6 +35,8 @@ pub struct Summary {
     pub p75: f64,
     /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
     /// 99th percentile.
     pub p99: f64,
     /// 99.9th percentile.
@@ -61,12 +63,53 @@ impl Summary {
             p50: q(0.50),
             p75: q(0.75),
             p90: q(0.90),
+            p95: q(0.95),
             p99: q(0.99),
             p999: q(0.999),
             max: h.max() as f64 / scale,
             iqr: q(0.75) - q(0.25),
         }
     }
+}
+
+/// Quantiles at which [`cdf`] samples a distribution.
+const CDF_QUANTILES: [f64; 56] = {
+    let mut q = [0.0; 56];
+    let mut i = 0;
+    while i <= 50 {
+        q[i] = i as f64 / 50.0;
+        i += 1;
+    }
+    // a finer tail: 0.99, 0.995, 0.999, 0.9999, then the max again for a flat end
+    q[50] = 0.99;
+    q[51] = 0.995;
+    q[52] = 0.999;
+    q[53] = 0.9999;
+    q[54] = 1.0;
+    q[55] = 1.0;
+    q
+};
+
+/// The distribution as `[quantile, value]` pairs (value divided by `scale`),
+/// 2 % apart plus a finer tail: enough to draw a CDF, bounded in size.
+pub fn cdf(h: &Histogram<u64>, scale: f64) -> Vec<[f64; 2]> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<[f64; 2]> = Vec::with_capacity(CDF_QUANTILES.len());
+    let mut qs = CDF_QUANTILES.to_vec();
+    qs.sort_by(f64::total_cmp);
+    qs.dedup();
+    for q in qs {
+        let v = if q == 0.0 {
+            h.min()
+        } else {
+            h.value_at_quantile(q)
+        } as f64
+            / scale;
+        out.push([q, v]);
+    }
+    out
 }
 
 /// Figures for one client class (or all of them).

@@ -41,6 +41,8 @@ pub struct ClassResults {
     pub bytes: u64,
     /// Send to last byte, ms.
     pub response_time_ms: Summary,
+    /// Its distribution, `[quantile, ms]` pairs.
+    pub response_time_cdf_ms: Vec<[f64; 2]>,
     /// Send to first byte, ms.
     pub ttfb_ms: Summary,
     /// Scheduled send time to last byte, ms (free of coordinated omission).
@@ -64,6 +66,7 @@ impl ClassResults {
             requests: m.requests,
             bytes: m.bytes,
             response_time_ms: Summary::of(&m.response, 1e3),
+            response_time_cdf_ms: crate::metrics::cdf(&m.response, 1e3),
             ttfb_ms: Summary::of(&m.ttfb, 1e3),
             latency_from_schedule_ms: Summary::of(&m.from_schedule, 1e3),
             startup_delay_s: Summary::of(&m.startup, 1e6),

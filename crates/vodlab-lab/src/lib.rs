@@ -4,10 +4,12 @@
 
 pub mod hwbox;
 pub mod search;
+pub mod servers;
 pub mod stats;
 
 pub use hwbox::{BoxError, BoxSpec, Cgroups, Dev, DeviceStat, HwBox, Profile, Usage, PROFILES};
 pub use search::{
     Answer, Criterion, Ending, Outcome, Point, Search, SearchConfig, SearchError, Step,
 };
+pub use servers::{ServerError, ServerKind, ServerSetup};
 pub use stats::{mean_ci, t_quantile, MeanCi};
