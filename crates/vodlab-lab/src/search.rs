@@ -313,6 +313,7 @@ pub struct Search {
     /// Every measured rate in order.
     pub points: Vec<Point>,
     /// The rate being repeated and its outcomes so far.
+    #[serde(skip)]
     pending: Option<(f64, Vec<Outcome>)>,
 }
 

@@ -54,6 +54,17 @@ pub enum Command {
     ///   vodlab serve --root /srv/video --io vanilla --access-log access.log
     #[command(verbatim_doc_comment)]
     Serve(crate::serve::ServeArgs),
+    /// Find the highest session rate a server sustains: step the rate up until
+    /// the criterion trips, then bisect (thesis 4.4.3). Every point is a real
+    /// run; capacity.json keeps each point with its runs (docs/experiments.md).
+    ///
+    /// Examples:
+    ///   vodlab capacity work/yt --target http://127.0.0.1:8080 -o results/cap
+    ///   vodlab capacity work/yt --target http://127.0.0.1:8080 --step +2 --start 2 --repeats 3
+    ///   vodlab capacity work/yt --target http://127.0.0.1:8080 --criterion qoe:5:2 --window 120
+    ///   vodlab capacity work/yt --target http://127.0.0.1:8080 --cool /srv/yt --no-pacing
+    #[command(verbatim_doc_comment)]
+    Capacity(crate::capacity::CapacityArgs),
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
     Script(ScriptCommand),
@@ -153,5 +164,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => crate::run::run(a),
         Command::Serve(a) => crate::serve::run(a),
         Command::Script(c) => crate::script::run(c),
+        Command::Capacity(a) => crate::capacity::run(a),
     }
 }

@@ -73,7 +73,7 @@ pub struct SetArgs {
     pub root: PathBuf,
 }
 
-fn load(dir: &Path) -> anyhow::Result<(Manifest, Catalog)> {
+pub(crate) fn load(dir: &Path) -> anyhow::Result<(Manifest, Catalog)> {
     let m = read_manifest(dir)
         .with_context(|| format!("{} is not a `vodlab gen` workload", dir.display()))?;
     let p = dir.join("catalog.json");

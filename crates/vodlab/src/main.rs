@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+mod capacity;
 mod cli;
 mod fileset;
 mod gen;

@@ -99,7 +99,7 @@ pub enum ArrivalKind {
     Constant,
 }
 
-fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
+pub(crate) fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
     let rest = url
         .strip_prefix("http://")
         .with_context(|| format!("--target `{url}`: only http:// URLs are supported"))?;
@@ -162,7 +162,7 @@ fn arrivals(a: &RunArgs) -> anyhow::Result<Arrivals> {
 
 /// Raises the open-file limit to its hard maximum (a load generator needs
 /// a descriptor per connection).
-fn raise_nofile() -> u64 {
+pub(crate) fn raise_nofile() -> u64 {
     // SAFETY: plain syscalls on a local struct
     unsafe {
         let mut r = libc::rlimit {
@@ -277,14 +277,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn is_loopback(ip: IpAddr) -> bool {
+pub(crate) fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v) => v.is_loopback(),
         IpAddr::V6(v) => v.is_loopback() || v.to_ipv4_mapped().is_some_and(|m| m.is_loopback()),
     }
 }
 
-fn write_results(dir: &Path, r: &Results) -> anyhow::Result<()> {
+pub(crate) fn write_results(dir: &Path, r: &Results) -> anyhow::Result<()> {
     let json = dir.join("results.json");
     let mut text = serde_json::to_string_pretty(r)?;
     text.push('\n');
@@ -296,7 +296,7 @@ fn write_results(dir: &Path, r: &Results) -> anyhow::Result<()> {
 }
 
 /// Live progress on stderr: a status line on a terminal, a line every 10 s otherwise.
-fn spawn_progress(live: Arc<Live>, total: u64) -> std::thread::JoinHandle<()> {
+pub(crate) fn spawn_progress(live: Arc<Live>, total: u64) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let tty = std::io::stderr().is_terminal();
         let bar = indicatif::ProgressBar::new(total);
