@@ -135,6 +135,19 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Lets the servers' unprivileged workers (www-data) write their logs.
+fn chown_to_www_data(dir: &Path) {
+    let name = std::ffi::CString::new("www-data").expect("no NUL");
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("no NUL");
+    // SAFETY: getpwnam returns a pointer to static storage or NULL; read at once
+    unsafe {
+        let pw = libc::getpwnam(name.as_ptr());
+        if !pw.is_null() {
+            libc::chown(path.as_ptr(), (*pw).pw_uid, (*pw).pw_gid);
+        }
+    }
+}
+
 /// The configuration file text for a Debian server (`None` for vodlab).
 pub fn config_text(s: &ServerSetup) -> Option<String> {
     let root = s.root.display();
@@ -169,7 +182,7 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
              MinSpareThreads 64\nMaxSpareThreads 1024\nAsyncRequestWorkerFactor 4\n\
              MaxConnectionsPerChild 0\n\
              KeepAlive On\nMaxKeepAliveRequests 0\nKeepAliveTimeout 60\nTimeout 60\n\
-             EnableSendfile On\nEnableMMAP Off\n\
+             EnableSendfile On\nEnableMMAP Off\nTypesConfig /dev/null\n\
              AddType video/mp4 .mp4\nAddType video/iso.segment .m4s\n\
              DocumentRoot {root}\n<Directory {root}>\n  Require all granted\n  AllowOverride None\n</Directory>\n",
             addr = s.addr,
@@ -207,6 +220,9 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
         path: s.workdir.clone(),
         source: e,
     })?;
+    if is_root() && !s.kind.is_vodlab() {
+        chown_to_www_data(&s.workdir);
+    }
     let conf_path = |name: &str| s.workdir.join(name);
     let write = |p: &Path, text: &str| {
         std::fs::write(p, text).map_err(|e| ServerError::Io {

@@ -171,8 +171,6 @@ pub struct Measured {
     pub outcome: Outcome,
     /// Everything.
     pub results: Results,
-    /// Where its results.json is.
-    pub dir: PathBuf,
 }
 
 impl PointRunner {
@@ -241,11 +239,6 @@ impl PointRunner {
             runs: 0,
             vodlab_stats,
         })
-    }
-
-    /// The target's address.
-    pub fn addr(&self) -> SocketAddr {
-        self.base.addr
     }
 
     /// The workload's name.
@@ -353,11 +346,7 @@ impl PointRunner {
             client_invalid_reasons: results.invalid_reasons.clone(),
             extra,
         };
-        Ok(Measured {
-            outcome,
-            results,
-            dir,
-        })
+        Ok(Measured { outcome, results })
     }
 
     /// Shuts the runtime down.

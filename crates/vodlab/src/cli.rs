@@ -65,6 +65,26 @@ pub enum Command {
     ///   vodlab capacity work/yt --target http://127.0.0.1:8080 --cool /srv/yt --no-pacing
     #[command(verbatim_doc_comment)]
     Capacity(crate::capacity::CapacityArgs),
+    /// Run a command on emulated hardware: a cgroup memory limit that
+    /// includes the page cache, and a block device throttled in bytes/s and
+    /// reads/s (cgroup v2 or v1). Needs root. Limits are read back before the
+    /// command starts; the box is removed when it ends.
+    ///
+    /// Examples:
+    ///   vodlab box --profile hdd-5400 --mem 1G --device-of /srv/yt -- vodlab serve --root /srv/yt
+    ///   vodlab box --mem 512M --read-bps 60M --read-iops 120 -- vodlab fileset seqread work/yt --root /srv/yt
+    #[command(verbatim_doc_comment)]
+    Box(crate::boxcmd::BoxArgs),
+    /// Compare servers on one workload, each in the same box from a cold
+    /// cache: vodlab serve (vanilla, asap), nginx, apache2, lighttpd; failure-free
+    /// rate, disk throughput, read size and time, CPU per GB, and the
+    /// sequential-read bound (docs/experiments.md).
+    ///
+    /// Examples:
+    ///   vodlab compare work/yt --root /srv/yt --profile hdd-5400 --mem 1G -o results/cmp
+    ///   vodlab compare work/yt --root /srv/yt --servers vodlab-asap,nginx --no-pacing --window 30
+    #[command(verbatim_doc_comment)]
+    Compare(crate::compare::CompareArgs),
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
     Script(ScriptCommand),
@@ -165,5 +185,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(a) => crate::serve::run(a),
         Command::Script(c) => crate::script::run(c),
         Command::Capacity(a) => crate::capacity::run(a),
+        Command::Box(a) => crate::boxcmd::run(a),
+        Command::Compare(a) => crate::compare::run(a),
     }
 }

@@ -2,8 +2,10 @@
 
 use std::process::ExitCode;
 
+mod boxcmd;
 mod capacity;
 mod cli;
+mod compare;
 mod fileset;
 mod gen;
 mod run;
