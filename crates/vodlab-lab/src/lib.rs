@@ -3,6 +3,7 @@
 //! configurations for peer servers, and the HTML report.
 
 pub mod hwbox;
+pub mod report;
 pub mod search;
 pub mod servers;
 pub mod stats;

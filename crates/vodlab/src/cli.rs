@@ -85,6 +85,16 @@ pub enum Command {
     ///   vodlab compare work/yt --root /srv/yt --servers vodlab-asap,nginx --no-pacing --window 30
     #[command(verbatim_doc_comment)]
     Compare(crate::compare::CompareArgs),
+    /// Render results (compare.json, capacity.json, results.json) into one
+    /// self-contained HTML file with SVG figures: throughput and failures
+    /// against load, response-time CDFs and box plots by client class,
+    /// per-interval series, per-request response times, stalls, start-up delays.
+    ///
+    /// Examples:
+    ///   vodlab report results/cmp
+    ///   vodlab report results/cmp-2mb results/cmp-unchunked -o report.html
+    #[command(verbatim_doc_comment)]
+    Report(crate::report::ReportArgs),
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
     Script(ScriptCommand),
@@ -186,6 +196,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Script(c) => crate::script::run(c),
         Command::Capacity(a) => crate::capacity::run(a),
         Command::Box(a) => crate::boxcmd::run(a),
+        Command::Report(a) => crate::report::run(a),
         Command::Compare(a) => crate::compare::run(a),
     }
 }

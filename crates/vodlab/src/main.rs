@@ -8,6 +8,7 @@ mod cli;
 mod compare;
 mod fileset;
 mod gen;
+mod report;
 mod run;
 mod script;
 mod serve;

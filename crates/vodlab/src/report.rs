@@ -1,0 +1,76 @@
+//! `vodlab report`: results into one self-contained HTML file with SVG figures.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde_json::Value;
+use vodlab_lab::report::{capacity_section, compare_section, run_section, Page};
+
+/// Arguments of `vodlab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result directories or files: compare.json, capacity.json or
+    /// results.json (a directory holding one of them, in that order). Several
+    /// inputs give one page with a part for each.
+    #[arg(required = true, value_name = "DIR|FILE")]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write (default: report.html in the first input's directory).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Page title.
+    #[arg(long, default_value = "vodlab report")]
+    pub title: String,
+}
+
+/// Finds the result file of a directory (or takes the file).
+fn locate(input: &Path) -> anyhow::Result<PathBuf> {
+    if input.is_file() {
+        return Ok(input.to_path_buf());
+    }
+    for f in ["compare.json", "capacity.json", "results.json"] {
+        let p = input.join(f);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    bail!("{}: no compare.json, capacity.json or results.json in it", input.display())
+}
+
+/// Renders the inputs into a page (used by `report` and `bench`).
+pub fn render(inputs: &[PathBuf], title: &str) -> anyhow::Result<String> {
+    let mut page = Page::new(title);
+    for input in inputs {
+        let file = locate(input)?;
+        let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let v: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
+        let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let load = move |rel: &str| std::fs::read_to_string(dir.join(rel)).ok();
+        match v.get("format").and_then(Value::as_str) {
+            Some("vodlab-compare") => compare_section(&mut page, &v, &load),
+            Some("vodlab-capacity") => capacity_section(&mut page, &v, &load),
+            Some("vodlab-results") => {
+                page.section(&format!("Run {}", file.display()));
+                let csv = load("requests.csv");
+                run_section(&mut page, v["workload"].as_str().unwrap_or("run"), &v, csv.as_deref());
+            }
+            other => bail!("{}: unknown format {:?} (expected vodlab-compare, vodlab-capacity or vodlab-results)", file.display(), other),
+        }
+    }
+    Ok(page.finish())
+}
+
+pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let html = render(&a.inputs, &a.title)?;
+    let out = match &a.output {
+        Some(o) => o.clone(),
+        None => {
+            let first = locate(&a.inputs[0])?;
+            first.parent().unwrap_or(Path::new(".")).join("report.html")
+        }
+    };
+    std::fs::write(&out, &html).with_context(|| format!("writing {}", out.display()))?;
+    println!("report: {} ({} KiB)", out.display(), html.len() / 1024);
+    Ok(ExitCode::SUCCESS)
+}
