@@ -24,7 +24,10 @@ const H: u32 = 360;
 
 /// Escapes text for HTML.
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn bounds(vals: impl Iterator<Item = f64>) -> (f64, f64) {
@@ -55,7 +58,11 @@ pub struct Series {
 impl Series {
     /// A series without error bars.
     pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
-        Self { name: name.into(), points, errors: Vec::new() }
+        Self {
+            name: name.into(),
+            points,
+            errors: Vec::new(),
+        }
     }
 }
 
@@ -71,11 +78,23 @@ pub enum Style {
 }
 
 /// Line/scatter chart; `log_x` draws x on a log scale (values must be > 0).
-pub fn xy_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], style: Style, log_x: bool, y_from_zero: bool) -> String {
+pub fn xy_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    style: Style,
+    log_x: bool,
+    y_from_zero: bool,
+) -> String {
     let mut svg = String::new();
     let all = || series.iter().flat_map(|s| s.points.iter());
     let (mut x0, x1) = bounds(all().map(|p| p.0));
-    let (y0, mut y1) = bounds(all().map(|p| p.1).chain(series.iter().flat_map(|s| s.errors.iter().map(|e| e.2))));
+    let (y0, mut y1) = bounds(
+        all()
+            .map(|p| p.1)
+            .chain(series.iter().flat_map(|s| s.errors.iter().map(|e| e.2))),
+    );
     let y0 = if y_from_zero { y0.min(0.0) } else { y0 };
     y1 += (y1 - y0) * 0.05;
     if log_x {
@@ -85,26 +104,41 @@ pub fn xy_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], styl
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let mut b = ChartBuilder::on(&root);
-        b.caption(title, ("sans-serif", 17)).margin(12).x_label_area_size(42).y_label_area_size(64);
+        b.caption(title, ("sans-serif", 17))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(64);
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart;
-                let _ = chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).light_line_style(RGBColor(235, 235, 235)).draw();
+                let _ = chart
+                    .configure_mesh()
+                    .x_desc(x_desc)
+                    .y_desc(y_desc)
+                    .light_line_style(RGBColor(235, 235, 235))
+                    .draw();
                 for (i, s) in series.iter().enumerate() {
                     let c = PALETTE[i % PALETTE.len()];
                     let pts = s.points.clone();
                     let anno = match style {
-                        Style::Dots => chart.draw_series(pts.into_iter().map(move |p| Circle::new(p, 1, c.filled()))),
+                        Style::Dots => chart.draw_series(
+                            pts.into_iter().map(move |p| Circle::new(p, 1, c.filled())),
+                        ),
                         Style::Line => chart.draw_series(LineSeries::new(pts, c.stroke_width(2))),
                         Style::LinePoints => {
-                            let _ = chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())));
+                            let _ = chart
+                                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())));
                             chart.draw_series(LineSeries::new(pts, c.stroke_width(2)))
                         }
                     };
                     if let Ok(a) = anno {
-                        a.label(s.name.clone()).legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 14, y + 4)], c.filled()));
+                        a.label(s.name.clone()).legend(move |(x, y)| {
+                            Rectangle::new([(x, y - 4), (x + 14, y + 4)], c.filled())
+                        });
                     }
-                    let _ = chart.draw_series(s.errors.iter().map(|&(x, lo, hi)| ErrorBar::new_vertical(x, lo, (lo + hi) / 2.0, hi, c.stroke_width(1), 6)));
+                    let _ = chart.draw_series(s.errors.iter().map(|&(x, lo, hi)| {
+                        ErrorBar::new_vertical(x, lo, (lo + hi) / 2.0, hi, c.stroke_width(1), 6)
+                    }));
                 }
                 if series.len() > 1 || !series.first().is_some_and(|s| s.name.is_empty()) {
                     let _ = chart
@@ -178,8 +212,14 @@ pub fn box_chart(title: &str, y_desc: &str, boxes: &[BoxStat]) -> String {
             for (i, b) in boxes.iter().enumerate() {
                 let c = PALETTE[i % PALETTE.len()];
                 let x = i as f64;
-                let _ = chart.draw_series([Rectangle::new([(x - 0.25, b.q1), (x + 0.25, b.q3)], c.mix(0.35).filled())]);
-                let _ = chart.draw_series([Rectangle::new([(x - 0.25, b.q1), (x + 0.25, b.q3)], c.stroke_width(2))]);
+                let _ = chart.draw_series([Rectangle::new(
+                    [(x - 0.25, b.q1), (x + 0.25, b.q3)],
+                    c.mix(0.35).filled(),
+                )]);
+                let _ = chart.draw_series([Rectangle::new(
+                    [(x - 0.25, b.q1), (x + 0.25, b.q3)],
+                    c.stroke_width(2),
+                )]);
                 for seg in [
                     vec![(x - 0.25, b.median), (x + 0.25, b.median)],
                     vec![(x, b.q3), (x, b.high)],
@@ -197,10 +237,20 @@ pub fn box_chart(title: &str, y_desc: &str, boxes: &[BoxStat]) -> String {
 }
 
 /// A bar chart, one bar per category, with an optional horizontal reference line.
-pub fn bar_chart(title: &str, y_desc: &str, bars: &[(String, f64)], reference: Option<(&str, f64)>) -> String {
+pub fn bar_chart(
+    title: &str,
+    y_desc: &str,
+    bars: &[(String, f64)],
+    reference: Option<(&str, f64)>,
+) -> String {
     let mut svg = String::new();
     let n = bars.len().max(1);
-    let (_, mut y1) = bounds(bars.iter().map(|b| b.1).chain(reference.map(|r| r.1)).chain([0.0]));
+    let (_, mut y1) = bounds(
+        bars.iter()
+            .map(|b| b.1)
+            .chain(reference.map(|r| r.1))
+            .chain([0.0]),
+    );
     y1 *= 1.12;
     let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
     {
@@ -230,12 +280,24 @@ pub fn bar_chart(title: &str, y_desc: &str, bars: &[(String, f64)], reference: O
             for (i, (_, v)) in bars.iter().enumerate() {
                 let c = PALETTE[i % PALETTE.len()];
                 let x = i as f64;
-                let _ = chart.draw_series([Rectangle::new([(x - 0.3, 0.0), (x + 0.3, *v)], c.filled())]);
-                let _ = chart.draw_series([Text::new(format!("{v:.2}"), (x - 0.12, *v + y1 * 0.02), ("sans-serif", 13))]);
+                let _ = chart
+                    .draw_series([Rectangle::new([(x - 0.3, 0.0), (x + 0.3, *v)], c.filled())]);
+                let _ = chart.draw_series([Text::new(
+                    format!("{v:.2}"),
+                    (x - 0.12, *v + y1 * 0.02),
+                    ("sans-serif", 13),
+                )]);
             }
             if let Some((label, y)) = reference {
-                let _ = chart.draw_series([PathElement::new(vec![(-0.5, y), (n as f64 - 0.5, y)], BLACK.stroke_width(2))]);
-                let _ = chart.draw_series([Text::new(label.to_string(), (-0.45, y + y1 * 0.02), ("sans-serif", 13))]);
+                let _ = chart.draw_series([PathElement::new(
+                    vec![(-0.5, y), (n as f64 - 0.5, y)],
+                    BLACK.stroke_width(2),
+                )]);
+                let _ = chart.draw_series([Text::new(
+                    label.to_string(),
+                    (-0.45, y + y1 * 0.02),
+                    ("sans-serif", 13),
+                )]);
             }
         }
         let _ = root.present();
@@ -253,7 +315,11 @@ pub struct Page {
 impl Page {
     /// An empty page.
     pub fn new(title: &str) -> Self {
-        Self { body: String::new(), title: title.to_string(), toc: Vec::new() }
+        Self {
+            body: String::new(),
+            title: title.to_string(),
+            toc: Vec::new(),
+        }
     }
     /// A section heading (listed in the contents).
     pub fn section(&mut self, title: &str) {
@@ -271,8 +337,14 @@ impl Page {
     }
     /// A figure (SVG) with a caption.
     pub fn figure(&mut self, svg: &str, caption: &str) {
-        let svg = svg.trim_start_matches("<?xml version=\"1.0\" encoding=\"UTF-8\"?>").trim();
-        let _ = writeln!(self.body, "<figure>{svg}<figcaption>{}</figcaption></figure>", esc(caption));
+        let svg = svg
+            .trim_start_matches("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+            .trim();
+        let _ = writeln!(
+            self.body,
+            "<figure>{svg}<figcaption>{}</figcaption></figure>",
+            esc(caption)
+        );
     }
     /// A table; cells are escaped.
     pub fn table(&mut self, head: &[&str], rows: &[Vec<String>]) {
@@ -319,7 +391,16 @@ pub fn run_section(page: &mut Page, name: &str, r: &Value, requests_csv: Option<
     page.heading(&format!("{name}: run figures"));
     let f = |p: &str| num(r, p).map_or("-".into(), |x| format!("{x:.2}"));
     page.table(
-        &["measured sessions", "failed", "stalled", "throughput Mbit/s", "response p50 ms", "p99 ms", "start-up p50 s", "valid"],
+        &[
+            "measured sessions",
+            "failed",
+            "stalled",
+            "throughput Mbit/s",
+            "response p50 ms",
+            "p99 ms",
+            "start-up p50 s",
+            "valid",
+        ],
         &[vec![
             f("measured_sessions"),
             f("failed_sessions"),
@@ -331,7 +412,11 @@ pub fn run_section(page: &mut Page, name: &str, r: &Value, requests_csv: Option<
             r.get("valid").map_or("-".into(), |v| v.to_string()),
         ]],
     );
-    let classes: Vec<(&String, &Value)> = r.get("classes").and_then(Value::as_object).map(|m| m.iter().collect()).unwrap_or_default();
+    let classes: Vec<(&String, &Value)> = r
+        .get("classes")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().collect())
+        .unwrap_or_default();
     let cdfs: Vec<Series> = classes
         .iter()
         .filter_map(|(c, v)| {
@@ -346,7 +431,15 @@ pub fn run_section(page: &mut Page, name: &str, r: &Value, requests_csv: Option<
         .collect();
     if !cdfs.is_empty() {
         page.figure(
-            &xy_chart(&format!("Response time CDF by client class ({name})"), "response time, ms (log)", "fraction of requests", &cdfs, Style::Line, true, true),
+            &xy_chart(
+                &format!("Response time CDF by client class ({name})"),
+                "response time, ms (log)",
+                "fraction of requests",
+                &cdfs,
+                Style::Line,
+                true,
+                true,
+            ),
             "Send of the request to its last byte, measured sessions, per client class.",
         );
     }
@@ -368,7 +461,14 @@ pub fn run_section(page: &mut Page, name: &str, r: &Value, requests_csv: Option<
     };
     let rb = boxes("response_time_ms");
     if !rb.is_empty() {
-        page.figure(&box_chart(&format!("Response time by client class ({name})"), "ms", &rb), "Box: quartiles; line: median; whiskers: minimum and 99th percentile.");
+        page.figure(
+            &box_chart(
+                &format!("Response time by client class ({name})"),
+                "ms",
+                &rb,
+            ),
+            "Box: quartiles; line: median; whiskers: minimum and 99th percentile.",
+        );
     }
     let sb = boxes("startup_delay_s");
     if !sb.is_empty() {
@@ -378,20 +478,64 @@ pub fn run_section(page: &mut Page, name: &str, r: &Value, requests_csv: Option<
         .iter()
         .filter_map(|(c, v)| {
             let m = num(v, "measured_sessions")?;
-            (m > 0.0).then(|| (c.to_string(), 100.0 * num(v, "stalled_sessions").unwrap_or(0.0) / m))
+            (m > 0.0).then(|| {
+                (
+                    c.to_string(),
+                    100.0 * num(v, "stalled_sessions").unwrap_or(0.0) / m,
+                )
+            })
         })
         .collect();
     if !stalls.is_empty() {
-        page.figure(&bar_chart(&format!("Sessions with a stall, by client class ({name})"), "% of measured sessions", &stalls, None), "A stall: the playout buffer ran dry after playback started.");
+        page.figure(
+            &bar_chart(
+                &format!("Sessions with a stall, by client class ({name})"),
+                "% of measured sessions",
+                &stalls,
+                None,
+            ),
+            "A stall: the playout buffer ran dry after playback started.",
+        );
     }
     if let Some(iv) = r.get("intervals").and_then(Value::as_array) {
-        let tp: Vec<(f64, f64)> = iv.iter().filter_map(|i| Some((num(i, "t_s")?, num(i, "throughput_bytes_per_s")? / 1e6))).collect();
-        let act: Vec<(f64, f64)> = iv.iter().filter_map(|i| Some((num(i, "t_s")?, num(i, "active_sessions")?))).collect();
-        let fail: Vec<(f64, f64)> = iv.iter().filter_map(|i| Some((num(i, "t_s")?, num(i, "failed")?))).collect();
+        let tp: Vec<(f64, f64)> = iv
+            .iter()
+            .filter_map(|i| Some((num(i, "t_s")?, num(i, "throughput_bytes_per_s")? / 1e6)))
+            .collect();
+        let act: Vec<(f64, f64)> = iv
+            .iter()
+            .filter_map(|i| Some((num(i, "t_s")?, num(i, "active_sessions")?)))
+            .collect();
+        let fail: Vec<(f64, f64)> = iv
+            .iter()
+            .filter_map(|i| Some((num(i, "t_s")?, num(i, "failed")?)))
+            .collect();
         if !tp.is_empty() {
-            page.figure(&xy_chart(&format!("Throughput over time ({name})"), "time, s", "MB/s", &[Series::new("", tp)], Style::Line, false, true), "Bytes of requests completed per interval.");
             page.figure(
-                &xy_chart(&format!("Sessions over time ({name})"), "time, s", "sessions", &[Series::new("active", act), Series::new("failed (per interval)", fail)], Style::Line, false, true),
+                &xy_chart(
+                    &format!("Throughput over time ({name})"),
+                    "time, s",
+                    "MB/s",
+                    &[Series::new("", tp)],
+                    Style::Line,
+                    false,
+                    true,
+                ),
+                "Bytes of requests completed per interval.",
+            );
+            page.figure(
+                &xy_chart(
+                    &format!("Sessions over time ({name})"),
+                    "time, s",
+                    "sessions",
+                    &[
+                        Series::new("active", act),
+                        Series::new("failed (per interval)", fail),
+                    ],
+                    Style::Line,
+                    false,
+                    true,
+                ),
                 "Most sessions active in each interval, and sessions that failed in it.",
             );
         }
@@ -411,9 +555,14 @@ pub fn run_section(page: &mut Page, name: &str, r: &Value, requests_csv: Option<
 /// `max` points (every k-th), errors left out.
 pub fn request_order(csv: &str, max: usize) -> Vec<(f64, f64)> {
     let mut lines = csv.lines();
-    let Some(head) = lines.next() else { return Vec::new() };
+    let Some(head) = lines.next() else {
+        return Vec::new();
+    };
     let cols: Vec<&str> = head.split(',').collect();
-    let (Some(si), Some(ri)) = (cols.iter().position(|c| *c == "sent_s"), cols.iter().position(|c| *c == "response_ms")) else {
+    let (Some(si), Some(ri)) = (
+        cols.iter().position(|c| *c == "sent_s"),
+        cols.iter().position(|c| *c == "response_ms"),
+    ) else {
         return Vec::new();
     };
     let mut v: Vec<(f64, f64)> = lines
@@ -425,13 +574,20 @@ pub fn request_order(csv: &str, max: usize) -> Vec<(f64, f64)> {
         .collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     let step = v.len().div_ceil(max.max(1)).max(1);
-    v.iter().enumerate().step_by(step).map(|(i, p)| (i as f64, p.1)).collect()
+    v.iter()
+        .enumerate()
+        .step_by(step)
+        .map(|(i, p)| (i as f64, p.1))
+        .collect()
 }
 
 /// Renders a capacity.json into the page. `load(rel)` returns a file next to
 /// it (results.json / requests.csv of the points) as text.
 pub fn capacity_section(page: &mut Page, cap: &Value, load: &dyn Fn(&str) -> Option<String>) {
-    let server = cap.get("server").and_then(Value::as_str).unwrap_or("server");
+    let server = cap
+        .get("server")
+        .and_then(Value::as_str)
+        .unwrap_or("server");
     let criterion = cap.get("criterion").and_then(Value::as_str).unwrap_or("");
     page.section(&format!("Capacity of {server}"));
     let a = &cap["answer"];
@@ -448,24 +604,44 @@ pub fn capacity_section(page: &mut Page, cap: &Value, load: &dyn Fn(&str) -> Opt
     ));
     let rows = cap["rows"].as_array().cloned().unwrap_or_default();
     let mut sorted = rows.clone();
-    sorted.sort_by(|x, y| num(x, "rate").unwrap_or(0.0).total_cmp(&num(y, "rate").unwrap_or(0.0)));
+    sorted.sort_by(|x, y| {
+        num(x, "rate")
+            .unwrap_or(0.0)
+            .total_cmp(&num(y, "rate").unwrap_or(0.0))
+    });
     let ci = |v: &Value| match (num(v, "mean"), num(v, "half_width")) {
         (Some(m), Some(h)) => format!("{m:.2} ± {h:.2}"),
         (Some(m), None) => format!("{m:.2}"),
         _ => "-".into(),
     };
     page.table(
-        &["rate, sessions/s", "verdict", "runs", "delivered MB/s (95 % CI)", "failed % (95 % CI)", "client", "reason"],
+        &[
+            "rate, sessions/s",
+            "verdict",
+            "runs",
+            "delivered MB/s (95 % CI)",
+            "failed % (95 % CI)",
+            "client",
+            "reason",
+        ],
         &rows
             .iter()
             .map(|r| {
                 vec![
                     num(r, "rate").map_or("-".into(), |x| format!("{x:.3}")),
-                    if r["passed"].as_bool().unwrap_or(false) { "pass".into() } else { "FAIL".into() },
+                    if r["passed"].as_bool().unwrap_or(false) {
+                        "pass".into()
+                    } else {
+                        "FAIL".into()
+                    },
                     num(r, "runs").map_or("-".into(), |x| format!("{x:.0}")),
                     ci(&r["delivered_mb_s"]),
                     ci(&r["failed_pct"]),
-                    if r["client_valid"].as_bool().unwrap_or(false) { "ok".into() } else { "invalid".into() },
+                    if r["client_valid"].as_bool().unwrap_or(false) {
+                        "ok".into()
+                    } else {
+                        "invalid".into()
+                    },
                     r["reason"].as_str().unwrap_or("").to_string(),
                 ]
             })
@@ -492,8 +668,16 @@ pub fn capacity_section(page: &mut Page, cap: &Value, load: &dyn Fn(&str) -> Opt
             .iter()
             .filter_map(|p| {
                 let runs = p["runs"].as_array()?;
-                let xs: Vec<f64> = runs.iter().filter_map(|o| num(&o["extra"], "disk_mb_s")).collect();
-                (!xs.is_empty()).then(|| (num(p, "rate").unwrap_or(0.0), xs.iter().sum::<f64>() / xs.len() as f64))
+                let xs: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|o| num(&o["extra"], "disk_mb_s"))
+                    .collect();
+                (!xs.is_empty()).then(|| {
+                    (
+                        num(p, "rate").unwrap_or(0.0),
+                        xs.iter().sum::<f64>() / xs.len() as f64,
+                    )
+                })
             })
             .collect();
         d.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -506,16 +690,48 @@ pub fn capacity_section(page: &mut Page, cap: &Value, load: &dyn Fn(&str) -> Opt
     page.figure(&xy_chart(&format!("Throughput against offered load ({server})"), "offered load, sessions/s", "MB/s", &tps, Style::LinePoints, false, true), "Delivered: bytes over the measured window (error bars: 95 % t-interval when a rate was repeated). Read from disk: bytes the box's cgroup read from the throttled device per second of the run.");
     page.figure(&xy_chart(&format!("Failed sessions against offered load ({server})"), "offered load, sessions/s", "% of sessions", &[fp], Style::LinePoints, false, true), "Sessions that failed (a request missed its deadline or errored) or were still running at the drain limit.");
     // run figures of the highest passing and the lowest failing point
-    let points = cap.pointer("/search/points").and_then(Value::as_array).cloned().unwrap_or_default();
-    let best = points.iter().filter(|p| p["passed"].as_bool() == Some(true)).max_by(|x, y| num(x, "rate").unwrap_or(0.0).total_cmp(&num(y, "rate").unwrap_or(0.0)));
-    let worst = points.iter().filter(|p| p["passed"].as_bool() == Some(false)).min_by(|x, y| num(x, "rate").unwrap_or(0.0).total_cmp(&num(y, "rate").unwrap_or(0.0)));
-    for (label, p) in [("highest passing rate", best), ("lowest failing rate", worst)] {
+    let points = cap
+        .pointer("/search/points")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let best = points
+        .iter()
+        .filter(|p| p["passed"].as_bool() == Some(true))
+        .max_by(|x, y| {
+            num(x, "rate")
+                .unwrap_or(0.0)
+                .total_cmp(&num(y, "rate").unwrap_or(0.0))
+        });
+    let worst = points
+        .iter()
+        .filter(|p| p["passed"].as_bool() == Some(false))
+        .min_by(|x, y| {
+            num(x, "rate")
+                .unwrap_or(0.0)
+                .total_cmp(&num(y, "rate").unwrap_or(0.0))
+        });
+    for (label, p) in [
+        ("highest passing rate", best),
+        ("lowest failing rate", worst),
+    ] {
         let Some(p) = p else { continue };
-        let Some(rel) = p.pointer("/runs/0/extra/results").and_then(Value::as_str) else { continue };
-        let Some(text) = load(&format!("{rel}/results.json")) else { continue };
-        let Ok(r) = serde_json::from_str::<Value>(&text) else { continue };
+        let Some(rel) = p.pointer("/runs/0/extra/results").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(text) = load(&format!("{rel}/results.json")) else {
+            continue;
+        };
+        let Ok(r) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
         let csv = load(&format!("{rel}/requests.csv"));
-        run_section(page, &format!("{server}, {label} {:.3}/s", num(p, "rate").unwrap_or(0.0)), &r, csv.as_deref());
+        run_section(
+            page,
+            &format!("{server}, {label} {:.3}/s", num(p, "rate").unwrap_or(0.0)),
+            &r,
+            csv.as_deref(),
+        );
     }
 }
 
@@ -544,10 +760,24 @@ pub fn compare_section(page: &mut Page, cmp: &Value, load: &dyn Fn(&str) -> Opti
         if cmp["shaping"].as_bool().unwrap_or(true) { "on" } else { "off" },
         seq.map_or(String::new(), |s| format!(" Sequential-read bound (vodlab fileset seqread in the same box): {s:.1} MB/s.")),
     ));
-    let nginx = servers.iter().find(|s| s["server"] == "nginx").and_then(|s| num(s, "answer.capacity"));
+    let nginx = servers
+        .iter()
+        .find(|s| s["server"] == "nginx")
+        .and_then(|s| num(s, "answer.capacity"));
     let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
     page.table(
-        &["server", "failure-free sessions/s", "× nginx", "delivered MB/s", "disk MB/s", "% of sequential", "mean read KiB", "device ms/read", "server CPU s/GB", "note"],
+        &[
+            "server",
+            "failure-free sessions/s",
+            "× nginx",
+            "delivered MB/s",
+            "disk MB/s",
+            "% of sequential",
+            "mean read KiB",
+            "device ms/read",
+            "server CPU s/GB",
+            "note",
+        ],
         &servers
             .iter()
             .map(|s| {
@@ -572,26 +802,65 @@ pub fn compare_section(page: &mut Page, cmp: &Value, load: &dyn Fn(&str) -> Opti
             })
             .collect::<Vec<_>>(),
     );
-    let bars: Vec<(String, f64)> = servers.iter().map(|s| (s["server"].as_str().unwrap_or("?").to_string(), num(s, "answer.capacity").unwrap_or(0.0))).collect();
-    page.figure(&bar_chart("Failure-free session rate", "sessions/s", &bars, None), "Highest rate at which no session failed (the thesis's maximum failure-free rate).");
+    let bars: Vec<(String, f64)> = servers
+        .iter()
+        .map(|s| {
+            (
+                s["server"].as_str().unwrap_or("?").to_string(),
+                num(s, "answer.capacity").unwrap_or(0.0),
+            )
+        })
+        .collect();
+    page.figure(
+        &bar_chart("Failure-free session rate", "sessions/s", &bars, None),
+        "Highest rate at which no session failed (the thesis's maximum failure-free rate).",
+    );
     let disk: Vec<(String, f64)> = servers
         .iter()
         .map(|s| {
-            let v = num(&s["at_capacity"], "disk_mb_s").or_else(|| num(&s["at_overload"], "disk_mb_s")).unwrap_or(0.0);
+            let v = num(&s["at_capacity"], "disk_mb_s")
+                .or_else(|| num(&s["at_overload"], "disk_mb_s"))
+                .unwrap_or(0.0);
             (s["server"].as_str().unwrap_or("?").to_string(), v)
         })
         .collect();
     page.figure(&bar_chart("Disk throughput at the failure-free rate", "MB/s", &disk, seq.map(|s| ("sequential-read bound", s))), "Bytes read from the throttled device by the server's cgroup per second; the line is vodlab fileset seqread in the same box.");
-    let overload: Vec<(String, f64)> = servers.iter().filter_map(|s| Some((s["server"].as_str()?.to_string(), num(&s["at_overload"], "disk_mb_s")?))).collect();
+    let overload: Vec<(String, f64)> = servers
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s["server"].as_str()?.to_string(),
+                num(&s["at_overload"], "disk_mb_s")?,
+            ))
+        })
+        .collect();
     if !overload.is_empty() {
-        page.figure(&bar_chart("Disk throughput at the lowest failing rate (overload)", "MB/s", &overload, seq.map(|s| ("sequential-read bound", s))), "The most each server pulled from the disk when overloaded.");
+        page.figure(
+            &bar_chart(
+                "Disk throughput at the lowest failing rate (overload)",
+                "MB/s",
+                &overload,
+                seq.map(|s| ("sequential-read bound", s)),
+            ),
+            "The most each server pulled from the disk when overloaded.",
+        );
     }
     for s in &servers {
-        let Some(rel) = s["capacity_json"].as_str() else { continue };
+        let Some(rel) = s["capacity_json"].as_str() else {
+            continue;
+        };
         let Some(text) = load(rel) else { continue };
-        let Ok(cap) = serde_json::from_str::<Value>(&text) else { continue };
+        let Ok(cap) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
         let base = rel.rsplit_once('/').map_or("", |x| x.0).to_string();
-        let sub = |p: &str| load(&if base.is_empty() { p.to_string() } else { format!("{base}/{p}") });
+        let sub = |p: &str| {
+            load(&if base.is_empty() {
+                p.to_string()
+            } else {
+                format!("{base}/{p}")
+            })
+        };
         capacity_section(page, &cap, &sub);
     }
 }
@@ -602,12 +871,39 @@ mod tests {
 
     #[test]
     fn charts_are_svg_with_labels() {
-        let s = xy_chart("T <1>", "x", "y", &[Series::new("a&b", vec![(1.0, 2.0), (2.0, 3.0)])], Style::LinePoints, false, true);
+        let s = xy_chart(
+            "T <1>",
+            "x",
+            "y",
+            &[Series::new("a&b", vec![(1.0, 2.0), (2.0, 3.0)])],
+            Style::LinePoints,
+            false,
+            true,
+        );
         assert!(s.contains("<svg") && s.contains("</svg>"), "{s}");
         assert!(s.contains("a&amp;b") || s.contains("a&b"));
-        let l = xy_chart("cdf", "ms", "q", &[Series::new("c", vec![(0.5, 0.0), (500.0, 1.0)])], Style::Line, true, true);
+        let l = xy_chart(
+            "cdf",
+            "ms",
+            "q",
+            &[Series::new("c", vec![(0.5, 0.0), (500.0, 1.0)])],
+            Style::Line,
+            true,
+            true,
+        );
         assert!(l.contains("<polyline") || l.contains("<path"));
-        let b = box_chart("b", "ms", &[BoxStat { name: "dsl".into(), low: 1.0, q1: 2.0, median: 3.0, q3: 4.0, high: 9.0 }]);
+        let b = box_chart(
+            "b",
+            "ms",
+            &[BoxStat {
+                name: "dsl".into(),
+                low: 1.0,
+                q1: 2.0,
+                median: 3.0,
+                q3: 4.0,
+                high: 9.0,
+            }],
+        );
         assert!(b.contains("dsl"));
         let bar = bar_chart("r", "x", &[("nginx".into(), 1.5)], Some(("bound", 2.0)));
         assert!(bar.contains("nginx") && bar.contains("bound"));
@@ -619,7 +915,10 @@ mod tests {
     fn request_order_sorts_and_thins() {
         let csv = "session,shard,class,request,path,range,measured,scheduled_s,sent_s,ttfb_ms,response_ms,bytes,status,error\n\
                    0,0,c,0,/a,,1,0,2.0,1,20,10,200,\n0,0,c,1,/b,,1,0,1.0,1,10,10,200,\n0,0,c,2,/c,,1,0,3.0,1,30,10,200,\n";
-        assert_eq!(request_order(csv, 10), vec![(0.0, 10.0), (1.0, 20.0), (2.0, 30.0)]);
+        assert_eq!(
+            request_order(csv, 10),
+            vec![(0.0, 10.0), (1.0, 20.0), (2.0, 30.0)]
+        );
         assert_eq!(request_order(csv, 2).len(), 2);
         assert!(request_order("nonsense", 5).is_empty());
     }

@@ -7,9 +7,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// vodlab: how many viewers can this server stream to without stalling them?
 ///
-/// Build a streaming workload from a specification (`gen`), write the files a
+/// New here? `vodlab bench` measures the embedded server end to end in a few
+/// minutes. The parts: build a streaming workload (`gen`), write the files a
 /// server streams (`fileset`), replay the workload against a server (`run`),
-/// inspect and convert session scripts (`script`). See docs/ in the repository for the formats and
+/// find its capacity (`capacity`), emulate hardware (`box`), compare servers
+/// (`compare`), draw the figures (`report`), serve video (`serve`), convert
+/// session scripts (`script`). See docs/ in the repository for the formats and
 /// the method.
 #[derive(Debug, Parser)]
 #[command(name = "vodlab", version, propagate_version = true)]
@@ -20,6 +23,17 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start here: build a small youtube-2011 workload, write its files to a
+    /// temporary directory, start the embedded reference server, find how many
+    /// new sessions per second it serves without a failed session (a few
+    /// minutes), print the answer and write an HTML report.
+    ///
+    /// Examples:
+    ///   vodlab bench
+    ///   vodlab bench --io vanilla -o results/bench-vanilla
+    ///   vodlab bench --scale 0.05 --window 30 --repeats 3
+    #[command(verbatim_doc_comment)]
+    Bench(crate::bench::BenchArgs),
     /// Construct a workload: catalog, session scripts and statistics.
     ///
     /// Examples:
@@ -196,6 +210,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Script(c) => crate::script::run(c),
         Command::Capacity(a) => crate::capacity::run(a),
         Command::Box(a) => crate::boxcmd::run(a),
+        Command::Bench(a) => crate::bench::run(a),
         Command::Report(a) => crate::report::run(a),
         Command::Compare(a) => crate::compare::run(a),
     }

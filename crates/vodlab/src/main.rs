@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+mod bench;
 mod boxcmd;
 mod capacity;
 mod cli;

@@ -35,7 +35,10 @@ fn locate(input: &Path) -> anyhow::Result<PathBuf> {
             return Ok(p);
         }
     }
-    bail!("{}: no compare.json, capacity.json or results.json in it", input.display())
+    bail!(
+        "{}: no compare.json, capacity.json or results.json in it",
+        input.display()
+    )
 }
 
 /// Renders the inputs into a page (used by `report` and `bench`).
@@ -43,8 +46,10 @@ pub fn render(inputs: &[PathBuf], title: &str) -> anyhow::Result<String> {
     let mut page = Page::new(title);
     for input in inputs {
         let file = locate(input)?;
-        let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-        let v: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let v: Value =
+            serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
         let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
         let load = move |rel: &str| std::fs::read_to_string(dir.join(rel)).ok();
         match v.get("format").and_then(Value::as_str) {

@@ -1,0 +1,200 @@
+//! `vodlab bench`: the whole method in one command. Builds a small workload,
+//! writes its file set to a temporary directory, starts the embedded
+//! reference server, runs a short capacity search against it, prints the
+//! answer and writes the HTML report.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use vodlab_lab::Search;
+use vodlab_server::{Config, IoMode, Server};
+
+use crate::capacity::{self, PointRunner, SearchArgs};
+
+/// Arguments of `vodlab bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Workload preset (see `vodlab gen --list-presets`).
+    #[arg(long, default_value = "youtube-2011")]
+    pub preset: String,
+    /// Scale of the preset's catalog (0.01 = 100 titles, about 1.3 GB of files).
+    #[arg(long, default_value_t = 0.01)]
+    pub scale: f64,
+    /// Sessions in the workload (a point at rate R uses R x window of them).
+    #[arg(long, default_value_t = 10_000)]
+    pub sessions: u32,
+    /// Server I/O mode.
+    #[arg(long, value_enum, default_value_t = crate::serve::Io::Asap)]
+    pub io: crate::serve::Io,
+    /// Where the workload and file set go (default: a temporary directory,
+    /// removed at the end).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Output directory: capacity.json, points/, report.html.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Replay with pacing and link emulation (realistic viewers, but every
+    /// point then lasts as long as its sessions: raise --window and --drain).
+    #[arg(long)]
+    pub paced: bool,
+    /// Search settings (bench's defaults: unpaced sessions, 15 s per point).
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+fn step(what: &str, cmd: &mut Command) -> anyhow::Result<String> {
+    let t = Instant::now();
+    let o = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {what}"))?;
+    if !o.status.success() {
+        bail!("{what} failed ({})", o.status);
+    }
+    let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    eprintln!(
+        "vodlab bench: {what} done in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(text)
+}
+
+pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
+    // bench's own defaults where the user gave none: sessions without pacing
+    // or link emulation (each downloads as fast as the server lets it), short points
+    let given =
+        |flag: &str| std::env::args().any(|x| x == flag || x.starts_with(&format!("{flag}=")));
+    if !given("--window") {
+        a.search.window = 15.0;
+    }
+    if !given("--drain") {
+        a.search.drain = 30.0;
+    }
+    if !given("--start") {
+        a.search.start = 4.0;
+    }
+    if !given("--precision") {
+        a.search.precision = 0.15;
+    }
+    if !a.paced {
+        a.search.no_pacing = true;
+        a.search.no_shaping = true;
+    }
+    let cfg = a.search.config()?;
+    let exe = std::env::current_exe()?;
+    let tmp;
+    let work_dir = match &a.work_dir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = tempfile::Builder::new().prefix("vodlab-bench-").tempdir()?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("vodlab-bench-{}", capacity::unix_now() as u64)));
+    std::fs::create_dir_all(&out)?;
+    let wl = work_dir.join("workload");
+    let root = work_dir.join("files");
+    eprintln!(
+        "vodlab bench: {} at scale {} with {} sessions; work in {}",
+        a.preset,
+        a.scale,
+        a.sessions,
+        work_dir.display()
+    );
+    step(
+        "vodlab gen",
+        Command::new(&exe)
+            .args([
+                "gen",
+                "--preset",
+                &a.preset,
+                "--scale",
+                &a.scale.to_string(),
+                "--sessions",
+                &a.sessions.to_string(),
+                "-o",
+            ])
+            .arg(&wl),
+    )?;
+    let made = step(
+        "vodlab fileset create",
+        Command::new(&exe)
+            .args(["fileset", "create"])
+            .arg(&wl)
+            .arg("--root")
+            .arg(&root),
+    )?;
+    eprintln!("  {}", made.lines().last().unwrap_or(""));
+
+    let srt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut scfg = Config::new(root.clone());
+    scfg.io = match a.io {
+        crate::serve::Io::Asap => IoMode::Asap,
+        crate::serve::Io::Vanilla => IoMode::Vanilla,
+    };
+    let server = srt
+        .block_on(Server::start(scfg, "127.0.0.1:0".parse()?))
+        .context("starting the embedded vodlab serve")?;
+    let target = format!("http://{}", server.addr);
+    eprintln!("vodlab bench: embedded server (io {:?}) on {target}", a.io);
+    let mut runner = PointRunner::new(&wl, &target, false, &a.search, &out)?;
+    let mut search = Search::new(cfg)?;
+    let started = capacity::unix_now();
+    let res = capacity::search_with(&mut runner, &mut search, "  ", || Ok(()), |_, _| Ok(()));
+    let answer = search.answer();
+    let file = capacity::CapacityFile {
+        format: "vodlab-capacity",
+        version: 1,
+        complete: res.is_ok(),
+        error: res.as_ref().err().map(|e| format!("{e:#}")),
+        workload: runner.workload_name().to_string(),
+        target: target.clone(),
+        server: Some(format!("vodlab serve --io {:?} (embedded)", a.io).to_lowercase()),
+        criterion: search.config.criterion.to_string(),
+        window_s: a.search.window,
+        drain_s: a.search.drain,
+        pacing: !a.search.no_pacing,
+        shaping: !a.search.no_shaping,
+        search: &search,
+        answer: answer.clone(),
+        rows: capacity::rows(&search),
+        started_at_unix_s: started,
+        duration_s: capacity::unix_now() - started,
+    };
+    capacity::write_capacity(&out, &file)?;
+    runner.finish();
+    srt.block_on(server.shutdown());
+    srt.shutdown_timeout(std::time::Duration::from_millis(200));
+    let html = crate::report::render(&[out.clone()], "vodlab bench")?;
+    std::fs::write(out.join("report.html"), html)?;
+    print!("{}", capacity::table(&search, &answer));
+    let bound = if matches!(answer.ending, Some(vodlab_lab::Ending::Converged)) {
+        ""
+    } else {
+        "at least "
+    };
+    println!(
+        "answer: on this machine the embedded vodlab serve starts {} of {} ({}) with no failed session",
+        answer.capacity.map_or("fewer than the lowest rate tried".to_string(), |c| format!("{bound}{c:.1} new sessions/s")),
+        a.preset,
+        if a.search.no_pacing { "unpaced viewers, client and server sharing this machine's CPUs" } else { "paced viewers" },
+    );
+    println!(
+        "  results: {}\n  report:  {}",
+        out.join("capacity.json").display(),
+        out.join("report.html").display()
+    );
+    if let Err(e) = res {
+        eprintln!("vodlab bench: stopped early: {e:#}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
