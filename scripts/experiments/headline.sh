@@ -3,7 +3,7 @@
 # youtube-2011-unchunked with the disk as the bottleneck (512 MiB box,
 # hdd-7200 throttle), vodlab asap/vanilla, nginx, apache2, lighttpd, and the
 # sequential-read bound. Needs root (cgroups) and the Debian servers
-# (scripts/install-test-deps.sh). About 45 minutes per workload here.
+# (scripts/install-test-deps.sh). About 25 minutes per workload here.
 #
 #   scripts/experiments/headline.sh [OUT_DIR]
 set -euo pipefail
@@ -25,7 +25,7 @@ for p in $PRESETS; do
   "$VODLAB" compare "$WORK/$p" --root "$WORK/$p-files" \
     --profile hdd-7200 --mem 512M \
     --no-pacing --no-shaping --check-bytes 0.01 \
-    --start 0.5 --step x2 --precision 0.15 --max-points 7 \
-    --window 40 --drain 60 --quiet --requests-csv \
+    --start 0.5 --step x2 --precision 0.2 --max-points 6 \
+    --window 30 --drain 60 --quiet --requests-csv \
     -o "$OUT/$p"
 done

@@ -61,7 +61,9 @@ pub struct SearchArgs {
     #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
     pub pause: f64,
     /// Keep the workload's ramp-up/ramp-down sessions out of the measurement
-    /// (default: every session of a point is measured).
+    /// (default: every session of a point is measured). A point replays the
+    /// shards as one script with one arrival process, so the ramps apply
+    /// once, at its start and end.
     #[arg(long)]
     pub keep_ramps: bool,
     /// Do not emulate client access links.
@@ -193,6 +195,17 @@ impl PointRunner {
         if !args.keep_ramps {
             work.ramp_up = 0;
             work.ramp_down = 0;
+        }
+        // one arrival process at the point's rate: with per-shard processes a
+        // point's few sessions would all start at once (each shard's first
+        // session starts at t = 0)
+        if work.shards.len() > 1 {
+            let mut shards = std::mem::take(&mut work.shards).into_iter();
+            let mut one = shards.next().expect("more than one shard");
+            for s in shards {
+                one.sessions.extend(s.sessions);
+            }
+            work.shards = vec![one];
         }
         crate::run::raise_nofile();
         let rt = tokio::runtime::Builder::new_multi_thread()
