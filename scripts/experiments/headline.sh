@@ -25,7 +25,7 @@ for p in $PRESETS; do
   "$VODLAB" compare "$WORK/$p" --root "$WORK/$p-files" \
     --profile hdd-7200 --mem 512M \
     --no-pacing --no-shaping --check-bytes 0.01 \
-    --start 0.5 --step x2 --precision 0.2 --max-points 6 \
+    --start 1 --step x2 --precision 0.2 --max-points 7 \
     --window 30 --drain 60 --quiet --requests-csv \
     -o "$OUT/$p"
 done
