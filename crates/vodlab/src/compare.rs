@@ -337,13 +337,11 @@ fn summary(rows: &[ServerResult], seq: &Value) -> String {
             f(
                 num(c, "disk_mb_s").zip(bound).map(|(d, b)| 100.0 * d / b),
                 0
-            )
-            .replace('-', "-")
-                + if num(c, "disk_mb_s").is_some() && bound.is_some() {
-                    "%"
-                } else {
-                    ""
-                },
+            ) + if num(c, "disk_mb_s").is_some() && bound.is_some() {
+                "%"
+            } else {
+                ""
+            },
             f(num(c, "mean_read_kib"), 0),
             f(num(c, "device_ms_per_read"), 1),
             f(num(c, "server_cpu_s_per_gb"), 2),
