@@ -43,12 +43,12 @@ pub enum BoxError {
         want: String,
     },
     /// A file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {err}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The error.
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// An unknown profile name.
     #[error("unknown hardware profile `{0}` (known: hdd-5400, hdd-7200, ssd)")]
@@ -56,9 +56,9 @@ pub enum BoxError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BoxError + '_ {
-    move |source| BoxError::Io {
+    move |err| BoxError::Io {
         path: path.to_path_buf(),
-        source,
+        err,
     }
 }
 
@@ -180,7 +180,7 @@ impl Dev {
         if f.len() < 4 {
             return Err(BoxError::Io {
                 path: p,
-                source: std::io::Error::other("fewer than 4 fields"),
+                err: std::io::Error::other("fewer than 4 fields"),
             });
         }
         Ok(DeviceStat {
@@ -359,7 +359,7 @@ impl HwBox {
                 if !procs.trim().is_empty() {
                     return Err(BoxError::Io {
                         path: d.clone(),
-                        source: std::io::Error::other(
+                        err: std::io::Error::other(
                             "a box of this name exists and has processes; end them or choose another --name",
                         ),
                     });
@@ -627,7 +627,7 @@ impl HwBox {
                 res = fs::remove_dir(&d);
             }
             if let Err(e) = res {
-                first_err.get_or_insert(BoxError::Io { path: d, source: e });
+                first_err.get_or_insert(BoxError::Io { path: d, err: e });
             }
         }
         if let Some((f, old)) = self.saved_readahead.take() {

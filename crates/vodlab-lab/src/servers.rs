@@ -29,12 +29,12 @@ pub enum ServerError {
         package: String,
     },
     /// Writing its configuration failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {err}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The error.
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// It exited or never listened.
     #[error("{server} did not start listening on {addr} within {secs} s{detail}")]
@@ -218,7 +218,7 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
 pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
     std::fs::create_dir_all(&s.workdir).map_err(|e| ServerError::Io {
         path: s.workdir.clone(),
-        source: e,
+        err: e,
     })?;
     if is_root() && !s.kind.is_vodlab() {
         chown_to_www_data(&s.workdir);
@@ -227,7 +227,7 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
     let write = |p: &Path, text: &str| {
         std::fs::write(p, text).map_err(|e| ServerError::Io {
             path: p.to_path_buf(),
-            source: e,
+            err: e,
         })
     };
     let mut cmd = match s.kind {
@@ -284,7 +284,7 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
         .stderr(Stdio::from(
             std::fs::File::create(s.workdir.join("stderr.log")).map_err(|e| ServerError::Io {
                 path: s.workdir.join("stderr.log"),
-                source: e,
+                err: e,
             })?,
         ));
     Ok(cmd)

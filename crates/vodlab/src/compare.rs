@@ -183,7 +183,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     };
     // fail early (not after an hour of runs) if the box cannot be made
-    if let Some(s) = spec("vodlab-compare-check")? {
+    if let Some(s) = spec(&format!("vodlab-compare-{}-check", std::process::id()))? {
         let b = HwBox::create(s)?;
         eprintln!("vodlab compare: box {}", describe(&b));
     }
@@ -195,7 +195,12 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "vodlab compare: sequential-read bound (vodlab fileset seqread, cold, in the box) ..."
         );
-        let v = seqread(&a, spec("vodlab-compare-seqread")?, &catalog, &out)?;
+        let v = seqread(
+            &a,
+            spec(&format!("vodlab-compare-{}-seqread", std::process::id()))?,
+            &catalog,
+            &out,
+        )?;
         eprintln!(
             "vodlab compare: sequential bound {:.1} MB/s",
             v["mb_s"].as_f64().unwrap_or(0.0)
@@ -214,7 +219,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             &root,
             addr,
             &sdir,
-            spec(&format!("vodlab-compare-{name}"))?,
+            spec(&format!("vodlab-compare-{}-{name}", std::process::id()))?,
             &catalog,
             cfg.clone(),
         );
