@@ -220,6 +220,15 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
         path: s.workdir.clone(),
         err: e,
     })?;
+    // absolute: nginx resolves -c against -p, apache against ServerRoot
+    let abs = std::fs::canonicalize(&s.workdir).map_err(|e| ServerError::Io {
+        path: s.workdir.clone(),
+        err: e,
+    })?;
+    let s = &ServerSetup {
+        workdir: abs,
+        ..s.clone()
+    };
     if is_root() && !s.kind.is_vodlab() {
         chown_to_www_data(&s.workdir);
     }

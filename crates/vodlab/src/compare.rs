@@ -59,7 +59,7 @@ pub struct CompareArgs {
 }
 
 /// A server's row of the comparison.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 struct ServerResult {
     server: String,
     answer: Answer,
@@ -189,8 +189,25 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let addr: SocketAddr = format!("127.0.0.1:{}", a.port).parse()?;
     let started = capacity::unix_now();
+    // an earlier compare of this workload in the same directory: keep its rows
+    // (and its sequential bound) for the servers not run now
+    let prior: Option<Value> = std::fs::read_to_string(out.join("compare.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .filter(|v: &Value| v["workload"] == a.workload.display().to_string().as_str());
+    let mut rows: Vec<ServerResult> = prior
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v["servers"].clone()).ok())
+        .unwrap_or_default();
+    if !rows.is_empty() {
+        eprintln!(
+            "vodlab compare: keeping the earlier rows of {} in {}",
+            rows.iter().map(|r| r.server.as_str()).collect::<Vec<_>>().join(", "),
+            out.join("compare.json").display()
+        );
+    }
     let seq = if a.no_seqread {
-        Value::Null
+        prior.as_ref().map_or(Value::Null, |v| v["seqread"].clone())
     } else {
         eprintln!(
             "vodlab compare: sequential-read bound (vodlab fileset seqread, cold, in the box) ..."
@@ -207,7 +224,6 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         );
         v
     };
-    let mut rows: Vec<ServerResult> = Vec::new();
     for kind in kinds {
         let name = kind.name();
         let sdir = out.join(name);
@@ -257,14 +273,20 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
                 )
             }
         };
-        rows.push(ServerResult {
+        let row = ServerResult {
             server: name.into(),
             answer,
             at_capacity,
             at_overload,
             error,
             capacity_json: format!("{name}/capacity.json"),
-        });
+        };
+        match rows.iter_mut().find(|r| r.server == name) {
+            Some(r) => *r = row,
+            None => rows.push(row),
+        }
+        // the table in the servers' usual order
+        rows.sort_by_key(|r| ServerKind::ALL.iter().position(|k| k.name() == r.server));
         let file = json!({
             "format": "vodlab-compare",
             "version": 1,
