@@ -316,6 +316,21 @@ pub struct HwBox {
     torn_down: bool,
 }
 
+/// Where the devices' own read-ahead values are kept while boxes change them.
+const READAHEAD_DIR: &str = "/run/vodlab";
+
+/// Whether any vodlab box (a cgroup named `vodlab-*` that is still there) exists.
+fn other_boxes_exist(c: &Cgroups) -> bool {
+    let dir = match c {
+        Cgroups::V2 { root } => root.clone(),
+        Cgroups::V1 { memory, .. } => memory.clone(),
+    };
+    fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("vodlab-") && e.path().is_dir())
+    })
+}
+
 fn is_root() -> bool {
     // SAFETY: no arguments, cannot fail
     unsafe { libc::geteuid() == 0 }
@@ -468,9 +483,16 @@ impl HwBox {
             }
             if let Some(kb) = spec.readahead_kb {
                 let f = dev.readahead_file();
+                // read-ahead is device-wide: the device's own value is kept in
+                // a file while any box has changed it, and the last box restores it
+                let saved = Path::new(READAHEAD_DIR).join(format!("readahead-{}-{}", dev.major, dev.minor));
                 let old = read(&f)?;
+                if !saved.exists() {
+                    fs::create_dir_all(READAHEAD_DIR).map_err(io_err(Path::new(READAHEAD_DIR)))?;
+                    write(&saved, old.trim())?;
+                }
                 write(&f, &kb.to_string())?;
-                self.saved_readahead = Some((f.clone(), old.trim().to_string()));
+                self.saved_readahead = Some((f.clone(), saved.display().to_string()));
                 let got = read(&f)?;
                 if parse_first_u64(&got) != Some(u64::from(kb)) {
                     return Err(BoxError::NotApplied {
@@ -630,9 +652,20 @@ impl HwBox {
                 first_err.get_or_insert(BoxError::Io { path: d, err: e });
             }
         }
-        if let Some((f, old)) = self.saved_readahead.take() {
-            if let Err(e) = write(&f, &old) {
-                first_err.get_or_insert(e);
+        if let Some((f, saved)) = self.saved_readahead.take() {
+            if !other_boxes_exist(&self.cgroups) {
+                let saved = PathBuf::from(saved);
+                match read(&saved) {
+                    Ok(old) => {
+                        if let Err(e) = write(&f, old.trim()) {
+                            first_err.get_or_insert(e);
+                        }
+                        let _ = fs::remove_file(&saved);
+                    }
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
             }
         }
         first_err.map_or(Ok(()), Err)
