@@ -485,7 +485,8 @@ impl HwBox {
                 let f = dev.readahead_file();
                 // read-ahead is device-wide: the device's own value is kept in
                 // a file while any box has changed it, and the last box restores it
-                let saved = Path::new(READAHEAD_DIR).join(format!("readahead-{}-{}", dev.major, dev.minor));
+                let saved =
+                    Path::new(READAHEAD_DIR).join(format!("readahead-{}-{}", dev.major, dev.minor));
                 let old = read(&f)?;
                 if !saved.exists() {
                     fs::create_dir_all(READAHEAD_DIR).map_err(io_err(Path::new(READAHEAD_DIR)))?;

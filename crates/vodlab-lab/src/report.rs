@@ -307,6 +307,8 @@ pub fn bar_chart(
 
 /// The HTML page under construction.
 pub struct Page {
+    /// Most requests drawn in a per-request figure.
+    pub max_dots: usize,
     body: String,
     title: String,
     toc: Vec<(String, String)>,
@@ -316,6 +318,7 @@ impl Page {
     /// An empty page.
     pub fn new(title: &str) -> Self {
         Self {
+            max_dots: 20_000,
             body: String::new(),
             title: title.to_string(),
             toc: Vec::new(),
@@ -541,11 +544,11 @@ pub fn run_section(page: &mut Page, name: &str, r: &Value, requests_csv: Option<
         }
     }
     if let Some(csv) = requests_csv {
-        let pts = request_order(csv, 20_000);
+        let pts = request_order(csv, page.max_dots);
         if !pts.is_empty() {
             page.figure(
                 &xy_chart(&format!("Response time of every request in send order ({name})"), "request (in order sent)", "response time, ms", &[Series::new("", pts)], Style::Dots, false, true),
-                "As the thesis's Figure 3.7: each dot a request; a rising band means the server falls behind. At most 20,000 requests drawn (evenly spaced).",
+                "As the thesis's Figure 3.7: each dot a request; a rising band means the server falls behind. Long runs are thinned to an evenly spaced subset (vodlab report --max-dots).",
             );
         }
     }

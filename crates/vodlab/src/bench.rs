@@ -173,7 +173,7 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     runner.finish();
     srt.block_on(server.shutdown());
     srt.shutdown_timeout(std::time::Duration::from_millis(200));
-    let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench")?;
+    let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench", 20_000)?;
     std::fs::write(out.join("report.html"), html)?;
     print!("{}", capacity::table(&search, &answer));
     let bound = if matches!(answer.ending, Some(vodlab_lab::Ending::Converged)) {

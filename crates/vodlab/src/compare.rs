@@ -202,7 +202,10 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     if !rows.is_empty() {
         eprintln!(
             "vodlab compare: keeping the earlier rows of {} in {}",
-            rows.iter().map(|r| r.server.as_str()).collect::<Vec<_>>().join(", "),
+            rows.iter()
+                .map(|r| r.server.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             out.join("compare.json").display()
         );
     }

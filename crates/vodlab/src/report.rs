@@ -22,6 +22,9 @@ pub struct ReportArgs {
     /// Page title.
     #[arg(long, default_value = "vodlab report")]
     pub title: String,
+    /// Most requests drawn in each per-request figure (evenly thinned).
+    #[arg(long, default_value_t = 20_000)]
+    pub max_dots: usize,
 }
 
 /// Finds the result file of a directory (or takes the file).
@@ -42,8 +45,9 @@ fn locate(input: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// Renders the inputs into a page (used by `report` and `bench`).
-pub fn render(inputs: &[PathBuf], title: &str) -> anyhow::Result<String> {
+pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Result<String> {
     let mut page = Page::new(title);
+    page.max_dots = max_dots;
     for input in inputs {
         let file = locate(input)?;
         let text = std::fs::read_to_string(&file)
@@ -67,7 +71,7 @@ pub fn render(inputs: &[PathBuf], title: &str) -> anyhow::Result<String> {
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
-    let html = render(&a.inputs, &a.title)?;
+    let html = render(&a.inputs, &a.title, a.max_dots)?;
     let out = match &a.output {
         Some(o) => o.clone(),
         None => {
