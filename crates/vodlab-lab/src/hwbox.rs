@@ -331,7 +331,8 @@ fn other_boxes_exist(c: &Cgroups) -> bool {
     })
 }
 
-fn is_root() -> bool {
+/// Whether this process runs as root (boxes need it).
+pub fn is_root() -> bool {
     // SAFETY: no arguments, cannot fail
     unsafe { libc::geteuid() == 0 }
 }

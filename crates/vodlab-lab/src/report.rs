@@ -162,6 +162,16 @@ pub fn xy_chart(
     svg
 }
 
+/// The name of category `x` on a categorical axis (blank between categories).
+fn category_label(names: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 0.01 && i >= 0.0 {
+        names.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
 /// One box of a box plot (values already summarised).
 pub struct BoxStat {
     /// Category label.
@@ -199,14 +209,7 @@ pub fn box_chart(title: &str, y_desc: &str, boxes: &[BoxStat]) -> String {
                 .configure_mesh()
                 .disable_x_mesh()
                 .x_labels(n + 1)
-                .x_label_formatter(&|x| {
-                    let i = x.round();
-                    if (x - i).abs() < 0.01 && i >= 0.0 {
-                        names.get(i as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
-                })
+                .x_label_formatter(&|x| category_label(&names, *x))
                 .y_desc(y_desc)
                 .draw();
             for (i, b) in boxes.iter().enumerate() {
@@ -267,14 +270,7 @@ pub fn bar_chart(
                 .configure_mesh()
                 .disable_x_mesh()
                 .x_labels(n + 1)
-                .x_label_formatter(&|x| {
-                    let i = x.round();
-                    if (x - i).abs() < 0.01 && i >= 0.0 {
-                        names.get(i as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
-                })
+                .x_label_formatter(&|x| category_label(&names, *x))
                 .y_desc(y_desc)
                 .draw();
             for (i, (_, v)) in bars.iter().enumerate() {

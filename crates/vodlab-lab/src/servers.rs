@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::hwbox::is_root;
+
 /// A server that cannot be configured or started.
 #[derive(Debug, Error)]
 pub enum ServerError {
@@ -127,12 +129,6 @@ pub struct ServerSetup {
     pub workers: usize,
     /// Extra arguments for `vodlab serve` (e.g. `--prefetch 2M`).
     pub vodlab_args: Vec<String>,
-}
-
-/// Running as root (servers then drop to www-data).
-fn is_root() -> bool {
-    // SAFETY: no arguments, cannot fail
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Lets the servers' unprivileged workers (www-data) write their logs.

@@ -150,26 +150,12 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     let started = capacity::unix_now();
     let res = capacity::search_with(&mut runner, &mut search, "  ", || Ok(()), |_, _| Ok(()));
     let answer = search.answer();
-    let file = capacity::CapacityFile {
-        format: "vodlab-capacity",
-        version: 1,
-        complete: res.is_ok(),
-        error: res.as_ref().err().map(|e| format!("{e:#}")),
-        workload: runner.workload_name().to_string(),
-        target: target.clone(),
-        server: Some(format!("vodlab serve --io {:?} (embedded)", a.io).to_lowercase()),
-        criterion: search.config.criterion.to_string(),
-        window_s: a.search.window,
-        drain_s: a.search.drain,
-        pacing: !a.search.no_pacing,
-        shaping: !a.search.no_shaping,
-        search: &search,
-        answer: answer.clone(),
-        rows: capacity::rows(&search),
-        started_at_unix_s: started,
-        duration_s: capacity::unix_now() - started,
-    };
-    capacity::write_capacity(&out, &file)?;
+    runner.write_capacity(
+        &search,
+        &res,
+        Some(format!("vodlab serve --io {:?} (embedded)", a.io).to_lowercase()),
+        started,
+    )?;
     runner.finish();
     srt.block_on(server.shutdown());
     srt.shutdown_timeout(std::time::Duration::from_millis(200));

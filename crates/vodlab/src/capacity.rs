@@ -362,6 +362,40 @@ impl PointRunner {
         Ok(Measured { outcome, results })
     }
 
+    /// Writes `capacity.json` of `search` into the output directory; `res`
+    /// is how the search ended, `server` a label for compare and bench.
+    pub fn write_capacity(
+        &self,
+        search: &Search,
+        res: &anyhow::Result<Answer>,
+        server: Option<String>,
+        started: f64,
+    ) -> anyhow::Result<()> {
+        let file = CapacityFile {
+            format: "vodlab-capacity",
+            version: 1,
+            complete: res.is_ok(),
+            error: res.as_ref().err().map(|e| format!("{e:#}")),
+            workload: self.work.name.clone(),
+            target: self.base.target.clone(),
+            server,
+            criterion: search.config.criterion.to_string(),
+            window_s: self.args.window,
+            drain_s: self.args.drain,
+            pacing: !self.args.no_pacing,
+            shaping: !self.args.no_shaping,
+            search,
+            answer: search.answer(),
+            rows: rows(search),
+            started_at_unix_s: started,
+            duration_s: unix_now() - started,
+        };
+        let p = self.out.join("capacity.json");
+        let mut text = serde_json::to_string_pretty(&file)?;
+        text.push('\n');
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    }
+
     /// Shuts the runtime down.
     pub fn finish(self) {
         self.rt.shutdown_timeout(Duration::from_millis(200));
@@ -555,14 +589,6 @@ pub fn answer_line(criterion: &Criterion, a: &Answer) -> String {
     }
 }
 
-/// Writes capacity.json.
-pub fn write_capacity(out: &Path, file: &CapacityFile) -> anyhow::Result<()> {
-    let p = out.join("capacity.json");
-    let mut text = serde_json::to_string_pretty(file)?;
-    text.push('\n');
-    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
-}
-
 /// Now, Unix seconds.
 pub fn unix_now() -> f64 {
     std::time::SystemTime::now()
@@ -631,26 +657,7 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
         |_, _| Ok(()),
     );
     let answer = search.answer();
-    let file = CapacityFile {
-        format: "vodlab-capacity",
-        version: 1,
-        complete: res.is_ok(),
-        error: res.as_ref().err().map(|e| format!("{e:#}")),
-        workload: runner.workload_name().to_string(),
-        target: a.target.clone(),
-        server: None,
-        criterion: search.config.criterion.to_string(),
-        window_s: a.search.window,
-        drain_s: a.search.drain,
-        pacing: !a.search.no_pacing,
-        shaping: !a.search.no_shaping,
-        search: &search,
-        answer: answer.clone(),
-        rows: rows(&search),
-        started_at_unix_s: started,
-        duration_s: unix_now() - started,
-    };
-    write_capacity(&out, &file)?;
+    runner.write_capacity(&search, &res, None, started)?;
     runner.finish();
     print!("{}", table(&search, &answer));
     println!("  results: {}", out.join("capacity.json").display());

@@ -525,27 +525,7 @@ fn one_server(
         )
     };
     drop(guard);
-    let answer = search.answer();
-    let file = capacity::CapacityFile {
-        format: "vodlab-capacity",
-        version: 1,
-        complete: res.is_ok(),
-        error: res.as_ref().err().map(|e| format!("{e:#}")),
-        workload: runner.workload_name().to_string(),
-        target: target.clone(),
-        server: Some(kind.name().into()),
-        criterion: search.config.criterion.to_string(),
-        window_s: a.search.window,
-        drain_s: a.search.drain,
-        pacing: !a.search.no_pacing,
-        shaping: !a.search.no_shaping,
-        search: &search,
-        answer,
-        rows: capacity::rows(&search),
-        started_at_unix_s: started,
-        duration_s: capacity::unix_now() - started,
-    };
-    capacity::write_capacity(sdir, &file)?;
+    runner.write_capacity(&search, &res, Some(kind.name().into()), started)?;
     runner.finish();
     if let Some(mut b) = b {
         b.teardown()?;

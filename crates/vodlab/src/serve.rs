@@ -58,21 +58,12 @@ pub enum Io {
     Asap,
 }
 
+/// A size with K/M/G suffix (the box's parser), which must be > 0.
 fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last() {
-        Some('K') | Some('k') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('M') | Some('m') => (&s[..s.len() - 1], 1 << 20),
-        Some('G') | Some('g') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size like 4M or 524288"))?;
-    if v.is_nan() || v <= 0.0 {
-        return Err(format!("`{s}` must be > 0"));
+    match vodlab_lab::hwbox::parse_size(s)? {
+        0 => Err(format!("`{s}` must be > 0")),
+        v => Ok(v),
     }
-    Ok((v * mult as f64) as u64)
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {

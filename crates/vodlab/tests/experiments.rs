@@ -7,11 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::{require, vodlab, vodlab_ok, Nginx};
-
-fn is_root() -> bool {
-    // SAFETY: no arguments
-    unsafe { libc::geteuid() == 0 }
-}
+use vodlab_lab::hwbox::is_root;
 
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
