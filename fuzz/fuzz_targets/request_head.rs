@@ -3,7 +3,8 @@
 use std::path::{Component, Path};
 
 use libfuzzer_sys::fuzz_target;
-use vodlab_server::request::{parse_head, resolve_target};
+use vodlab_http::server::parse_head;
+use vodlab_server::request::resolve_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(Some(head)) = parse_head(data) {

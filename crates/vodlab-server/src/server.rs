@@ -24,9 +24,8 @@ use crate::prefetch::{
     prefetch_range, DeviceStats, Fixed, Helpers, PrefetchPolicy, PrefetchRequest, Prober,
 };
 use crate::range::{self, Resolved};
-use crate::request::{
-    content_type, inside_root, parse_head, resolve_target, Head, Reject, MAX_HEAD,
-};
+use crate::request::{content_type, inside_root, resolve_target};
+use vodlab_http::server::{parse_head, Head, Reject, MAX_HEAD};
 
 /// How file data reaches the socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
