@@ -324,9 +324,16 @@ proptest! {
         let mut wire = prefix.as_bytes().to_vec();
         wire.extend_from_slice(&bytes);
         let cuts = cut_points(wire.len(), &picks);
-        match decode_split_lenient(&wire, &cuts, head_request) {
-            Ok(consumed) => prop_assert!(consumed <= wire.len()),
-            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        // in pieces or at once: the same outcome
+        let whole = decode_split_lenient(&wire, &[], head_request);
+        let split = decode_split_lenient(&wire, &cuts, head_request);
+        match (&whole, &split) {
+            (Ok(a), Ok(b)) => {
+                prop_assert_eq!(a, b);
+                prop_assert!(a.2 <= wire.len());
+            }
+            (Err(e), Err(_)) => prop_assert!(!e.to_string().is_empty()),
+            _ => prop_assert!(false, "whole {:?} but split {:?}", whole, split),
         }
     }
 
@@ -351,16 +358,17 @@ proptest! {
 }
 
 /// Like `decode_split` but for arbitrary input: errors are returned, an
-/// unfinished response ends with `eof`. Returns the bytes consumed.
+/// unfinished response ends with `eof`. Returns the head, the body and the
+/// bytes consumed.
 fn decode_split_lenient(
     wire: &[u8],
     cuts: &[usize],
     head_request: bool,
-) -> Result<usize, DecodeError> {
+) -> Result<(ResponseHead, Vec<u8>, usize), DecodeError> {
     let mut dec = ResponseDecoder::new(head_request);
     let mut pending = Vec::new();
+    let mut body = Vec::new();
     let mut consumed = 0;
-    let mut last = 0u64;
     let mut from = 0;
     let mut bounds = cuts.to_vec();
     bounds.push(wire.len());
@@ -368,16 +376,18 @@ fn decode_split_lenient(
         pending.extend_from_slice(&wire[from..to]);
         from = to;
         let p = dec.feed(&pending, &mut |off: u64, b: &[u8]| {
-            assert_eq!(off, last);
-            last += b.len() as u64;
+            assert_eq!(off, body.len() as u64);
+            body.extend_from_slice(b);
         })?;
         assert!(p.consumed <= pending.len());
         consumed += p.consumed;
         pending.drain(..p.consumed);
         if p.state == Decoded::Complete {
-            return Ok(consumed);
+            break;
         }
     }
-    dec.eof()?;
-    Ok(consumed)
+    if !dec.is_complete() {
+        dec.eof()?;
+    }
+    Ok((*dec.head().expect("complete means a head"), body, consumed))
 }
