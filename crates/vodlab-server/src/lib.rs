@@ -2,16 +2,31 @@
 //!
 //! `vodlab serve`: a static HTTP/1.1 server built for video. GET and HEAD,
 //! persistent and pipelined connections, single and multiple byte ranges
-//! ([`range`]), If-Range, safe paths ([`request`]), limits and timeouts, and
-//! two I/O modes ([`server::IoMode`]): `vanilla` sendfile, and `asap`, which
-//! probes the page cache and, on a miss, prefetches through one serialized
-//! helper per storage device ([`prefetch`]).
+//! ([`range`]), If-Range, safe paths ([`request`], [`files`]), limits and
+//! timeouts, and two I/O modes ([`IoMode`]): `vanilla` sendfile, and `asap`,
+//! which probes the page cache and, on a miss, prefetches through one
+//! serialized helper per storage device ([`prefetch`]) as a prefetch
+//! controller decides ([`controller`]).
+//!
+//! Layers: the codec parses heads and encodes response heads
+//! (`vodlab-http`); [`plan`] turns a request and a file's metadata into a
+//! response plan without I/O; the connection (a state machine) executes
+//! plans with `sendfile`; [`config`] holds the settings.
 
 #![warn(missing_docs)]
 
+pub mod config;
+mod conn;
+pub mod controller;
+pub mod error;
+pub mod files;
+pub mod plan;
 pub mod prefetch;
 pub mod range;
 pub mod request;
 pub mod server;
 
-pub use server::{Config, IoMode, Server};
+pub use config::{Config, IoMode, PolicySpec};
+pub use conn::{CacheOutcome, CloseReason, ConnState};
+pub use error::ServeError;
+pub use server::{Server, StartError};

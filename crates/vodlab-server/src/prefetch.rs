@@ -4,8 +4,9 @@
 //! (`cachestat(2)`, else `preadv2(RWF_NOWAIT)` one byte per 128 KiB). On a
 //! miss the connection queues a prefetch with its device's [`Helpers`]: a
 //! FIFO served by N threads (1 = serialized, the thesis's ASAP), each reading
-//! one prefetch at a time into the page cache, then waking the connection.
-//! How much to read is a [`PrefetchPolicy`] (pure).
+//! one prefetch at a time into the page cache, then waking the connection
+//! with the read's size and duration ([`ReadReport`]). How much to read is
+//! decided by a prefetch controller ([`crate::controller`]), which is pure.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -13,48 +14,10 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::oneshot;
-
-/// What a policy knows when sizing a prefetch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PrefetchRequest {
-    /// First byte the client asked for.
-    pub offset: u64,
-    /// Bytes it asked for.
-    pub len: u64,
-    /// File size.
-    pub file_size: u64,
-}
-
-/// Decides how many bytes to prefetch from the request's offset. Pure, so
-/// later policies (automatic sizing, square root of bit rate, chain-aware)
-/// can be tested without I/O.
-pub trait PrefetchPolicy: Send + Sync {
-    /// Bytes to read, before clipping at the end of the file.
-    fn size(&self, req: &PrefetchRequest) -> u64;
-}
-
-/// A fixed prefetch size (never less than the request).
-#[derive(Debug, Clone, Copy)]
-pub struct Fixed(pub u64);
-
-impl PrefetchPolicy for Fixed {
-    fn size(&self, req: &PrefetchRequest) -> u64 {
-        self.0.max(req.len)
-    }
-}
-
-/// The range to prefetch: from the request's offset, policy-sized, clipped
-/// at the end of the file.
-pub fn prefetch_range(policy: &dyn PrefetchPolicy, req: &PrefetchRequest) -> (u64, u64) {
-    let len = policy
-        .size(req)
-        .min(req.file_size.saturating_sub(req.offset));
-    (req.offset, len)
-}
 
 const PROBE_STRIDE: u64 = 128 * 1024;
 
@@ -167,7 +130,16 @@ struct Job {
     file: Arc<File>,
     offset: u64,
     len: u64,
-    done: oneshot::Sender<()>,
+    done: oneshot::Sender<ReadReport>,
+}
+
+/// A completed prefetch read, as the helper timed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadReport {
+    /// Bytes read (fewer than asked when the file ended or a read failed).
+    pub bytes: u64,
+    /// Time the helper spent reading (not the time queued).
+    pub duration: Duration,
 }
 
 /// Per-device statistics.
@@ -239,9 +211,14 @@ impl Helpers {
             .clone()
     }
 
-    /// Queues a prefetch of `[offset, offset + len)`; the receiver fires
-    /// when the data is in the page cache (or the read failed).
-    pub fn prefetch(&self, file: Arc<File>, offset: u64, len: u64) -> oneshot::Receiver<()> {
+    /// Queues a prefetch of `[offset, offset + len)`; the receiver gets the
+    /// read's report when the data is in the page cache (or the read failed).
+    pub fn prefetch(
+        &self,
+        file: Arc<File>,
+        offset: u64,
+        len: u64,
+    ) -> oneshot::Receiver<ReadReport> {
         let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
         let (tx, rx) = oneshot::channel();
         let d = self.device(dev);
@@ -333,32 +310,9 @@ fn helper(d: Arc<Device>) {
             q.bytes += off - job.offset;
             q.busy_ns += took.as_nanos();
         }
-        let _ = job.done.send(());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fixed_policy_clips_at_the_end_of_the_file() {
-        let p = Fixed(4 << 20);
-        let req = PrefetchRequest {
-            offset: 0,
-            len: 524_288,
-            file_size: 10 << 20,
-        };
-        assert_eq!(prefetch_range(&p, &req), (0, 4 << 20));
-        let near_end = PrefetchRequest {
-            offset: 9 << 20,
-            ..req
-        };
-        assert_eq!(prefetch_range(&p, &near_end), (9 << 20, 1 << 20));
-        let big = PrefetchRequest {
-            len: 8 << 20,
-            ..req
-        };
-        assert_eq!(prefetch_range(&p, &big), (0, 8 << 20));
+        let _ = job.done.send(ReadReport {
+            bytes: off - job.offset,
+            duration: took,
+        });
     }
 }

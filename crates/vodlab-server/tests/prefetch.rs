@@ -35,7 +35,9 @@ async fn helpers_read_into_the_cache_and_count() {
     unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     assert!(!Prober::default().resident(&f, 0, 2 << 20));
     let h = Helpers::new(1);
-    h.prefetch(f.clone(), 0, 2 << 20).await.unwrap();
+    let report = h.prefetch(f.clone(), 0, 2 << 20).await.unwrap();
+    assert_eq!(report.bytes, 2 << 20);
+    assert!(report.duration > std::time::Duration::ZERO);
     assert!(Prober::default().resident(&f, 0, 2 << 20));
     let s = h.stats();
     assert_eq!(s.len(), 1);

@@ -1,0 +1,378 @@
+//! Server settings: one serde struct with defaults ([`Config::default`],
+//! taken from [`defaults`], which the CLI reads too) and [`Config::validate`].
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The default of every setting, in one place (the CLI's defaults are these).
+pub mod defaults {
+    use std::time::Duration;
+
+    /// Bytes a `fixed` prefetch reads (4 MiB).
+    pub const PREFETCH_BYTES: u64 = 4 << 20;
+    /// Prefetch helper threads per storage device (1 = serialized).
+    pub const HELPERS_PER_DEVICE: usize = 1;
+    /// Longest wait for a complete request head.
+    pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Longest idle time between requests on a persistent connection.
+    pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+    /// Most simultaneous connections.
+    pub const MAX_CONNECTIONS: usize = 10_000;
+    /// How long shutdown waits for responses in flight.
+    pub const GRACE: Duration = Duration::from_secs(30);
+    /// Time between statistics lines on stderr.
+    pub const STATS_INTERVAL: Duration = Duration::from_secs(10);
+    /// Time between the prefetch controller's ticks.
+    pub const TICK: Duration = Duration::from_secs(1);
+    /// Most prefetch helper threads per device [`super::Config::validate`] accepts.
+    pub const MAX_HELPERS_PER_DEVICE: usize = 64;
+}
+
+/// How file data reaches the socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoMode {
+    /// sendfile, each call on the blocking thread pool (it may read the disk).
+    Vanilla,
+    /// probe the page cache; on a miss prefetch serially per device first.
+    Asap,
+}
+
+/// Which prefetch controller the server runs (`--prefetch-policy`), written
+/// `fixed:SIZE` with SIZE in bytes or with a K, M or G suffix (powers of
+/// 1024, decimals allowed: `fixed:1.5M`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicySpec {
+    /// [`crate::controller::Fixed`]: this many bytes from the request's
+    /// offset, never less than the request.
+    Fixed(u64),
+}
+
+impl PolicySpec {
+    /// The fixed size, when the policy has one (the statistics'
+    /// `prefetch_bytes`).
+    pub fn fixed_bytes(&self) -> Option<u64> {
+        match self {
+            PolicySpec::Fixed(n) => Some(*n),
+        }
+    }
+}
+
+impl Default for PolicySpec {
+    fn default() -> Self {
+        PolicySpec::Fixed(defaults::PREFETCH_BYTES)
+    }
+}
+
+impl fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySpec::Fixed(n) if *n % (1 << 30) == 0 => write!(f, "fixed:{}G", n >> 30),
+            PolicySpec::Fixed(n) if *n % (1 << 20) == 0 => write!(f, "fixed:{}M", n >> 20),
+            PolicySpec::Fixed(n) if *n % (1 << 10) == 0 => write!(f, "fixed:{}K", n >> 10),
+            PolicySpec::Fixed(n) => write!(f, "fixed:{n}"),
+        }
+    }
+}
+
+impl FromStr for PolicySpec {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let bad = |why: String| ConfigError::Policy {
+            given: s.to_string(),
+            why,
+        };
+        let (name, arg) = s.trim().split_once(':').unwrap_or((s.trim(), ""));
+        match name {
+            "fixed" => {
+                let n = parse_size(arg).map_err(bad)?;
+                if n == 0 {
+                    return Err(bad("the size must be > 0".into()));
+                }
+                Ok(PolicySpec::Fixed(n))
+            }
+            _ => Err(bad(format!(
+                "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M)"
+            ))),
+        }
+    }
+}
+
+impl Serialize for PolicySpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicySpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A size: digits (a decimal point allowed) and an optional K, M or G
+/// suffix (powers of 1024, either case).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(format!("unknown size suffix `{c}` (use K, M or G)")),
+            };
+            (&t[..t.len() - 1], m)
+        }
+        _ => (t, 1),
+    };
+    let num = num.trim();
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(format!("`{t}` is not a size (e.g. 4M, 512K, 1048576)"));
+    }
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{t}` is not a size (e.g. 4M, 512K, 1048576)"))?;
+    let v = n * mul as f64;
+    if !v.is_finite() || v >= u64::MAX as f64 {
+        return Err(format!("`{t}` is too large"));
+    }
+    Ok(v as u64)
+}
+
+/// An invalid setting.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// `--prefetch-policy` could not be read.
+    #[error("prefetch policy `{given}`: {why}")]
+    Policy {
+        /// The text given.
+        given: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A setting out of its range.
+    #[error("{field}: {why}")]
+    Range {
+        /// The setting.
+        field: &'static str,
+        /// Its allowed range.
+        why: &'static str,
+    },
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Server settings (durations in seconds in serialized form).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Directory served.
+    pub root: PathBuf,
+    /// I/O mode.
+    pub io: IoMode,
+    /// Prefetch controller in ASAP mode (`fixed:4M`).
+    pub prefetch_policy: PolicySpec,
+    /// Prefetch helper threads per device (1 = serialized).
+    pub helpers_per_device: usize,
+    /// Longest wait for a complete request head.
+    #[serde(with = "secs")]
+    pub header_timeout: Duration,
+    /// Longest idle time between requests on a persistent connection.
+    #[serde(with = "secs")]
+    pub idle_timeout: Duration,
+    /// Most simultaneous connections.
+    pub max_connections: usize,
+    /// How long shutdown waits for responses in flight.
+    #[serde(with = "secs")]
+    pub grace: Duration,
+    /// Access log file.
+    pub access_log: Option<PathBuf>,
+    /// Time between statistics log lines on stderr (0 = none).
+    #[serde(with = "secs")]
+    pub stats_interval: Duration,
+    /// Time between the prefetch controller's ticks.
+    #[serde(with = "secs")]
+    pub tick: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            root: PathBuf::from("."),
+            io: IoMode::Asap,
+            prefetch_policy: PolicySpec::default(),
+            helpers_per_device: defaults::HELPERS_PER_DEVICE,
+            header_timeout: defaults::HEADER_TIMEOUT,
+            idle_timeout: defaults::IDLE_TIMEOUT,
+            max_connections: defaults::MAX_CONNECTIONS,
+            grace: defaults::GRACE,
+            access_log: None,
+            stats_interval: defaults::STATS_INTERVAL,
+            tick: defaults::TICK,
+        }
+    }
+}
+
+impl Config {
+    /// Defaults for a root.
+    pub fn new(root: PathBuf) -> Self {
+        Self {
+            root,
+            ..Self::default()
+        }
+    }
+
+    /// Checks every setting's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let range = |ok: bool, field, why| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::Range { field, why })
+            }
+        };
+        range(
+            !self.root.as_os_str().is_empty(),
+            "root",
+            "must not be empty",
+        )?;
+        range(
+            (1..=defaults::MAX_HELPERS_PER_DEVICE).contains(&self.helpers_per_device),
+            "helpers_per_device",
+            "must be 1 to 64",
+        )?;
+        range(
+            !self.header_timeout.is_zero(),
+            "header_timeout",
+            "must be > 0",
+        )?;
+        range(!self.idle_timeout.is_zero(), "idle_timeout", "must be > 0")?;
+        range(self.max_connections > 0, "max_connections", "must be > 0")?;
+        range(!self.tick.is_zero(), "tick", "must be > 0")?;
+        match self.prefetch_policy {
+            PolicySpec::Fixed(n) => range(n > 0, "prefetch_policy", "fixed size must be > 0"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_with_suffixes_and_refuse_the_rest() {
+        assert_eq!("fixed:4M".parse(), Ok(PolicySpec::Fixed(4 << 20)));
+        assert_eq!("fixed:512k".parse(), Ok(PolicySpec::Fixed(512 << 10)));
+        assert_eq!("fixed:1G".parse(), Ok(PolicySpec::Fixed(1 << 30)));
+        assert_eq!("fixed:1.5M".parse(), Ok(PolicySpec::Fixed(3 << 19)));
+        assert_eq!("fixed:1000".parse(), Ok(PolicySpec::Fixed(1000)));
+        for bad in [
+            "fixed",
+            "fixed:",
+            "fixed:0",
+            "fixed:4X",
+            "fixed:-1M",
+            "auto",
+            "",
+            "fixed:4 M B",
+        ] {
+            let e = bad.parse::<PolicySpec>().unwrap_err();
+            assert!(matches!(e, ConfigError::Policy { .. }), "{bad}: {e}");
+        }
+        assert!("auto:1"
+            .parse::<PolicySpec>()
+            .unwrap_err()
+            .to_string()
+            .contains("known: fixed:SIZE"));
+        for p in [
+            PolicySpec::Fixed(4 << 20),
+            PolicySpec::Fixed(1000),
+            PolicySpec::Fixed(3 << 30),
+        ] {
+            assert_eq!(p.to_string().parse::<PolicySpec>(), Ok(p));
+        }
+        assert_eq!(PolicySpec::default().to_string(), "fixed:4M");
+    }
+
+    #[test]
+    fn config_round_trips_and_fills_defaults() {
+        let c: Config = serde_json::from_str(
+            r#"{"root": "/srv", "prefetch_policy": "fixed:2M", "header_timeout": 0.5}"#,
+        )
+        .unwrap();
+        assert_eq!(c.root, PathBuf::from("/srv"));
+        assert_eq!(c.prefetch_policy, PolicySpec::Fixed(2 << 20));
+        assert_eq!(c.header_timeout, Duration::from_millis(500));
+        assert_eq!(c.idle_timeout, defaults::IDLE_TIMEOUT);
+        assert_eq!(c.io, IoMode::Asap);
+        let back: Config = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert!(serde_json::from_str::<Config>(r#"{"prefetch": 1}"#).is_err());
+        assert!(serde_json::from_str::<Config>(r#"{"prefetch_policy": "fixed:0"}"#).is_err());
+        assert!(serde_json::from_str::<Config>(r#"{"grace": -1}"#).is_err());
+    }
+
+    #[test]
+    fn validate_names_the_bad_setting() {
+        assert_eq!(Config::default().validate(), Ok(()));
+        let field = |c: Config| match c.validate() {
+            Err(ConfigError::Range { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(Config {
+                helpers_per_device: 0,
+                ..Config::default()
+            }),
+            "helpers_per_device"
+        );
+        assert_eq!(
+            field(Config {
+                max_connections: 0,
+                ..Config::default()
+            }),
+            "max_connections"
+        );
+        assert_eq!(
+            field(Config {
+                header_timeout: Duration::ZERO,
+                ..Config::default()
+            }),
+            "header_timeout"
+        );
+        assert_eq!(
+            field(Config {
+                prefetch_policy: PolicySpec::Fixed(0),
+                ..Config::default()
+            }),
+            "prefetch_policy"
+        );
+        assert_eq!(
+            field(Config {
+                root: PathBuf::new(),
+                ..Config::default()
+            }),
+            "root"
+        );
+    }
+}

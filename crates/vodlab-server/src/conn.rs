@@ -1,0 +1,543 @@
+//! One connection: a state machine over the socket, and the executor of
+//! response plans (head through the codec, bodies with `sendfile`, ASAP
+//! probes and prefetches through the controller).
+//!
+//! States: [`ConnState::ReadingHead`] (idle timeout until the first byte of
+//! a request, then the header timeout) → [`ConnState::Responding`] (route,
+//! open, plan, execute) → back to reading when the connection is kept, or
+//! [`ConnState::Rejecting`] (an unparsable head: answer and close) →
+//! [`ConnState::Closing`] with the reason.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use vodlab_http::server::{parse_head, Head, Reject, MAX_HEAD};
+
+use crate::config::IoMode;
+use crate::controller::{clip, RequestInfo, SessionState};
+use crate::error::ServeError;
+use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
+use crate::request::{chain_of, cmcd_bitrate};
+use crate::server::{kind_index, State};
+
+/// Whether a range was in the page cache when it was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Probed resident: sent at once.
+    Hit,
+    /// Probed not resident (prefetched first, if the controller said so).
+    Miss,
+    /// Not probed (vanilla mode, or no file body).
+    None,
+}
+
+impl fmt::Display for CacheOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::Miss => "miss",
+            CacheOutcome::None => "-",
+        })
+    }
+}
+
+/// Why a connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The client closed it (or a read failed).
+    PeerClosed,
+    /// No complete head in time (the header timeout; counted) or no next
+    /// request in time (the idle timeout; not counted).
+    Timeout {
+        /// Whether a head had begun or it was the first request.
+        counted: bool,
+    },
+    /// The server is shutting down.
+    Stopped,
+    /// The response said `Connection: close`.
+    Done,
+    /// The client went away mid-response.
+    Aborted,
+    /// An unparsable head was answered.
+    Rejected,
+}
+
+/// The connection's state.
+#[derive(Debug)]
+pub enum ConnState {
+    /// Waiting for (the rest of) a request head.
+    ReadingHead,
+    /// A request to answer.
+    Responding(Box<Head>),
+    /// A head that could not be parsed.
+    Rejecting(Reject),
+    /// The end.
+    Closing(CloseReason),
+}
+
+/// What executing a plan did.
+struct Sent {
+    /// File bytes sent.
+    file_bytes: u64,
+    /// Page-cache outcome of the (last) range.
+    cache: CacheOutcome,
+    result: io::Result<()>,
+}
+
+struct Conn<'a> {
+    sock: TcpStream,
+    id: u64,
+    st: &'a State,
+    stop: watch::Receiver<bool>,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    first: bool,
+    session: SessionState,
+}
+
+/// Serves one connection to its end.
+pub(crate) async fn run(sock: TcpStream, id: u64, st: &State, stop: watch::Receiver<bool>) {
+    let mut c = Conn {
+        sock,
+        id,
+        st,
+        stop,
+        buf: Vec::with_capacity(4096),
+        out: Vec::with_capacity(512),
+        first: true,
+        session: SessionState::default(),
+    };
+    let mut state = ConnState::ReadingHead;
+    loop {
+        state = match state {
+            ConnState::ReadingHead => c.read_head().await,
+            ConnState::Responding(head) => c.respond(&head).await,
+            ConnState::Rejecting(r) => c.reject(r).await,
+            ConnState::Closing(reason) => {
+                c.close(reason).await;
+                return;
+            }
+        };
+    }
+}
+
+impl Conn<'_> {
+    fn stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Reads until a head is complete: the idle timeout until its first
+    /// byte (on a kept connection), then the header timeout.
+    async fn read_head(&mut self) -> ConnState {
+        if self.stopping() {
+            return ConnState::Closing(CloseReason::Stopped);
+        }
+        loop {
+            match parse_head(&self.buf) {
+                Ok(Some(h)) => {
+                    self.buf.drain(..h.len);
+                    self.first = false;
+                    return ConnState::Responding(Box::new(h));
+                }
+                Ok(None) => {}
+                Err(r) => return ConnState::Rejecting(r),
+            }
+            let limit = if self.buf.is_empty() && !self.first {
+                self.st.cfg.idle_timeout
+            } else {
+                self.st.cfg.header_timeout
+            };
+            let mut tmp = [0u8; 4096];
+            let mut stop = self.stop.clone();
+            let idle = self.buf.is_empty();
+            let read = tokio::select! {
+                r = tokio::time::timeout(limit, self.sock.read(&mut tmp)) => r,
+                _ = stop.changed(), if idle => return ConnState::Closing(CloseReason::Stopped),
+            };
+            match read {
+                Ok(Ok(0)) | Ok(Err(_)) => return ConnState::Closing(CloseReason::PeerClosed),
+                Ok(Ok(n)) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(_) => {
+                    let counted = !self.buf.is_empty() || self.first;
+                    return ConnState::Closing(CloseReason::Timeout { counted });
+                }
+            }
+            if self.buf.len() > MAX_HEAD + 4096 {
+                return ConnState::Rejecting(Reject::TooLarge);
+            }
+        }
+    }
+
+    async fn reject(&mut self, r: Reject) -> ConnState {
+        self.first = false;
+        let date = self.st.date();
+        let ctx = PlanCtx {
+            keep_alive: false,
+            date: &date,
+            conn: self.id,
+        };
+        let p = plan::plan_error(&ServeError::Head(r), false, &ctx);
+        let _ = self.execute(&p, None, "").await;
+        self.count(&p);
+        ConnState::Closing(CloseReason::Rejected)
+    }
+
+    fn count(&self, p: &ResponsePlan) {
+        let c = &self.st.counters;
+        c.kinds[kind_index(p.kind)].fetch_add(1, Ordering::Relaxed);
+        if p.kind.is_error() {
+            c.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Routes, opens, plans and executes one request.
+    async fn respond(&mut self, head: &Head) -> ConnState {
+        let t0 = Instant::now();
+        let keep = head.keep_alive() && !self.stopping();
+        let is_head = head.method == "HEAD";
+        let date = self.st.date();
+        let ctx = PlanCtx {
+            keep_alive: keep,
+            date: &date,
+            conn: self.id,
+        };
+        let mut file = None;
+        let mut chain = "";
+        let p = match plan::route(head, &self.st.root.path) {
+            Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
+            Route::Stats => {
+                let json = serde_json::to_string_pretty(&self.st.stats()).expect("stats") + "\n";
+                plan::plan_stats(json, is_head, &ctx)
+            }
+            Route::File(path) => match self.st.root.open_file(&path) {
+                Ok((f, meta)) => {
+                    file = Some((Arc::new(f), meta.key, meta.size));
+                    chain = chain_of(&head.target);
+                    plan::plan(head, &meta, &ctx)
+                }
+                Err(e) => {
+                    if e.is_server_side() {
+                        self.st.log_error(&format_args!("{}: {e}", path.display()));
+                    }
+                    plan::plan_error(&e, is_head, &ctx)
+                }
+            },
+        };
+        self.count(&p);
+        let sent = match &file {
+            Some(f) => {
+                let info = FileCtx {
+                    file: &f.0,
+                    key: f.1,
+                    size: f.2,
+                    head,
+                };
+                self.execute(&p, Some(&info), chain).await
+            }
+            None => self.execute(&p, None, chain).await,
+        };
+        self.st.counters.requests.fetch_add(1, Ordering::Relaxed);
+        log_line(self.st, self.id, head, &p, &sent, t0.elapsed());
+        match sent.result {
+            Ok(()) if keep && p.keep_alive => ConnState::ReadingHead,
+            Ok(()) => ConnState::Closing(CloseReason::Done),
+            Err(_) => ConnState::Closing(CloseReason::Aborted),
+        }
+    }
+
+    async fn close(&mut self, reason: CloseReason) {
+        let c = &self.st.counters;
+        match reason {
+            CloseReason::Timeout { counted: true } => {
+                c.header_timeouts.fetch_add(1, Ordering::Relaxed);
+            }
+            CloseReason::Aborted => {
+                c.aborted.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        if matches!(
+            reason,
+            CloseReason::Done | CloseReason::Aborted | CloseReason::Rejected | CloseReason::Stopped
+        ) {
+            let _ = self.sock.shutdown().await;
+        }
+        let wasted = self.session.finish();
+        c.wasted_prefetch_bytes.fetch_add(wasted, Ordering::Relaxed);
+    }
+
+    /// Sends a plan: the head (held with MSG_MORE when file bytes follow at
+    /// once), then the body.
+    async fn execute(&mut self, p: &ResponsePlan, file: Option<&FileCtx<'_>>, chain: &str) -> Sent {
+        let mut sent = Sent {
+            file_bytes: 0,
+            cache: CacheOutcome::None,
+            result: Ok(()),
+        };
+        self.out.clear();
+        plan::encode_head(p, &mut self.out);
+        sent.result = match (&p.body, file) {
+            (Body::File(r), Some(f)) => {
+                // the header goes out with the first body bytes (MSG_MORE), as nginx's TCP_NOPUSH does
+                let r = *r;
+                let res = async {
+                    write_more(&mut self.sock, &self.out).await?;
+                    sent.cache = self.prepare(f, r.offset, r.len, chain).await;
+                    send_file(&mut self.sock, self.st, f.file, r.offset, r.len).await?;
+                    sent.file_bytes = r.len;
+                    Ok(())
+                }
+                .await;
+                res
+            }
+            (Body::Multipart { parts, closing }, Some(f)) => {
+                let res = async {
+                    self.sock.write_all(&self.out).await?;
+                    for part in parts {
+                        self.sock.write_all(&part.head).await?;
+                        let r = part.range;
+                        sent.cache = self.prepare(f, r.offset, r.len, chain).await;
+                        send_file(&mut self.sock, self.st, f.file, r.offset, r.len).await?;
+                        self.sock.write_all(b"\r\n").await?;
+                        sent.file_bytes += r.len;
+                    }
+                    self.sock.write_all(closing).await
+                }
+                .await;
+                res
+            }
+            (Body::Bytes(b), _) => {
+                self.out.extend_from_slice(b);
+                self.sock.write_all(&self.out).await
+            }
+            _ => self.sock.write_all(&self.out).await,
+        };
+        sent
+    }
+
+    /// In ASAP mode: account the range to the session, probe, ask the
+    /// controller, and prefetch through the device's helper if it says so.
+    async fn prepare(&mut self, f: &FileCtx<'_>, a: u64, len: u64, chain: &str) -> CacheOutcome {
+        let st = self.st;
+        if st.cfg.io != IoMode::Asap {
+            return CacheOutcome::None;
+        }
+        let overlap = self.session.account(f.key, a, len);
+        let resident = st.prober.resident(f.file, a, len);
+        let c = &st.counters;
+        if resident {
+            c.probe_hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            c.probe_misses.fetch_add(1, Ordering::Relaxed);
+        }
+        let session = f
+            .head
+            .header("x-vodlab-session")
+            .filter(|s| !s.is_empty())
+            .map_or_else(|| format!("c{}", self.id), str::to_string);
+        let req = RequestInfo {
+            session: &session,
+            file: f.key,
+            offset: a,
+            length: len,
+            file_size: f.size,
+            bitrate_bps: cmcd_bitrate(f.head),
+            resident,
+        };
+        let chain = (!chain.is_empty()).then_some(chain);
+        let before = st.prefetch.lock().expect("lock").before_send(
+            Instant::now(),
+            &req,
+            &mut self.session,
+            chain,
+            overlap,
+        );
+        if let Some((_, unused)) = before.evicted {
+            c.prefetch_evictions.fetch_add(1, Ordering::Relaxed);
+            c.eviction_time_us
+                .fetch_add(unused.as_micros() as u64, Ordering::Relaxed);
+        }
+        if let Some((off, n)) = clip(before.decision, f.size) {
+            if let Ok(report) = st.helpers.prefetch(f.file.clone(), off, n).await {
+                st.prefetch.lock().expect("lock").read_complete(
+                    Instant::now(),
+                    report.bytes,
+                    report.duration,
+                );
+            }
+            let wasted = self
+                .session
+                .record_prefetch(Instant::now(), f.key, off, n, len.min(n));
+            c.wasted_prefetch_bytes.fetch_add(wasted, Ordering::Relaxed);
+        }
+        if resident {
+            CacheOutcome::Hit
+        } else {
+            CacheOutcome::Miss
+        }
+    }
+}
+
+struct FileCtx<'a> {
+    file: &'a Arc<File>,
+    key: u64,
+    size: u64,
+    head: &'a Head,
+}
+
+/// sendfile(2) from the file to the socket. Vanilla runs every call on the
+/// blocking pool (the page-cache read may wait for the disk); ASAP calls it
+/// inline, because the range was probed or prefetched.
+async fn send_file(
+    sock: &mut TcpStream,
+    st: &State,
+    file: &Arc<File>,
+    mut off: u64,
+    len: u64,
+) -> io::Result<()> {
+    let end = off + len;
+    let sfd = sock.as_raw_fd();
+    while off < end {
+        sock.writable().await?;
+        let n = ((end - off) as usize).min(1 << 20);
+        let res = if st.cfg.io == IoMode::Vanilla {
+            let f = file.clone();
+            let start = off;
+            let r = tokio::task::spawn_blocking(move || sendfile(sfd, f.as_raw_fd(), start, n))
+                .await
+                .expect("sendfile task");
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // clear the readiness tokio cached, then wait for it again
+                    let _ = sock.try_io(Interest::WRITABLE, || {
+                        Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock))
+                    });
+                    continue;
+                }
+                r => r,
+            }
+        } else {
+            match sock.try_io(Interest::WRITABLE, || {
+                sendfile(sfd, file.as_raw_fd(), off, n)
+            }) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => r,
+            }
+        };
+        match res {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "file shorter than its size",
+                ))
+            }
+            Ok(k) => {
+                off += k as u64;
+                st.counters.bytes.fetch_add(k as u64, Ordering::Relaxed);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `data` with MSG_MORE, so the kernel holds it for the data that follows.
+async fn write_more(sock: &mut TcpStream, mut data: &[u8]) -> io::Result<()> {
+    let fd = sock.as_raw_fd();
+    while !data.is_empty() {
+        sock.writable().await?;
+        let r = sock.try_io(Interest::WRITABLE, || {
+            // SAFETY: a live buffer of the given length on an open socket
+            let n = unsafe {
+                libc::send(
+                    fd,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    libc::MSG_MORE | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match r {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn sendfile(out: i32, inp: i32, off: u64, n: usize) -> io::Result<usize> {
+    let mut o = off as libc::off_t;
+    // SAFETY: both descriptors are open for the duration of the call; `o` is a live local
+    let r = unsafe { libc::sendfile(out, inp, &mut o, n) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+fn log_line(st: &State, conn: u64, head: &Head, p: &ResponsePlan, sent: &Sent, took: Duration) {
+    let Some(log) = &st.log else { return };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let session = head
+        .header("x-vodlab-session")
+        .filter(|s| !s.is_empty() && !s.contains(char::is_whitespace))
+        .map_or_else(|| format!("c{conn}"), str::to_string);
+    let path = head.target.split('?').next().unwrap_or("");
+    let line = format!(
+        "{now:.6} {conn} {session} {path} {} {} {} {} {} {}\n",
+        p.offset,
+        p.length,
+        p.status(),
+        sent.file_bytes,
+        took.as_micros(),
+        sent.cache
+    );
+    let _ = log.lock().expect("lock").write_all(line.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::ResponseKind;
+
+    #[test]
+    fn cache_outcomes_print_as_the_log_expects() {
+        assert_eq!(
+            [CacheOutcome::Hit, CacheOutcome::Miss, CacheOutcome::None].map(|c| c.to_string()),
+            ["hit", "miss", "-"]
+        );
+    }
+
+    #[test]
+    fn response_kinds_have_distinct_counters() {
+        let kinds = [
+            ResponseKind::Full,
+            ResponseKind::Range,
+            ResponseKind::Multipart,
+            ResponseKind::Unsatisfiable,
+            ResponseKind::Stats,
+            ResponseKind::Error,
+        ];
+        let mut slots: Vec<usize> = kinds.iter().map(|&k| kind_index(k)).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots, (0..6).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,343 @@
+//! Prefetch controllers: how much to prefetch, decided from what the server
+//! reports. Stateful but pure: no I/O, no clock reads (every call gets
+//! `now`), so the same objects run in `vodlab serve` and, later, in a
+//! trace-driven simulator stepping virtual time.
+//!
+//! The server (ASAP mode) feeds a controller:
+//! - [`PrefetchController::on_request`] for every range it is about to
+//!   send, after probing the page cache ([`RequestInfo::resident`]), with
+//!   the session's and the chain's state, which the server keeps and the
+//!   controller may update; a [`PrefetchDecision::Prefetch`] is read by the
+//!   device's helper before the range is sent;
+//! - [`PrefetchController::on_read_complete`] with each prefetch read the
+//!   helper timed (bytes, duration);
+//! - [`PrefetchController::on_evicted`] when a range this session had
+//!   prefetched is no longer resident when it is requested. This is an
+//!   approximation of eviction: the server cannot watch the page cache, so
+//!   it notices evictions only when a later request of the same session
+//!   misses on a range it prefetched; `bytes` is the overlap of that
+//!   request with the prefetched range and `unused_for` the time since the
+//!   prefetch. Prefetched data evicted and never requested again is not
+//!   reported (it shows in the statistics' `wasted_prefetch_bytes`);
+//! - [`PrefetchController::on_tick`] periodically (`Config::tick`, 1 s).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Identity of a file (device and inode).
+pub type FileKey = u64;
+
+/// A request range as the controller sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestInfo<'a> {
+    /// The session: the client's `X-Vodlab-Session`, else `cN` for connection N.
+    pub session: &'a str,
+    /// The file.
+    pub file: FileKey,
+    /// First byte requested.
+    pub offset: u64,
+    /// Bytes requested.
+    pub length: u64,
+    /// File size.
+    pub file_size: u64,
+    /// The content's bit rate when the client told it (CMCD `br`), bits/s.
+    pub bitrate_bps: Option<u64>,
+    /// Whether the whole range was in the page cache when probed.
+    pub resident: bool,
+}
+
+/// What to do before sending a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefetchDecision {
+    /// Send at once.
+    None,
+    /// Read `len` bytes from `offset` into the page cache first (clipped by
+    /// the server at the end of the file).
+    Prefetch {
+        /// First byte.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+    },
+}
+
+/// A range prefetched for a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefetchedRange {
+    /// The file.
+    pub file: FileKey,
+    /// First byte.
+    pub start: u64,
+    /// End (exclusive).
+    pub end: u64,
+    /// When the prefetch completed.
+    pub at: Instant,
+    /// Bytes of it the session has requested since.
+    pub used: u64,
+}
+
+/// How long a prefetched range is remembered for eviction accounting.
+pub const PREFETCH_MEMORY: Duration = Duration::from_secs(600);
+/// Most prefetched ranges remembered per session; the oldest beyond it are
+/// dropped and their unrequested bytes counted as wasted.
+pub const PREFETCH_RANGES: usize = 64;
+
+/// What the server keeps per session (today: per connection, since one
+/// connection carries one session; a session spread over several
+/// connections has one state per connection).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionState {
+    /// Ranges requested so far.
+    pub requests: u64,
+    /// Bytes requested so far.
+    pub bytes_requested: u64,
+    /// The last range requested: file and end (exclusive).
+    pub last: Option<(FileKey, u64)>,
+    /// Ranges prefetched for this session, oldest first.
+    pub prefetched: Vec<PrefetchedRange>,
+}
+
+/// A request that found data this session had prefetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefetchedOverlap {
+    /// When the (latest overlapping) prefetch completed.
+    pub at: Instant,
+    /// Bytes of the request inside prefetched ranges.
+    pub bytes: u64,
+}
+
+impl SessionState {
+    /// Records a requested range: counts it, and credits its overlap with
+    /// earlier prefetches as used. Returns the overlap, if any.
+    pub fn account(&mut self, file: FileKey, offset: u64, len: u64) -> Option<PrefetchedOverlap> {
+        self.requests += 1;
+        self.bytes_requested += len;
+        self.last = Some((file, offset + len));
+        let end = offset + len;
+        let mut found: Option<PrefetchedOverlap> = None;
+        for r in self.prefetched.iter_mut().filter(|r| r.file == file) {
+            let overlap = end.min(r.end).saturating_sub(offset.max(r.start));
+            if overlap > 0 {
+                r.used += overlap;
+                let bytes = found.map_or(0, |f| f.bytes) + overlap;
+                found = Some(PrefetchedOverlap { at: r.at, bytes });
+            }
+        }
+        found
+    }
+
+    /// Remembers a completed prefetch of `[offset, offset + len)` of which
+    /// `used` bytes are the request that caused it. Forgets ranges older
+    /// than [`PREFETCH_MEMORY`] and, beyond [`PREFETCH_RANGES`], the oldest
+    /// one. Returns the bytes of dropped ranges never requested (wasted).
+    pub fn record_prefetch(
+        &mut self,
+        now: Instant,
+        file: FileKey,
+        offset: u64,
+        len: u64,
+        used: u64,
+    ) -> u64 {
+        self.prefetched
+            .retain(|r| now.saturating_duration_since(r.at) < PREFETCH_MEMORY);
+        let mut wasted = 0;
+        if self.prefetched.len() > PREFETCH_RANGES {
+            let old = self.prefetched.remove(0);
+            wasted = (old.end - old.start).saturating_sub(old.used);
+        }
+        self.prefetched.push(PrefetchedRange {
+            file,
+            start: offset,
+            end: offset + len,
+            at: now,
+            used,
+        });
+        wasted
+    }
+
+    /// The session ended: forgets every range and returns the bytes
+    /// prefetched and never requested.
+    pub fn finish(&mut self) -> u64 {
+        self.prefetched
+            .drain(..)
+            .map(|r| (r.end - r.start).saturating_sub(r.used))
+            .sum()
+    }
+}
+
+/// What the server keeps per chain: the files of one directory (the
+/// segments of a chunked title, `t00042/00017.m4s`), across sessions.
+/// Files at the root belong to no chain.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChainState {
+    /// Ranges requested in the chain.
+    pub requests: u64,
+    /// Bytes requested in the chain.
+    pub bytes_requested: u64,
+    /// The file of the last request.
+    pub last_file: Option<FileKey>,
+    /// When the chain was last requested.
+    pub last_at: Option<Instant>,
+}
+
+impl ChainState {
+    /// Records a request in the chain.
+    pub fn account(&mut self, now: Instant, file: FileKey, len: u64) {
+        self.requests += 1;
+        self.bytes_requested += len;
+        self.last_file = Some(file);
+        self.last_at = Some(now);
+    }
+}
+
+/// A prefetch controller. Called by the server under a lock, so calls are
+/// short and never block.
+pub trait PrefetchController: Send {
+    /// A range is about to be sent: prefetch first, or not.
+    fn on_request(
+        &mut self,
+        now: Instant,
+        req: &RequestInfo<'_>,
+        session: &mut SessionState,
+        chain: Option<&mut ChainState>,
+    ) -> PrefetchDecision;
+    /// A prefetch read completed: `bytes` read in `duration`.
+    fn on_read_complete(&mut self, now: Instant, bytes: u64, duration: Duration);
+    /// Prefetched data was found evicted `unused_for` after its prefetch,
+    /// `bytes` of it needed by a request (see the module note).
+    fn on_evicted(&mut self, now: Instant, bytes: u64, unused_for: Duration);
+    /// Periodic tick.
+    fn on_tick(&mut self, now: Instant);
+}
+
+/// A fixed prefetch size: on a miss, `size` bytes from the request's
+/// offset, never less than the request; nothing on a hit. Ignores feedback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fixed(pub u64);
+
+impl PrefetchController for Fixed {
+    fn on_request(
+        &mut self,
+        _now: Instant,
+        req: &RequestInfo<'_>,
+        _session: &mut SessionState,
+        _chain: Option<&mut ChainState>,
+    ) -> PrefetchDecision {
+        if req.resident {
+            return PrefetchDecision::None;
+        }
+        PrefetchDecision::Prefetch {
+            offset: req.offset,
+            len: self.0.max(req.length),
+        }
+    }
+
+    fn on_read_complete(&mut self, _now: Instant, _bytes: u64, _duration: Duration) {}
+
+    fn on_evicted(&mut self, _now: Instant, _bytes: u64, _unused_for: Duration) {}
+
+    fn on_tick(&mut self, _now: Instant) {}
+}
+
+/// The range a decision reads, clipped at the end of the file; `None` when
+/// nothing is to be read.
+pub fn clip(decision: PrefetchDecision, file_size: u64) -> Option<(u64, u64)> {
+    match decision {
+        PrefetchDecision::None => None,
+        PrefetchDecision::Prefetch { offset, len } => {
+            let n = len.min(file_size.saturating_sub(offset));
+            (n > 0).then_some((offset, n))
+        }
+    }
+}
+
+/// Most chains remembered; beyond it the chain table starts afresh.
+pub const MAX_CHAINS: usize = 65_536;
+
+/// A controller with the per-chain states, as the server holds it (behind
+/// one lock). Pure: it sequences the feedback calls in the order the server
+/// makes them, so that order is tested without sockets.
+pub struct PrefetchCore {
+    controller: Box<dyn PrefetchController>,
+    chains: HashMap<String, ChainState>,
+}
+
+/// What [`PrefetchCore::before_send`] found and decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BeforeSend {
+    /// The controller's decision.
+    pub decision: PrefetchDecision,
+    /// An eviction it was told about: bytes and time since the prefetch.
+    pub evicted: Option<(u64, Duration)>,
+}
+
+impl PrefetchCore {
+    /// Wraps a controller.
+    pub fn new(controller: Box<dyn PrefetchController>) -> Self {
+        Self {
+            controller,
+            chains: HashMap::new(),
+        }
+    }
+
+    /// Before sending a range: when it missed the page cache although the
+    /// session had prefetched part of it (`overlap`, from
+    /// [`SessionState::account`]), reports an eviction; then accounts the
+    /// request to its chain (`chain`: the chain's name, if any) and asks the
+    /// controller.
+    pub fn before_send(
+        &mut self,
+        now: Instant,
+        req: &RequestInfo<'_>,
+        session: &mut SessionState,
+        chain: Option<&str>,
+        overlap: Option<PrefetchedOverlap>,
+    ) -> BeforeSend {
+        let evicted = match overlap {
+            Some(o) if !req.resident => {
+                let unused = now.saturating_duration_since(o.at);
+                self.controller.on_evicted(now, o.bytes, unused);
+                Some((o.bytes, unused))
+            }
+            _ => None,
+        };
+        let chain = chain.map(|name| {
+            if !self.chains.contains_key(name) && self.chains.len() >= MAX_CHAINS {
+                self.chains.clear();
+            }
+            let c = self.chains.entry(name.to_string()).or_default();
+            c.account(now, req.file, req.length);
+            c
+        });
+        let decision = self.controller.on_request(now, req, session, chain);
+        BeforeSend { decision, evicted }
+    }
+
+    /// A prefetch read completed.
+    pub fn read_complete(&mut self, now: Instant, bytes: u64, duration: Duration) {
+        self.controller.on_read_complete(now, bytes, duration);
+    }
+
+    /// The periodic tick.
+    pub fn tick(&mut self, now: Instant) {
+        self.controller.on_tick(now);
+    }
+
+    /// The state of a chain, if known.
+    pub fn chain(&self, name: &str) -> Option<&ChainState> {
+        self.chains.get(name)
+    }
+}
+
+impl crate::config::PolicySpec {
+    /// A fresh controller for this policy.
+    pub fn build(&self) -> Box<dyn PrefetchController> {
+        match *self {
+            crate::config::PolicySpec::Fixed(n) => Box::new(Fixed(n)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;
