@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+use vodlab_http::server::{encode_response_head, parse_head, HeaderValue, ResponseHead};
 
 /// Behaviour of the test server.
 #[derive(Debug, Default)]
@@ -72,71 +73,37 @@ impl TestServer {
                 let (cfg, seen) = (cfg.clone(), s2.clone());
                 tokio::spawn(async move {
                     let mut buf = Vec::new();
+                    let mut out = Vec::new();
                     let mut tmp = [0u8; 4096];
                     loop {
-                        // read one request header
-                        let end = loop {
-                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                                break i + 4;
+                        // read one request head (the codec's parser, as `vodlab serve`)
+                        let head = loop {
+                            match parse_head(&buf) {
+                                Ok(Some(h)) => break h,
+                                Ok(None) => {}
+                                Err(_) => return,
                             }
                             match sock.read(&mut tmp).await {
                                 Ok(0) | Err(_) => return,
                                 Ok(n) => buf.extend_from_slice(&tmp[..n]),
                             }
                         };
-                        let head = String::from_utf8_lossy(&buf[..end]).to_string();
-                        buf.drain(..end);
-                        let mut lines = head.lines();
-                        let path = lines
-                            .next()
-                            .and_then(|l| l.split_whitespace().nth(1))
-                            .unwrap_or("/")
-                            .to_string();
-                        let header = |name: &str| {
-                            head.lines()
-                                .find_map(|l| {
-                                    l.split_once(':')
-                                        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-                                })
-                                .map(|(_, v)| v.trim().to_string())
-                        };
-                        let range = header("range");
+                        buf.drain(..head.len);
+                        let path = head.target.clone();
+                        let range = head.header("range").map(str::to_string);
                         seen.lock().expect("lock").push(Seen {
                             path: path.clone(),
                             range: range.clone(),
-                            session: header("x-vodlab-session"),
+                            session: head.header("x-vodlab-session").map(str::to_string),
                             at: t0.elapsed(),
                         });
                         if let Some(d) = cfg.delays.get(&path) {
                             tokio::time::sleep(*d).await;
                         }
-                        let conn = if cfg.close_after_each {
-                            "close"
-                        } else {
-                            "keep-alive"
-                        };
-                        let (status, body_len, extra) = match cfg.files.get(&path) {
-                            None => ("404 Not Found", 0, String::new()),
-                            Some(&size) => {
-                                match range.as_deref().and_then(|r| r.strip_prefix("bytes=")) {
-                                    Some(r) => {
-                                        let (a, b) = r.split_once('-').unwrap_or(("0", ""));
-                                        let a: u64 = a.parse().unwrap_or(0);
-                                        let b: u64 = b.parse().unwrap_or(size - 1).min(size - 1);
-                                        (
-                                            "206 Partial Content",
-                                            b - a + 1,
-                                            format!("Content-Range: bytes {a}-{b}/{size}\r\n"),
-                                        )
-                                    }
-                                    None => ("200 OK", size, String::new()),
-                                }
-                            }
-                        };
-                        let resp = format!(
-                            "HTTP/1.1 {status}\r\nContent-Length: {body_len}\r\n{extra}Connection: {conn}\r\n\r\n"
-                        );
-                        if sock.write_all(resp.as_bytes()).await.is_err() {
+                        let (resp, body_len) = response(&cfg, &path, range.as_deref());
+                        out.clear();
+                        encode_response_head(&resp, &mut out);
+                        if sock.write_all(&out).await.is_err() {
                             return;
                         }
                         let chunk = vec![b'v'; 64 * 1024];
@@ -161,5 +128,71 @@ impl TestServer {
             connections,
             task,
         }
+    }
+}
+
+/// The response head to a request for `path` with an optional Range header
+/// (`bytes=A-B` or `bytes=A-`), and the body length.
+fn response(cfg: &TestServerConfig, path: &str, range: Option<&str>) -> (ResponseHead, u64) {
+    let (status, body_len, content_range) = match cfg.files.get(path) {
+        None => (404, 0, None),
+        Some(&size) => match range.and_then(|r| r.strip_prefix("bytes=")) {
+            Some(r) => {
+                let (a, b) = r.split_once('-').unwrap_or(("0", ""));
+                let a: u64 = a.parse().unwrap_or(0);
+                let b: u64 = b.parse().unwrap_or(size - 1).min(size - 1);
+                let cr = HeaderValue::Range {
+                    first: a,
+                    last: b,
+                    size,
+                };
+                (206, b - a + 1, Some(cr))
+            }
+            None => (200, size, None),
+        },
+    };
+    let mut head = ResponseHead::new(status).with("Content-Length", body_len);
+    if let Some(cr) = content_range {
+        head.push("Content-Range", cr);
+    }
+    let conn = if cfg.close_after_each {
+        "close"
+    } else {
+        "keep-alive"
+    };
+    head.push("Connection", conn);
+    (head, body_len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_come_from_the_codec() {
+        let mut cfg = TestServerConfig::default();
+        cfg.files.insert("/a".into(), 1000);
+        let mut out = Vec::new();
+        let (h, n) = response(&cfg, "/a", Some("bytes=10-19"));
+        encode_response_head(&h, &mut out);
+        assert_eq!(n, 10);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 206 Partial Content\r\nContent-Length: 10\r\nContent-Range: bytes 10-19/1000\r\nConnection: keep-alive\r\n\r\n"
+        );
+        let (h, n) = response(&cfg, "/a", None);
+        assert_eq!((h.status, n), (200, 1000));
+        let (h, n) = response(&cfg, "/b", None);
+        assert_eq!((h.status, n), (404, 0));
+        cfg.close_after_each = true;
+        let (h, _) = response(&cfg, "/a", Some("bytes=990-"));
+        assert_eq!(
+            h.get("content-range").map(HeaderValue::to_text).as_deref(),
+            Some("bytes 990-999/1000")
+        );
+        assert_eq!(
+            h.get("connection").map(HeaderValue::to_text).as_deref(),
+            Some("close")
+        );
     }
 }
