@@ -8,12 +8,18 @@
 //! statistics are bounded HdrHistograms and time bins ([`metrics`]); the
 //! outcome is [`results::Results`], written as `results.json`.
 //!
-//! The schedule, pacing rule ([`engine::send_target`]), viewer and token
-//! bucket are pure and tested without sockets or clocks.
+//! Every session rule lives in the [`driver`] (no I/O, no clock: tested in
+//! virtual time); [`engine`] executes drivers over tokio connections;
+//! metrics are aggregated apart from the engine ([`metrics::RunMetrics`],
+//! mergeable) and assembled into [`results::Results`]. The schedule, pacing
+//! rule ([`driver::send_target`]), viewer and token bucket are pure.
 
 #![warn(missing_docs)]
 
+pub mod config;
+pub mod driver;
 pub mod engine;
+pub mod exchange;
 pub mod http;
 pub mod link;
 pub mod load;
@@ -23,7 +29,9 @@ pub mod schedule;
 pub mod testserver;
 pub mod viewer;
 
-pub use engine::{run, Live, RunConfig};
+pub use config::{Live, RunConfig};
+pub use driver::{LatePacing, SessionDriver};
+pub use engine::run;
 pub use load::LoadedWorkload;
 pub use results::{Results, StopReason};
 pub use schedule::Arrivals;

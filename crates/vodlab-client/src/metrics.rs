@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::http::ErrorKind;
+use crate::exchange::ErrorKind;
+use crate::viewer::ViewerStats;
 
 /// Microsecond histogram up to one hour, 3 significant digits.
 pub fn histogram() -> Histogram<u64> {
@@ -19,7 +20,7 @@ pub fn record(h: &mut Histogram<u64>, us: u64) {
 }
 
 /// Percentile summary of a histogram, in milliseconds (or seconds where named).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Samples.
     pub count: u64,
@@ -131,8 +132,8 @@ pub struct ClassMetrics {
     pub stalled_sessions: u64,
     /// Stalls in measured sessions.
     pub stalls: u64,
-    /// Stall time in measured sessions, seconds.
-    pub stall_s: f64,
+    /// Stall time in measured sessions, µs (an integer, so merging is exact).
+    pub stall_us: u64,
     /// Completed requests of measured sessions.
     pub requests: u64,
     /// Body bytes of those requests.
@@ -150,7 +151,7 @@ impl Default for ClassMetrics {
             failed: 0,
             stalled_sessions: 0,
             stalls: 0,
-            stall_s: 0.0,
+            stall_us: 0,
             requests: 0,
             bytes: 0,
         }
@@ -170,14 +171,14 @@ impl ClassMetrics {
         self.failed += o.failed;
         self.stalled_sessions += o.stalled_sessions;
         self.stalls += o.stalls;
-        self.stall_s += o.stall_s;
+        self.stall_us += o.stall_us;
         self.requests += o.requests;
         self.bytes += o.bytes;
     }
 }
 
 /// Counters per fixed-width time bin (all sessions, ramps included).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bin {
     /// Requests completed in the bin.
     pub completed_requests: u64,
@@ -192,7 +193,7 @@ pub struct Bin {
 }
 
 /// Time-binned counters with a fixed bin width.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Bins {
     /// Width of a bin in seconds.
     pub width_s: f64,
@@ -232,8 +233,24 @@ impl Bins {
     }
 }
 
+impl Bins {
+    /// Adds another series of the same width bin by bin.
+    pub fn merge(&mut self, o: &Bins) {
+        if self.bins.len() < o.bins.len() {
+            self.bins.resize(o.bins.len(), Bin::default());
+        }
+        for (a, b) in self.bins.iter_mut().zip(&o.bins) {
+            a.completed_requests += b.completed_requests;
+            a.completed_bytes += b.completed_bytes;
+            a.started += b.started;
+            a.completed += b.completed;
+            a.failed += b.failed;
+        }
+    }
+}
+
 /// Error counts by type.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Errors(pub BTreeMap<ErrorKind, u64>);
 
 impl Errors {
@@ -248,9 +265,302 @@ impl Errors {
     }
 }
 
+impl Errors {
+    /// Adds another's counts.
+    pub fn merge(&mut self, o: &Errors) {
+        for (k, n) in &o.0 {
+            *self.0.entry(*k).or_default() += n;
+        }
+    }
+}
+
+/// One ended request, as the executors report it (times in seconds from
+/// the run start, durations in microseconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestSample {
+    /// Index of the request in its session.
+    pub request: u32,
+    /// When its burst was due, s.
+    pub scheduled_s: f64,
+    /// When it was issued, s.
+    pub sent_s: f64,
+    /// How late its burst was issued (burst heads only), µs.
+    pub send_lateness_us: Option<u64>,
+    /// The completion, or the error kind.
+    pub outcome: Result<SampleDone, ErrorKind>,
+}
+
+/// A completed request's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleDone {
+    /// Completion, µs from the run start.
+    pub done_us: u64,
+    /// Issue to last byte, µs.
+    pub response_us: u64,
+    /// Time to first byte, µs.
+    pub ttfb_us: u64,
+    /// Due time to last byte, µs (free of coordinated omission).
+    pub from_schedule_us: u64,
+    /// Body bytes.
+    pub bytes: u64,
+    /// Status.
+    pub status: u16,
+}
+
+/// One ended session's figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionSample {
+    /// Start, s from the run start.
+    pub start_s: f64,
+    /// End, s from the run start.
+    pub end_s: f64,
+    /// The kind of its first failure.
+    pub failure: Option<ErrorKind>,
+    /// Requests never sent.
+    pub skipped: u64,
+    /// What its viewer saw.
+    pub viewer: Option<ViewerStats>,
+    /// Retries after the server closed an idle connection.
+    pub reconnects: u64,
+    /// Responses after which the server closed the connection.
+    pub server_closes: u64,
+}
+
+/// Everything a run (or a part of it) measured: bounded, and mergeable so
+/// per-task, per-process or per-host parts add up to exactly the whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMetrics {
+    /// A start or send later than this (µs) counts as late.
+    pub late_threshold_us: u64,
+    /// Measured sessions' figures per client class.
+    pub classes: BTreeMap<String, ClassMetrics>,
+    /// Time bins (100 ms) of every session.
+    pub bins: Bins,
+    /// First error of each failed session, by kind.
+    pub errors: Errors,
+    /// Session start lateness, µs.
+    pub start_lateness: Histogram<u64>,
+    /// Burst send lateness against the pacing target, µs.
+    pub send_lateness: Histogram<u64>,
+    /// Starts later than the threshold.
+    pub late_starts: u64,
+    /// Sends later than the threshold.
+    pub late_sends: u64,
+    /// Retries after the server closed an idle connection.
+    pub reconnects: u64,
+    /// Responses after which the server closed the connection.
+    pub server_closes: u64,
+    /// Requests skipped because their session failed.
+    pub skipped_requests: u64,
+    /// First measured session start, s.
+    pub measured_from: Option<f64>,
+    /// Last measured session end, s.
+    pub measured_to: Option<f64>,
+}
+
+impl RunMetrics {
+    /// Empty, with the lateness threshold.
+    pub fn new(late_threshold_us: u64) -> Self {
+        Self {
+            late_threshold_us,
+            classes: BTreeMap::new(),
+            bins: Bins::new(0.1),
+            errors: Errors::default(),
+            start_lateness: histogram(),
+            send_lateness: histogram(),
+            late_starts: 0,
+            late_sends: 0,
+            reconnects: 0,
+            server_closes: 0,
+            skipped_requests: 0,
+            measured_from: None,
+            measured_to: None,
+        }
+    }
+
+    fn class(&mut self, class: &str) -> &mut ClassMetrics {
+        if !self.classes.contains_key(class) {
+            self.classes
+                .insert(class.to_string(), ClassMetrics::default());
+        }
+        self.classes.get_mut(class).expect("inserted")
+    }
+
+    /// A session started at `t_s`, `lateness_us` behind its schedule.
+    pub fn record_start(&mut self, t_s: f64, lateness_us: u64) {
+        record(&mut self.start_lateness, lateness_us);
+        self.late_starts += u64::from(lateness_us > self.late_threshold_us);
+        self.bins.at(t_s).started += 1;
+    }
+
+    /// A request of a session of `class` ended.
+    pub fn record_request(&mut self, class: &str, measured: bool, r: &RequestSample) {
+        if let Some(l) = r.send_lateness_us {
+            record(&mut self.send_lateness, l);
+            self.late_sends += u64::from(l > self.late_threshold_us);
+        }
+        let Ok(d) = r.outcome else { return };
+        let b = self.bins.at(d.done_us as f64 / 1e6);
+        b.completed_requests += 1;
+        b.completed_bytes += d.bytes;
+        if measured {
+            let m = self.class(class);
+            record(&mut m.response, d.response_us);
+            record(&mut m.ttfb, d.ttfb_us);
+            record(&mut m.from_schedule, d.from_schedule_us);
+            m.requests += 1;
+            m.bytes += d.bytes;
+        }
+    }
+
+    /// A session of `class` ended.
+    pub fn record_session(&mut self, class: &str, measured: bool, s: &SessionSample) {
+        let b = self.bins.at(s.end_s);
+        if s.failure.is_some() {
+            b.failed += 1;
+        } else {
+            b.completed += 1;
+        }
+        self.skipped_requests += s.skipped;
+        self.reconnects += s.reconnects;
+        self.server_closes += s.server_closes;
+        if let Some(k) = s.failure {
+            self.errors.add(k);
+        }
+        if measured {
+            self.measured_from = Some(self.measured_from.map_or(s.start_s, |x| x.min(s.start_s)));
+            self.measured_to = Some(self.measured_to.map_or(s.end_s, |x| x.max(s.end_s)));
+            let m = self.class(class);
+            m.sessions += 1;
+            m.failed += u64::from(s.failure.is_some());
+            if let Some(v) = s.viewer {
+                if let Some(t) = v.startup_s {
+                    record(&mut m.startup, (t * 1e6) as u64);
+                }
+                m.stalls += u64::from(v.stalls);
+                m.stalled_sessions += u64::from(v.stalls > 0);
+                m.stall_us += (v.stall_s * 1e6).round() as u64;
+            }
+        }
+    }
+
+    /// Adds another part of the same run (same threshold and bin width).
+    pub fn merge(&mut self, o: &RunMetrics) {
+        for (k, m) in &o.classes {
+            self.class(k).merge(m);
+        }
+        self.bins.merge(&o.bins);
+        self.errors.merge(&o.errors);
+        self.start_lateness
+            .add(&o.start_lateness)
+            .expect("same bounds");
+        self.send_lateness
+            .add(&o.send_lateness)
+            .expect("same bounds");
+        self.late_starts += o.late_starts;
+        self.late_sends += o.late_sends;
+        self.reconnects += o.reconnects;
+        self.server_closes += o.server_closes;
+        self.skipped_requests += o.skipped_requests;
+        self.measured_from = min_opt(self.measured_from, o.measured_from, f64::min);
+        self.measured_to = min_opt(self.measured_to, o.measured_to, f64::max);
+    }
+}
+
+fn min_opt(a: Option<f64>, b: Option<f64>, f: fn(f64, f64) -> f64) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(f(x, y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+impl PartialEq for ClassMetrics {
+    fn eq(&self, o: &Self) -> bool {
+        self.response == o.response
+            && self.ttfb == o.ttfb
+            && self.from_schedule == o.from_schedule
+            && self.startup == o.startup
+            && (
+                self.sessions,
+                self.failed,
+                self.stalled_sessions,
+                self.stalls,
+            ) == (o.sessions, o.failed, o.stalled_sessions, o.stalls)
+            && (self.requests, self.bytes) == (o.requests, o.bytes)
+            && self.stall_us == o.stall_us
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use proptest::prelude::*;
+
+    fn req(i: u64, ok: bool) -> RequestSample {
+        RequestSample {
+            request: i as u32,
+            scheduled_s: i as f64 * 0.37,
+            sent_s: i as f64 * 0.37 + 0.01,
+            send_lateness_us: (i % 3 == 0).then_some(i * 7919 % 20_000),
+            outcome: if ok {
+                Ok(SampleDone {
+                    done_us: i * 370_000 + 5_000 + i % 1000,
+                    response_us: 1_000 + i * 977 % 3_000_000,
+                    ttfb_us: 100 + i * 31 % 50_000,
+                    from_schedule_us: 2_000 + i * 1_013 % 3_000_000,
+                    bytes: 1 + i * 104_729 % 4_000_000,
+                    status: 206,
+                })
+            } else {
+                Err(ErrorKind::ALL[(i % 10) as usize])
+            },
+        }
+    }
+
+    fn sess(i: u64) -> SessionSample {
+        SessionSample {
+            start_s: i as f64 * 0.5,
+            end_s: i as f64 * 0.5 + 30.0 + (i % 7) as f64,
+            failure: (i % 5 == 0).then_some(ErrorKind::Timeout),
+            skipped: i % 4,
+            viewer: Some(ViewerStats {
+                startup_s: Some(0.1 + (i % 9) as f64 * 0.25),
+                stalls: (i % 3) as u32,
+                stall_s: (i % 3) as f64 * 1.3,
+                played_s: 30.0,
+            }),
+            reconnects: i % 2,
+            server_closes: i % 3,
+        }
+    }
+
+    fn feed(m: &mut RunMetrics, i: u64, ok_mask: u64) {
+        let class = ["a", "b", "c"][(i % 3) as usize];
+        let measured = i % 11 != 0;
+        m.record_start(i as f64 * 0.5, i * 131 % 30_000);
+        m.record_request(class, measured, &req(i, ok_mask >> (i % 64) & 1 == 1));
+        if i % 4 == 0 {
+            m.record_session(class, measured, &sess(i));
+        }
+    }
+
+    proptest! {
+        /// Two halves of one run, split any way, merge into exactly the whole.
+        #[test]
+        fn halves_merge_into_the_whole(n in 1u64..400, split in any::<u64>(), ok_mask in any::<u64>()) {
+            let mut whole = RunMetrics::new(10_000);
+            let mut a = RunMetrics::new(10_000);
+            let mut b = RunMetrics::new(10_000);
+            for i in 0..n {
+                feed(&mut whole, i, ok_mask);
+                if split >> (i % 64) & 1 == 1 { feed(&mut a, i, ok_mask) } else { feed(&mut b, i, ok_mask) }
+            }
+            a.merge(&b);
+            prop_assert!(a == whole);
+        }
+    }
 
     #[test]
     fn bins_prorate_edges() {

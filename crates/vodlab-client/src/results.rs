@@ -2,18 +2,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::engine::{Live, RunConfig, Shared};
-use crate::http::ErrorKind;
-use crate::load::LoadedWorkload;
-use crate::metrics::{ClassMetrics, Summary};
+use crate::exchange::ErrorKind;
+use crate::metrics::{ClassMetrics, RunMetrics, Summary};
 use crate::schedule::Arrivals;
 
 /// Why the run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// Every session ran to its end.
@@ -27,7 +25,7 @@ pub enum StopReason {
 }
 
 /// Per-class (or overall) figures of measured sessions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClassResults {
     /// Measured sessions.
     pub measured_sessions: u64,
@@ -72,7 +70,7 @@ impl ClassResults {
             startup_delay_s: Summary::of(&m.startup, 1e6),
             stalled_sessions: m.stalled_sessions,
             stalls: m.stalls,
-            stall_time_s: m.stall_s,
+            stall_time_s: m.stall_us as f64 / 1e6,
         }
     }
 }
@@ -86,7 +84,7 @@ fn pct(a: u64, b: u64) -> f64 {
 }
 
 /// Health of the load generator itself.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Health {
     /// Lateness above this counts as late, ms.
     pub late_threshold_ms: f64,
@@ -113,7 +111,7 @@ pub struct Health {
 }
 
 /// One row of the per-interval series.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Interval {
     /// Interval start, s from the run start.
     pub t_s: f64,
@@ -134,10 +132,10 @@ pub struct Interval {
 }
 
 /// Everything `results.json` holds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
     /// `"vodlab-results"`.
-    pub format: &'static str,
+    pub format: String,
     /// Schema version (1).
     pub version: u32,
     /// The run ended by itself (not interrupted, capped or cut by a dead server).
@@ -204,7 +202,7 @@ pub struct Results {
     /// The same figures per client class.
     pub classes: BTreeMap<String, ClassResults>,
     /// Failed requests by type (each failed session counts its first error).
-    pub errors: BTreeMap<&'static str, u64>,
+    pub errors: BTreeMap<String, u64>,
     /// Persistent connections the server closed while idle, reopened.
     pub reconnects: u64,
     /// Responses after which the server closed the connection.
@@ -229,15 +227,67 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-pub(crate) fn assemble(
-    cfg: &RunConfig,
-    work: &LoadedWorkload,
-    sh: &Shared,
-    live: &Live,
-    reason: StopReason,
-    started_unix: f64,
-    duration_s: f64,
-) -> Results {
+/// What a run was, apart from its measurements.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// Target URL.
+    pub target: String,
+    /// Workload name.
+    pub workload: String,
+    /// Arrival process.
+    pub arrivals: Arrivals,
+    /// Seed of the arrival schedule.
+    pub seed: u64,
+    /// Link emulation on.
+    pub shaping: bool,
+    /// Pacing on.
+    pub pacing: bool,
+    /// Width of the interval series, s.
+    pub interval_s: f64,
+    /// A start or send later than this is late.
+    pub late_threshold: Duration,
+    /// Sessions the run was to start.
+    pub scheduled_sessions: u64,
+    /// Sessions started.
+    pub started_sessions: u64,
+    /// Wall-clock start, Unix seconds.
+    pub started_unix: f64,
+    /// Run length, s.
+    pub duration_s: f64,
+    /// Why the run ended.
+    pub stopped_by: StopReason,
+}
+
+/// What the run's monitor sampled: per interval, the most active sessions
+/// and the client's CPU.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Monitor {
+    /// Most active sessions per interval.
+    pub active_peak: Vec<u64>,
+    /// Highest client CPU per interval, percent of one core.
+    pub cpu_pct: Vec<f64>,
+    /// Most active sessions at any sample.
+    pub peak_active: u64,
+}
+
+impl Monitor {
+    /// One sample at `t_s` (intervals of `interval_s`).
+    pub fn sample(&mut self, t_s: f64, interval_s: f64, active: u64, cpu_pct: f64) {
+        let i = (t_s / interval_s) as usize;
+        if self.active_peak.len() <= i {
+            self.active_peak.resize(i + 1, 0);
+            self.cpu_pct.resize(i + 1, 0.0);
+        }
+        self.active_peak[i] = self.active_peak[i].max(active);
+        self.cpu_pct[i] = self.cpu_pct[i].max(cpu_pct);
+        self.peak_active = self.peak_active.max(active);
+    }
+}
+
+/// Builds `results.json` from a run's merged metrics.
+pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
+    let duration_s = info.duration_s;
+    let reason = info.stopped_by;
     let mut overall = ClassMetrics::default();
     for m in sh.classes.values() {
         overall.merge(m);
@@ -255,9 +305,9 @@ pub(crate) fn assemble(
     let window = (to - from).max(1e-3);
     let tput = bytes / window;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let max_cpu = sh.cpu_pct.iter().copied().fold(0.0, f64::max);
+    let max_cpu = mon.cpu_pct.iter().copied().fold(0.0, f64::max);
     let health = Health {
-        late_threshold_ms: cfg.late_threshold.as_secs_f64() * 1e3,
+        late_threshold_ms: info.late_threshold.as_secs_f64() * 1e3,
         late_session_starts: sh.late_starts,
         late_request_sends: sh.late_sends,
         start_lateness_ms: Summary::of(&sh.start_lateness, 1e3),
@@ -266,7 +316,7 @@ pub(crate) fn assemble(
         cpus,
         descriptor_errors: sh.errors.get(ErrorKind::Descriptors),
         port_errors: sh.errors.get(ErrorKind::Ports),
-        peak_active_sessions: sh.peak_active,
+        peak_active_sessions: mon.peak_active,
         peak_rss_mb: peak_rss_mb(),
     };
     let mut invalid = Vec::new();
@@ -305,9 +355,9 @@ pub(crate) fn assemble(
         invalid
             .push("no session was measured: every session fell in a ramp-up or ramp-down".into());
     }
-    let width = cfg.interval_s;
+    let width = info.interval_s;
     let per = (width / sh.bins.width_s).round().max(1.0) as usize;
-    let n_int = sh.bins.bins.len().div_ceil(per).max(sh.active_peak.len());
+    let n_int = sh.bins.bins.len().div_ceil(per).max(mon.active_peak.len());
     let intervals = (0..n_int)
         .map(|i| {
             let chunk = sh.bins.bins.iter().skip(i * per).take(per);
@@ -323,32 +373,32 @@ pub(crate) fn assemble(
                 t_s: i as f64 * width,
                 throughput_bytes_per_s: b as f64 / width,
                 completed_requests: r,
-                active_sessions: sh.active_peak.get(i).copied().unwrap_or(0),
+                active_sessions: mon.active_peak.get(i).copied().unwrap_or(0),
                 started: st,
                 completed: c,
                 failed: f,
-                cpu_pct: sh.cpu_pct.get(i).copied().unwrap_or(0.0),
+                cpu_pct: mon.cpu_pct.get(i).copied().unwrap_or(0.0),
             }
         })
         .collect();
     let o = ClassResults::of(&overall);
     Results {
-        format: "vodlab-results",
+        format: "vodlab-results".into(),
         version: 1,
         complete: reason == StopReason::Finished,
         valid: invalid.is_empty(),
         invalid_reasons: invalid,
         stopped_by: reason,
-        target: cfg.target.clone(),
-        workload: work.name.clone(),
-        arrivals: cfg.arrivals.clone(),
-        seed: cfg.seed,
-        shaping: cfg.shaping,
-        pacing: cfg.pacing,
-        started_at_unix_s: started_unix,
+        target: info.target.clone(),
+        workload: info.workload.clone(),
+        arrivals: info.arrivals.clone(),
+        seed: info.seed,
+        shaping: info.shaping,
+        pacing: info.pacing,
+        started_at_unix_s: info.started_unix,
         duration_s,
-        scheduled_sessions: live.total.load(Ordering::Relaxed),
-        started_sessions: live.started.load(Ordering::Relaxed),
+        scheduled_sessions: info.scheduled_sessions,
+        started_sessions: info.started_sessions,
         measured_sessions: o.measured_sessions,
         failed_sessions: o.failed_sessions,
         failed_sessions_pct: o.failed_sessions_pct,
@@ -372,7 +422,7 @@ pub(crate) fn assemble(
             .collect(),
         errors: ErrorKind::ALL
             .iter()
-            .map(|k| (k.name(), sh.errors.get(*k)))
+            .map(|k| (k.name().to_string(), sh.errors.get(*k)))
             .collect(),
         reconnects: sh.reconnects,
         server_closes: sh.server_closes,

@@ -67,6 +67,12 @@ pub struct RunArgs {
     /// Ignore pacing and think times: every request as soon as the previous completes.
     #[arg(long)]
     pub no_pacing: bool,
+    /// What a paced request does when its slot has passed because the
+    /// previous response was slow: `delay` (count the interval from the late
+    /// send, httperf's and the thesis's rule), `burst` (catch up with the
+    /// original schedule) or `skip` (wait for the next slot of the schedule).
+    #[arg(long, default_value = "delay", value_name = "BEHAVIOUR")]
+    pub late_pacing: vodlab_client::LatePacing,
     /// Also write requests.csv, one row per request.
     #[arg(long)]
     pub requests_csv: bool,
@@ -215,8 +221,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     cfg.shaping = !a.no_shaping;
     cfg.pacing = !a.no_pacing;
     cfg.max_sessions = a.sessions;
-    cfg.max_duration = a.duration.map(Duration::from_secs_f64);
-    cfg.late_threshold = Duration::from_secs_f64(a.late_threshold_ms / 1000.0);
+    cfg.late_pacing = a.late_pacing;
+    cfg.max_duration = match a.duration {
+        Some(d) => Some(
+            Duration::try_from_secs_f64(d)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .with_context(|| format!("--duration {d}: give a positive number of seconds"))?,
+        ),
+        None => None,
+    };
+    cfg.late_threshold = Duration::try_from_secs_f64(a.late_threshold_ms / 1000.0)
+        .ok()
+        .with_context(|| {
+            format!(
+                "--late-threshold-ms {}: give a non-negative number of milliseconds",
+                a.late_threshold_ms
+            )
+        })?;
     anyhow::ensure!(
         (0.0..=1.0).contains(&a.check_bytes),
         "--check-bytes must be between 0 and 1"

@@ -232,7 +232,17 @@ impl Parser {
             check_dup(n, t.column, key, &mut seen)?;
             let col = t.column;
             match key {
-                "range" => req.range = Some(range(n, col, value)?),
+                "range" => {
+                    if req.range.is_some() {
+                        return Err(err(
+                            n,
+                            col,
+                            ParseErrorKind::DuplicateKey,
+                            "two ranges for one request (`range=` and a Range header)",
+                        ));
+                    }
+                    req.range = Some(range(n, col, value)?)
+                }
                 "timeout" => req.timeout_s = Some(seconds(n, col, key, value, true)?),
                 "pacing" => {
                     if burst {
@@ -297,6 +307,20 @@ impl Parser {
                                 ParseErrorKind::BadValue,
                                 format!("header `{h}` is not `Name: value`"),
                             ));
+                        }
+                        // a single byte range given as a header (CloudSuite's
+                        // `headers='Range: bytes=A-B'`) is the request's range
+                        if let Some(g) = range_header(h) {
+                            if req.range.is_some() {
+                                return Err(err(
+                                    n,
+                                    col,
+                                    ParseErrorKind::DuplicateKey,
+                                    "two ranges for one request (`range=` and a Range header, or two Range headers)",
+                                ));
+                            }
+                            req.range = Some(g);
+                            continue;
                         }
                         req.headers.push(h.to_string());
                     }
@@ -448,6 +472,27 @@ fn on_off(n: usize, col: usize, v: &str) -> Result<bool, ParseError> {
             format!("`ssl={v}`: use on or off"),
         )),
     }
+}
+
+/// A `Range: bytes=A-B` or `Range: bytes=A-` header line as a byte range;
+/// `None` for other headers and for range forms a request cannot be checked
+/// against exactly (several ranges, suffix ranges), which stay raw headers.
+fn range_header(line: &str) -> Option<ByteRange> {
+    let (name, value) = line.split_once(':')?;
+    if !name.trim().eq_ignore_ascii_case("range") {
+        return None;
+    }
+    let spec = value.trim().strip_prefix("bytes=")?.trim();
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let start: u64 = a.trim().parse().ok()?;
+    let end = match b.trim() {
+        "" => None,
+        e => Some(e.parse::<u64>().ok().filter(|&e| e >= start)?),
+    };
+    Some(ByteRange { start, end })
 }
 
 fn range(n: usize, col: usize, v: &str) -> Result<ByteRange, ParseError> {
@@ -638,10 +683,59 @@ vid04/secs-20-29 timeout=10
         assert_eq!(sess.header.server.as_deref(), Some("10.0.0.1"));
         assert_eq!(sess.header.port, Some(8080));
         assert_eq!(sess.header.ssl, Some(false));
-        assert_eq!(sess.requests[0].headers, vec!["Range: bytes=0-524287"]);
-        assert_eq!(sess.requests[0].size, Some(524288));
+        // the Range header is the request's range (checked like `range=`), not a raw header
+        let r0 = &sess.requests[0];
+        assert!(r0.headers.is_empty(), "{:?}", r0.headers);
+        assert_eq!(
+            r0.range,
+            Some(ByteRange {
+                start: 0,
+                end: Some(524287)
+            })
+        );
+        assert_eq!(r0.size, Some(524288));
         assert_eq!(sess.requests[1].wait, Wait::Pacing(10.0));
-        assert_eq!(sess.requests[1].headers.len(), 2);
+        assert_eq!(sess.requests[1].headers, vec!["X-A: b"]);
+        assert_eq!(
+            sess.requests[1].range,
+            Some(ByteRange {
+                start: 524288,
+                end: Some(1048575)
+            })
+        );
+    }
+
+    #[test]
+    fn cloudsuite_make_zipf_lines_carry_their_range() {
+        // exactly what CloudSuite's make_zipf.c writes
+        let text = "/full-360p-00186.mp4 timeout=10 headers='Range: bytes=0-1310719'\n/full-360p-00186.mp4 timeout=10 headers='Range: bytes=1310720-2621439'\n/full-360p-00186.mp4 timeout=10 headers='Range: bytes=2621440-3932159'\n/full-360p-00186.mp4 timeout=10 pace_time=10 headers='Range: bytes=3932160-5242879'\n";
+        let s = parse_script(text).unwrap();
+        let r = &s.sessions[0].requests;
+        assert_eq!(r.len(), 4);
+        assert!(r.iter().all(|q| q.headers.is_empty() && q.range.is_some()));
+        assert_eq!(
+            r[3].range,
+            Some(ByteRange {
+                start: 3932160,
+                end: Some(5242879)
+            })
+        );
+        // open-ended, lower-case name; a multi-range stays a raw header
+        let s = parse_script("/a headers='range: bytes=5-'\n/b headers='Range: bytes=0-1,5-9'\n")
+            .unwrap();
+        let r = &s.sessions[0].requests;
+        assert_eq!(
+            r[0].range,
+            Some(ByteRange {
+                start: 5,
+                end: None
+            })
+        );
+        assert_eq!(r[1].range, None);
+        assert_eq!(r[1].headers, vec!["Range: bytes=0-1,5-9"]);
+        // two ranges for one request are an error naming the line
+        let e = parse_script("/a range=0-9 headers='Range: bytes=0-1'\n").unwrap_err();
+        assert!(e.to_string().contains("two ranges"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,90 @@
+//! Settings of a run and its live counters.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
+
+use crate::driver::LatePacing;
+use crate::schedule::Arrivals;
+
+/// Run settings.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Server address.
+    pub addr: SocketAddr,
+    /// Host header value.
+    pub host: String,
+    /// The URL as given (for results).
+    pub target: String,
+    /// Aggregate session arrivals (split evenly over shards).
+    pub arrivals: Arrivals,
+    /// Seed of the arrival schedules.
+    pub seed: u64,
+    /// Width of the per-interval series, seconds.
+    pub interval_s: f64,
+    /// A session start or request send later than this is "late".
+    pub late_threshold: Duration,
+    /// Emulate client access links (rate, delay) from the workload's classes.
+    pub shaping: bool,
+    /// Apply pacing and think times (off: every request as soon as possible).
+    pub pacing: bool,
+    /// What a paced request does when its slot has passed.
+    pub late_pacing: LatePacing,
+    /// Stop after starting this many sessions.
+    pub max_sessions: Option<usize>,
+    /// Hard stop after this long.
+    pub max_duration: Option<Duration>,
+    /// Write one CSV row per request here.
+    pub requests_csv: Option<PathBuf>,
+    /// Stop when connections are refused for this long with no success.
+    pub unreachable_after: Duration,
+    /// Fraction of requests whose body bytes are checked against the file
+    /// set's content (needs a `vodlab gen` workload and a file set written by
+    /// `vodlab fileset create`); 0 disables.
+    pub check_bytes: f64,
+}
+
+impl RunConfig {
+    /// Defaults for a target and a rate.
+    pub fn new(addr: SocketAddr, host: String, target: String, arrivals: Arrivals) -> Self {
+        Self {
+            addr,
+            host,
+            target,
+            arrivals,
+            seed: 1,
+            interval_s: 5.0,
+            late_threshold: Duration::from_millis(10),
+            shaping: true,
+            pacing: true,
+            late_pacing: LatePacing::Delay,
+            max_sessions: None,
+            max_duration: None,
+            requests_csv: None,
+            unreachable_after: Duration::from_secs(3),
+            check_bytes: 0.0,
+        }
+    }
+}
+
+/// Live counters for a progress display (read without locks).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Sessions started.
+    pub started: AtomicU64,
+    /// Sessions running.
+    pub active: AtomicU64,
+    /// Sessions ended without failure.
+    pub completed: AtomicU64,
+    /// Sessions failed.
+    pub failed: AtomicU64,
+    /// Requests completed.
+    pub requests: AtomicU64,
+    /// Body bytes of completed requests.
+    pub bytes: AtomicU64,
+    /// Sessions scheduled in total.
+    pub total: AtomicU64,
+    /// Set when the run is over.
+    pub done: AtomicBool,
+}

@@ -1,0 +1,800 @@
+//! The session driver: every rule of one viewer's session, without I/O.
+//!
+//! A [`SessionDriver`] walks a session script — bursts, pacing and think
+//! times, per-request deadlines, one retry on a reused connection, skipping
+//! the rest after a failure, the emulated link's one-way delay and the
+//! viewer's playout buffer — and tells an executor what to do. It never reads
+//! a clock or touches a socket (quinn-proto's shape):
+//!
+//! - [`SessionDriver::handle`]`(now, event)`: what happened (a connection
+//!   opened or failed, a response arrived, an exchange failed);
+//! - [`SessionDriver::poll_action`]`(now)`: the next thing to do (connect,
+//!   send request *j* on connection *k*, close, report a finished request,
+//!   finished with an outcome); it first fires every timer due at `now`;
+//! - [`SessionDriver::poll_timeout`]: when to call `poll_action` again if
+//!   nothing happens (the next pacing target, deadline or delayed packet).
+//!
+//! The tokio engine ([`crate::engine`]) executes its actions over real
+//! connections; tests and `vodlab simulate` step virtual time.
+//!
+//! ## Rules
+//!
+//! - A burst is a request and the indented lines after it; its requests are
+//!   issued together, each connection's share in order (one outstanding
+//!   request per connection), connections in parallel. The next burst is
+//!   due when every request of this one completed and its wait has passed
+//!   ([`send_target`]).
+//! - A request's deadline counts from when it is issued (connect time
+//!   included); missing it fails the request and closes its connection.
+//! - A request that fails with nothing received on a reused connection (the
+//!   server closed it while idle) is retried once on a new connection, with
+//!   the same deadline.
+//! - After the first failure nothing new is sent; requests in flight finish
+//!   (or miss their deadlines), then the session ends as failed.
+//! - With a one-way link delay `d`, a request leaves `d` after it is issued
+//!   and its response counts as arrived `d` after its last byte was read.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use vodlab_workload::script::{ByteRange, Request, Session, Wait};
+
+use crate::exchange::{ErrorKind, Failure, Response};
+use crate::viewer::{self, ViewerStats};
+
+/// What a paced request does when its slot has passed (the previous
+/// response took longer than the pacing interval), named after tokio's
+/// missed-tick behaviours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatePacing {
+    /// The interval counts from when the previous burst was actually sent:
+    /// a late send shifts every later one (httperf's and the thesis's rule;
+    /// the default).
+    #[default]
+    Delay,
+    /// The interval counts from when the previous burst was *due*: late
+    /// sends catch up, back to back, until the schedule is met again.
+    Burst,
+    /// Sends stay on the original grid of slots: a late request goes at the
+    /// first slot after the previous response completed (missed slots are
+    /// skipped, never caught up).
+    Skip,
+}
+
+impl std::str::FromStr for LatePacing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "delay" => Ok(Self::Delay),
+            "burst" => Ok(Self::Burst),
+            "skip" => Ok(Self::Skip),
+            _ => Err(format!(
+                "unknown late-pacing behaviour `{s}` (delay, burst or skip)"
+            )),
+        }
+    }
+}
+
+/// When the previous burst was due, went and ended, for [`send_target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Previous {
+    /// Its slot on the pacing schedule, before waiting for earlier
+    /// responses (`None` before the first burst).
+    pub slot: Option<Instant>,
+    /// When it was actually sent.
+    pub start: Option<Instant>,
+    /// When its last response completed (the session start before the first).
+    pub done: Instant,
+}
+
+/// When a burst is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// When it may be sent.
+    pub at: Instant,
+    /// Its slot on the pacing schedule (what the next paced burst counts
+    /// from under [`LatePacing::Burst`] and [`LatePacing::Skip`]).
+    pub slot: Instant,
+}
+
+/// When the head of a burst may be sent: its wait applied to the previous
+/// burst (pure; `pacing = false` ignores waits).
+///
+/// - `Wait::None`: as soon as the previous burst completed.
+/// - `Wait::Think(t)`: `t` after the previous burst completed.
+/// - `Wait::Pacing(p)`: `p` after the previous burst's send ([`LatePacing::Delay`])
+///   or slot ([`LatePacing::Burst`]), but never before it completed; or the
+///   first slot of the grid at or after its completion ([`LatePacing::Skip`]).
+///   A first paced burst waits `p` from the previous completion.
+pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -> Target {
+    let at = |t: Instant| Target { at: t, slot: t };
+    if !pacing {
+        return at(prev.done);
+    }
+    match wait {
+        Wait::None => at(prev.done),
+        Wait::Think(t) => at(add(prev.done, t)),
+        Wait::Pacing(p) => {
+            let (Some(start), Some(slot)) = (prev.start, prev.slot) else {
+                return at(add(prev.done, p));
+            };
+            match late {
+                LatePacing::Delay => {
+                    let slot = add(start, p);
+                    Target {
+                        at: slot.max(prev.done),
+                        slot,
+                    }
+                }
+                LatePacing::Burst => {
+                    let slot = add(slot, p);
+                    Target {
+                        at: slot.max(prev.done),
+                        slot,
+                    }
+                }
+                LatePacing::Skip => {
+                    let mut next = add(slot, p);
+                    if next < prev.done && p > 0.0 {
+                        let behind = (prev.done - next).as_secs_f64();
+                        next = add(next, (behind / p).ceil() * p);
+                    }
+                    at(next.max(prev.done))
+                }
+            }
+        }
+    }
+}
+
+/// `t + secs`, saturating at about a century for absurd or non-finite waits.
+fn add(t: Instant, secs: f64) -> Instant {
+    const FAR: Duration = Duration::from_secs(100 * 365 * 86_400);
+    let d = Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(FAR);
+    t.checked_add(d.min(FAR))
+        .unwrap_or_else(|| t + Duration::from_secs(86_400))
+}
+
+/// Settings of a driver.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DriverConfig {
+    /// Apply pacing and think times (off: every burst as soon as the
+    /// previous one completed).
+    pub pacing: bool,
+    /// What a late paced request does.
+    pub late_pacing: LatePacing,
+    /// One-way delay of the emulated access link.
+    pub link_delay: Duration,
+    /// Deadline of a request whose script line gives none.
+    pub default_timeout: Duration,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        Self {
+            pacing: true,
+            late_pacing: LatePacing::Delay,
+            link_delay: Duration::ZERO,
+            default_timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// Deadline of a request whose script gives none (one hour).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// What happened, told to [`SessionDriver::handle`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Connection `conn` is open.
+    Connected {
+        /// Connection index.
+        conn: usize,
+    },
+    /// Opening connection `conn` failed.
+    ConnectFailed {
+        /// Connection index.
+        conn: usize,
+        /// Why.
+        failure: Failure,
+    },
+    /// The response to the request sent on `conn` is complete. The executor
+    /// has dropped the connection if the response said it closes.
+    Response {
+        /// Connection index.
+        conn: usize,
+        /// What arrived.
+        response: Response,
+    },
+    /// The exchange on `conn` failed; the executor has dropped the connection.
+    Failed {
+        /// Connection index.
+        conn: usize,
+        /// Why.
+        failure: Failure,
+    },
+}
+
+/// What to do, from [`SessionDriver::poll_action`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Open connection `conn`; answer with `Connected` or `ConnectFailed`.
+    Connect {
+        /// Connection index.
+        conn: usize,
+    },
+    /// Send request `request` of the session on the open connection `conn`;
+    /// answer with `Response` or `Failed`.
+    Send {
+        /// Connection index.
+        conn: usize,
+        /// Index of the request in the session.
+        request: usize,
+    },
+    /// Abandon whatever is in flight on `conn` and drop the connection (a
+    /// deadline passed).
+    Close {
+        /// Connection index.
+        conn: usize,
+    },
+    /// A request ended (completed or failed): count it.
+    Record(RequestRecord),
+    /// The session is over; no more actions follow.
+    Finished(SessionOutcome),
+}
+
+/// One issued request's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRecord {
+    /// Index in the session.
+    pub request: usize,
+    /// Connection index.
+    pub conn: usize,
+    /// When its burst was due (pacing target).
+    pub scheduled: Instant,
+    /// For a burst's head: how late it was issued after `scheduled`.
+    pub send_lateness: Option<Duration>,
+    /// When it was issued (connect time included in what follows).
+    pub issued: Instant,
+    /// Completion, or why it failed.
+    pub result: Result<Completed, Failure>,
+}
+
+/// A completed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completed {
+    /// When its response counted as arrived (link delay included).
+    pub done: Instant,
+    /// Time to first byte, link delay both ways included.
+    pub ttfb: Duration,
+    /// Body bytes.
+    pub bytes: u64,
+    /// Status.
+    pub status: u16,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionOutcome {
+    /// When it started.
+    pub start: Instant,
+    /// When it ended.
+    pub end: Instant,
+    /// The first failure (request index and why); `None` for a session that
+    /// ran to its end.
+    pub failure: Option<(usize, Failure)>,
+    /// Requests completed.
+    pub completed: usize,
+    /// Requests never sent (or failed after the first failure).
+    pub skipped: usize,
+    /// What the viewer saw, when the session carries playout parameters.
+    pub viewer: Option<ViewerStats>,
+    /// Retries on a new connection after the server closed an idle one.
+    pub reconnects: u32,
+    /// Responses after which the server closed the connection.
+    pub server_closes: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Waiting for `Connected`.
+    Connecting,
+    /// Issued; leaves when the link delay has passed.
+    Delaying(Instant),
+    /// On the wire, waiting for `Response`/`Failed`.
+    Sent,
+    /// Response read; counts as arrived at `done` (link delay).
+    Arriving(Completed),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Inflight {
+    request: usize,
+    phase: Phase,
+    issued: Instant,
+    deadline: Instant,
+    retried: bool,
+    lateness: Option<Duration>,
+}
+
+#[derive(Debug, Default)]
+struct Conn {
+    open: bool,
+    queue: VecDeque<usize>,
+    inflight: Option<Inflight>,
+}
+
+/// The state machine of one session (see the module docs).
+#[derive(Debug)]
+pub struct SessionDriver<'s> {
+    session: &'s Session,
+    sizes: Option<&'s HashMap<String, u64>>,
+    cfg: DriverConfig,
+    start: Instant,
+    /// Index of the next burst's head.
+    next: usize,
+    /// The next burst is due then (set once the previous one completed).
+    due: Option<Target>,
+    /// The current burst's due time.
+    scheduled: Instant,
+    prev: Previous,
+    conns: Vec<Conn>,
+    arrivals: Vec<Option<f64>>,
+    failure: Option<(usize, Failure)>,
+    actions: VecDeque<Action>,
+    reconnects: u32,
+    server_closes: u32,
+    finished: bool,
+}
+
+impl<'s> SessionDriver<'s> {
+    /// A driver for `session` starting at `start`. `sizes` gives whole-file
+    /// sizes (from the catalog) to check unranged responses against.
+    pub fn new(
+        session: &'s Session,
+        sizes: Option<&'s HashMap<String, u64>>,
+        cfg: DriverConfig,
+        start: Instant,
+    ) -> Self {
+        let nconn = session.requests.iter().map(|r| r.conn).max().unwrap_or(0) as usize + 1;
+        let prev = Previous {
+            slot: None,
+            start: None,
+            done: start,
+        };
+        let mut d = Self {
+            session,
+            sizes,
+            cfg,
+            start,
+            next: 0,
+            due: None,
+            scheduled: start,
+            prev,
+            conns: (0..nconn).map(|_| Conn::default()).collect(),
+            arrivals: vec![None; session.requests.len()],
+            failure: None,
+            actions: VecDeque::new(),
+            reconnects: 0,
+            server_closes: 0,
+            finished: false,
+        };
+        d.schedule_next(start);
+        d
+    }
+
+    /// The session this drives.
+    pub fn session(&self) -> &'s Session {
+        self.session
+    }
+
+    /// Number of connections the session uses.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// True once [`Action::Finished`] has been returned or queued.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// When `poll_action` must next be called if no event arrives.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.finished {
+            return None;
+        }
+        let mut t = self.due.map(|d| d.at);
+        for c in &self.conns {
+            if let Some(f) = &c.inflight {
+                let at = match f.phase {
+                    Phase::Delaying(at) => at.min(f.deadline),
+                    Phase::Arriving(done) => done.done.min(f.deadline),
+                    Phase::Connecting | Phase::Sent => f.deadline,
+                };
+                t = Some(t.map_or(at, |x| x.min(at)));
+            }
+        }
+        t
+    }
+
+    /// The next action, after firing every timer due at `now`.
+    pub fn poll_action(&mut self, now: Instant) -> Option<Action> {
+        if self.actions.is_empty() {
+            self.advance(now);
+        }
+        self.actions.pop_front()
+    }
+
+    /// Tells the driver what happened at `now`.
+    pub fn handle(&mut self, now: Instant, event: Event) {
+        match event {
+            Event::Connected { conn } => {
+                let Some(c) = self.conns.get_mut(conn) else {
+                    return;
+                };
+                c.open = true;
+                if matches!(
+                    c.inflight,
+                    Some(Inflight {
+                        phase: Phase::Connecting,
+                        ..
+                    })
+                ) {
+                    self.begin_send(conn, now);
+                }
+            }
+            Event::ConnectFailed { conn, failure } => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.open = false;
+                    if matches!(
+                        c.inflight,
+                        Some(Inflight {
+                            phase: Phase::Connecting,
+                            ..
+                        })
+                    ) {
+                        self.fail(conn, now, failure);
+                    }
+                }
+            }
+            Event::Response { conn, response } => self.on_response(conn, now, response),
+            Event::Failed { conn, failure } => {
+                let Some(c) = self.conns.get_mut(conn) else {
+                    return;
+                };
+                c.open = false;
+                let Some(f) = c.inflight.as_mut() else { return };
+                if f.phase != Phase::Sent {
+                    return;
+                }
+                if failure.retryable && !f.retried {
+                    f.retried = true;
+                    f.phase = Phase::Connecting;
+                    self.reconnects += 1;
+                    self.actions.push_back(Action::Connect { conn });
+                } else {
+                    self.fail(conn, now, failure);
+                }
+            }
+        }
+        self.settle(now);
+    }
+
+    fn on_response(&mut self, conn: usize, now: Instant, response: Response) {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        if !response.keep_alive {
+            c.open = false;
+            self.server_closes += 1;
+        }
+        let Some(f) = c.inflight else { return };
+        if f.phase != Phase::Sent {
+            return;
+        }
+        let r = &self.session.requests[f.request];
+        let expected = self.sizes.and_then(|s| s.get(&r.path).copied());
+        if let Err(fail) = check(r, &response, expected) {
+            self.fail(conn, now, fail);
+            return;
+        }
+        let delay = self.cfg.link_delay;
+        let done = Completed {
+            done: now + delay,
+            ttfb: response.ttfb + 2 * delay,
+            bytes: response.body_bytes,
+            status: response.status,
+        };
+        if done.done > f.deadline {
+            // arrives after its deadline: the deadline timer fails it
+            self.conns[conn].inflight.as_mut().expect("inflight").phase = Phase::Arriving(done);
+        } else if delay.is_zero() {
+            self.complete(conn, done);
+        } else {
+            self.conns[conn].inflight.as_mut().expect("inflight").phase = Phase::Arriving(done);
+        }
+    }
+
+    /// Fires timers due at `now`, then issues the next burst if it is due.
+    fn advance(&mut self, now: Instant) {
+        if self.finished {
+            return;
+        }
+        for k in 0..self.conns.len() {
+            let Some(f) = self.conns[k].inflight else {
+                continue;
+            };
+            match f.phase {
+                Phase::Arriving(done) if done.done <= now && done.done <= f.deadline => {
+                    self.complete(k, done);
+                }
+                Phase::Delaying(at) if at <= now && at < f.deadline => {
+                    self.conns[k].inflight.as_mut().expect("inflight").phase = Phase::Sent;
+                    self.actions.push_back(Action::Send {
+                        conn: k,
+                        request: f.request,
+                    });
+                }
+                _ if f.deadline <= now => {
+                    let secs = self.timeout_of(f.request).as_secs_f64();
+                    self.conns[k].open = false;
+                    self.actions.push_back(Action::Close { conn: k });
+                    self.fail(
+                        k,
+                        f.deadline,
+                        Failure::new(ErrorKind::Timeout, format!("not complete within {secs} s")),
+                    );
+                }
+                _ => {}
+            }
+        }
+        self.settle(now);
+        if let Some(due) = self.due {
+            if due.at <= now && self.failure.is_none() {
+                self.due = None;
+                self.issue_burst(due, now);
+            }
+        }
+    }
+
+    fn timeout_of(&self, j: usize) -> Duration {
+        match self.session.requests[j].timeout_s {
+            Some(s) => Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX),
+            None => self.cfg.default_timeout,
+        }
+    }
+
+    fn issue_burst(&mut self, due: Target, now: Instant) {
+        let reqs = &self.session.requests;
+        let head = self.next;
+        let end = reqs[head + 1..]
+            .iter()
+            .position(|r| !r.burst)
+            .map_or(reqs.len(), |p| head + 1 + p);
+        self.next = end;
+        self.scheduled = due.at;
+        self.prev.slot = Some(due.slot);
+        self.prev.start = Some(now);
+        for (j, r) in reqs.iter().enumerate().take(end).skip(head) {
+            self.conns[r.conn as usize].queue.push_back(j);
+        }
+        let lateness = now.saturating_duration_since(due.at);
+        for k in 0..self.conns.len() {
+            if self.conns[k].inflight.is_none() {
+                if let Some(j) = self.conns[k].queue.pop_front() {
+                    self.start_request(k, j, now, (j == head).then_some(lateness));
+                }
+            }
+        }
+        self.settle(now);
+    }
+
+    fn start_request(&mut self, k: usize, j: usize, now: Instant, lateness: Option<Duration>) {
+        let timeout = self.timeout_of(j);
+        let deadline = now
+            .checked_add(timeout)
+            .unwrap_or_else(|| add(now, f64::INFINITY));
+        self.conns[k].inflight = Some(Inflight {
+            request: j,
+            phase: Phase::Connecting,
+            issued: now,
+            deadline,
+            retried: false,
+            lateness,
+        });
+        if self.conns[k].open {
+            self.begin_send(k, now);
+        } else {
+            self.actions.push_back(Action::Connect { conn: k });
+        }
+    }
+
+    fn begin_send(&mut self, k: usize, now: Instant) {
+        let delay = self.cfg.link_delay;
+        let f = self.conns[k].inflight.as_mut().expect("inflight");
+        if delay.is_zero() {
+            f.phase = Phase::Sent;
+            let request = f.request;
+            self.actions.push_back(Action::Send { conn: k, request });
+        } else {
+            f.phase = Phase::Delaying(now + delay);
+        }
+    }
+
+    fn complete(&mut self, k: usize, done: Completed) {
+        let f = self.conns[k].inflight.take().expect("inflight");
+        self.arrivals[f.request] = Some(
+            done.done
+                .saturating_duration_since(self.start)
+                .as_secs_f64(),
+        );
+        self.prev.done = self.prev.done.max(done.done);
+        self.actions.push_back(Action::Record(RequestRecord {
+            request: f.request,
+            conn: k,
+            scheduled: self.scheduled,
+            send_lateness: f.lateness,
+            issued: f.issued,
+            result: Ok(done),
+        }));
+        if self.failure.is_none() {
+            if let Some(j) = self.conns[k].queue.pop_front() {
+                self.start_request(k, j, done.done, None);
+            }
+        }
+    }
+
+    fn fail(&mut self, k: usize, at: Instant, failure: Failure) {
+        let Some(f) = self.conns[k].inflight.take() else {
+            return;
+        };
+        self.actions.push_back(Action::Record(RequestRecord {
+            request: f.request,
+            conn: k,
+            scheduled: self.scheduled,
+            send_lateness: f.lateness,
+            issued: f.issued,
+            result: Err(failure.clone()),
+        }));
+        self.prev.done = self.prev.done.max(at);
+        if self.failure.is_none() {
+            self.failure = Some((f.request, failure));
+        }
+        for c in &mut self.conns {
+            c.queue.clear();
+        }
+    }
+
+    /// After any change: when the burst is over, schedule the next one or finish.
+    fn settle(&mut self, now: Instant) {
+        if self.finished || self.due.is_some() {
+            return;
+        }
+        let busy = self
+            .conns
+            .iter()
+            .any(|c| c.inflight.is_some() || !c.queue.is_empty());
+        if busy {
+            return;
+        }
+        if self.failure.is_some() || self.next >= self.session.requests.len() {
+            self.finish(now);
+        } else {
+            self.schedule_next(now);
+        }
+    }
+
+    fn schedule_next(&mut self, now: Instant) {
+        if self.next >= self.session.requests.len() {
+            self.finish(now);
+            return;
+        }
+        let wait = self.session.requests[self.next].wait;
+        self.due = Some(send_target(
+            wait,
+            self.prev,
+            self.cfg.pacing,
+            self.cfg.late_pacing,
+        ));
+    }
+
+    fn finish(&mut self, now: Instant) {
+        self.finished = true;
+        let end = now.max(self.prev.done);
+        let completed = self.arrivals.iter().filter(|a| a.is_some()).count();
+        let failed = self.failure.is_some();
+        let skipped = self.session.requests.len() - completed - usize::from(failed);
+        let secs = end.saturating_duration_since(self.start).as_secs_f64();
+        let viewer = crate::load::playout(self.session).map(|(request_s, buffering)| {
+            viewer::play(&self.arrivals, request_s, buffering, failed.then_some(secs))
+        });
+        for (k, c) in self.conns.iter_mut().enumerate() {
+            if c.open {
+                c.open = false;
+                self.actions.push_back(Action::Close { conn: k });
+            }
+        }
+        self.actions.push_back(Action::Finished(SessionOutcome {
+            start: self.start,
+            end,
+            failure: self.failure.take(),
+            completed,
+            skipped,
+            viewer,
+            reconnects: self.reconnects,
+            server_closes: self.server_closes,
+        }));
+    }
+}
+
+/// True when the request carries a `Range` header the script parser kept raw
+/// (several ranges, a suffix range): its answer may be 200 or 206 and is not
+/// checked byte for byte. A single range in a header is `Request::range`.
+fn raw_range_header(r: &Request) -> bool {
+    r.headers.iter().any(|h| {
+        h.split_once(':')
+            .is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case("range"))
+    })
+}
+
+/// Status, Content-Range and length checks of a response to `r`
+/// (`expected_size`: the whole file's size, for unranged GETs).
+pub fn check(r: &Request, resp: &Response, expected_size: Option<u64>) -> Result<(), Failure> {
+    let range: Option<ByteRange> = r.range;
+    if range.is_none() && raw_range_header(r) {
+        return match resp.status {
+            200 | 206 => Ok(()),
+            s => Err(Failure::new(
+                ErrorKind::BadStatus,
+                format!("status {s} (expected 200 or 206)"),
+            )),
+        };
+    }
+    match (range, resp.status) {
+        (Some(_), 206) | (None, 200) => {}
+        (_, s) => {
+            return Err(Failure::new(
+                ErrorKind::BadStatus,
+                format!(
+                    "status {s} (expected {})",
+                    if range.is_some() { 206 } else { 200 }
+                ),
+            ))
+        }
+    }
+    if let Some(g) = range {
+        let Some((a, b, total)) = resp.content_range else {
+            return Err(Failure::new(
+                ErrorKind::ContentMismatch,
+                "206 without Content-Range",
+            ));
+        };
+        let want_end = match (g.end, total) {
+            (Some(e), Some(t)) => e.min(t.saturating_sub(1)),
+            (Some(e), None) => e,
+            (None, Some(t)) => t.saturating_sub(1),
+            (None, None) => b,
+        };
+        if a != g.start || b != want_end {
+            return Err(Failure::new(
+                ErrorKind::ContentMismatch,
+                format!("Content-Range {a}-{b} for requested {}", g.header_value()),
+            ));
+        }
+        if resp.body_bytes != (b - a).saturating_add(1) {
+            return Err(Failure::new(
+                ErrorKind::ContentMismatch,
+                format!("{} body bytes for range {a}-{b}", resp.body_bytes),
+            ));
+        }
+    } else if let Some(n) = expected_size {
+        if r.method.as_str() == "GET" && resp.body_bytes != n {
+            return Err(Failure::new(
+                ErrorKind::ContentMismatch,
+                format!("{} body bytes, the catalog says {n}", resp.body_bytes),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! What one exchange produced: the server's answer, or why it failed
+//! (counted by type, never by message text). No I/O: the session driver and
+//! the executors share these.
+
+use std::io;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a request failed, counted by type (never by message text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Connection refused.
+    Refused,
+    /// Connection reset or broken pipe.
+    Reset,
+    /// The request did not complete within its timeout.
+    Timeout,
+    /// A status other than the expected 200/206.
+    BadStatus,
+    /// The connection closed before the body was complete.
+    ShortBody,
+    /// Malformed response (status line, headers, chunking).
+    BadResponse,
+    /// Content-Range, length or bytes differ from what was asked for.
+    ContentMismatch,
+    /// The client ran out of file descriptors (EMFILE/ENFILE).
+    Descriptors,
+    /// The client ran out of local ports (EADDRNOTAVAIL).
+    Ports,
+    /// Any other I/O error.
+    Other,
+}
+
+impl ErrorKind {
+    /// Every kind, in report order.
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::Refused,
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::BadStatus,
+        ErrorKind::ShortBody,
+        ErrorKind::BadResponse,
+        ErrorKind::ContentMismatch,
+        ErrorKind::Descriptors,
+        ErrorKind::Ports,
+        ErrorKind::Other,
+    ];
+
+    /// Snake-case name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::BadStatus => "bad_status",
+            ErrorKind::ShortBody => "short_body",
+            ErrorKind::BadResponse => "bad_response",
+            ErrorKind::ContentMismatch => "content_mismatch",
+            ErrorKind::Descriptors => "descriptors",
+            ErrorKind::Ports => "ports",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// True for errors that mean the client, not the server, failed.
+    pub fn is_client_side(self) -> bool {
+        matches!(self, ErrorKind::Descriptors | ErrorKind::Ports)
+    }
+
+    /// Classifies an I/O error.
+    pub fn from_io(e: &io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(libc::EMFILE) | Some(libc::ENFILE) => return ErrorKind::Descriptors,
+            Some(libc::EADDRNOTAVAIL) => return ErrorKind::Ports,
+            _ => {}
+        }
+        match e.kind() {
+            io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
+            io::ErrorKind::UnexpectedEof => ErrorKind::ShortBody,
+            io::ErrorKind::TimedOut => ErrorKind::Timeout,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// A failed exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Type.
+    pub kind: ErrorKind,
+    /// True when nothing of the response arrived on a reused connection
+    /// (the server had closed it): the caller may reconnect and retry.
+    pub retryable: bool,
+    /// Detail for logs and requests.csv.
+    pub detail: String,
+}
+
+impl Failure {
+    /// A failure that may not be retried.
+    pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            retryable: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What the server answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Body bytes received.
+    pub body_bytes: u64,
+    /// Header bytes received.
+    pub header_bytes: u64,
+    /// Content-Range as (first, last, total) when present.
+    pub content_range: Option<(u64, u64, Option<u64>)>,
+    /// Time from send to the first response byte.
+    pub ttfb: Duration,
+    /// The connection may be reused.
+    pub keep_alive: bool,
+}
