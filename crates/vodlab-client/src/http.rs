@@ -1,17 +1,23 @@
-//! A small HTTP/1.1 client connection built for load generation.
+//! A small HTTP/1.1 client connection built for load generation: the
+//! shared codec (`vodlab_http::client`: request encoder, push response
+//! decoder) over any `AsyncRead + AsyncWrite` transport, with the access
+//! link's rate emulation on reads and writes.
 //!
 //! Why not hyper: the engine needs to pace every read (token bucket), keep a
 //! small receive buffer, time the first byte, count and check body bytes, and
-//! allocate nothing per request; a connection loop over `httparse` does that
-//! directly. Supports persistent connections, Content-Length, chunked and
-//! close-delimited bodies, HEAD and 1xx/204/304 without bodies.
+//! allocate nothing per request. Supports persistent connections,
+//! Content-Length, chunked and close-delimited bodies, HEAD, 204/304, and
+//! 1xx interim responses before the answer (skipped).
 
 use std::io;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
+use vodlab_http::client::{
+    encode_request, DecodeError, Decoded, RequestHead, ResponseDecoder, MAX_HEAD_BYTES,
+};
 
 use crate::link::{LinkSpec, TokenBucket};
 
@@ -36,15 +42,21 @@ pub struct Outgoing<'a> {
     pub http10: bool,
 }
 
-const MAX_HEADER: usize = 64 * 1024;
+/// Largest read buffer of an unshaped connection.
 const BUF: usize = 64 * 1024;
+/// A response head may grow the buffer to this (the codec's head limit).
+const MAX_BUF: usize = MAX_HEAD_BYTES + BUF;
 
-/// One persistent connection with its link emulation.
-pub struct Connection {
-    stream: TcpStream,
+/// One persistent connection with its link emulation, over any transport
+/// (`TcpStream`, TLS, or a scripted mock in tests).
+pub struct Connection<T = TcpStream> {
+    io: T,
     buf: Vec<u8>,
-    /// Valid bytes at the start of `buf` not yet consumed.
-    filled: usize,
+    /// Unconsumed bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// Reused request encoding buffer.
+    out: Vec<u8>,
     down: Option<TokenBucket>,
     up: Option<TokenBucket>,
     /// Requests completed on this connection.
@@ -52,7 +64,7 @@ pub struct Connection {
     host: String,
 }
 
-impl Connection {
+impl Connection<TcpStream> {
     /// Connects to `addr` with the link's receive buffer.
     pub async fn connect(addr: SocketAddr, host: &str, link: &LinkSpec) -> Result<Self, Failure> {
         let io = |e: io::Error| Failure::new(ErrorKind::from_io(&e), format!("connect: {e}"));
@@ -67,24 +79,34 @@ impl Connection {
         }
         let stream = socket.connect(addr).await.map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
+        Ok(Self::new(stream, host, link))
+    }
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
+    /// A connection over an open transport, shaped by `link`'s rates.
+    pub fn new(io: T, host: &str, link: &LinkSpec) -> Self {
         let now = Instant::now();
         // a shaped link never reads more than one bucket's worth at a time
         let down = (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now));
         let size = down
             .as_ref()
             .map_or(BUF, |b| (2 * b.chunk()).clamp(8 * 1024, BUF));
-        Ok(Self {
-            stream,
+        Self {
+            io,
             buf: vec![0; size],
-            filled: 0,
+            start: 0,
+            end: 0,
+            out: Vec::with_capacity(256),
             down,
             up: (link.up_bps > 0.0).then(|| TokenBucket::new(link.up_bps, now)),
             uses: 0,
             host: host.to_string(),
-        })
+        }
     }
 
-    async fn shaped_read(&mut self, at: usize) -> io::Result<usize> {
+    async fn shaped_read(&mut self) -> io::Result<usize> {
+        let at = self.end;
         let mut limit = self.buf.len() - at;
         if let Some(b) = self.down.as_mut() {
             let w = b.wait(Instant::now());
@@ -93,11 +115,27 @@ impl Connection {
             }
             limit = limit.min(b.chunk());
         }
-        let n = self.stream.read(&mut self.buf[at..at + limit]).await?;
+        let n = self.io.read(&mut self.buf[at..at + limit]).await?;
         if let Some(b) = self.down.as_mut() {
             b.consume(Instant::now(), n);
         }
         Ok(n)
+    }
+
+    /// Makes room after `end` for a read: moves unconsumed bytes to the
+    /// front, or grows the buffer while a head is incomplete.
+    fn make_room(&mut self) {
+        if self.end < self.buf.len() {
+            return;
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        } else if self.buf.len() < MAX_BUF {
+            let n = (2 * self.buf.len()).min(MAX_BUF);
+            self.buf.resize(n, 0);
+        }
     }
 
     /// Sends a request and reads the whole response. `sink` sees every body
@@ -108,325 +146,102 @@ impl Connection {
         sink: &mut (dyn FnMut(u64, &[u8]) + Send),
     ) -> Result<Response, Failure> {
         let reused = self.uses > 0;
-        let mut head = String::with_capacity(256);
-        head.push_str(req.method);
-        head.push(' ');
-        if !req.path.starts_with('/') {
-            head.push('/');
-        }
-        head.push_str(req.path);
-        head.push_str(if req.http10 {
-            " HTTP/1.0\r\nHost: "
-        } else {
-            " HTTP/1.1\r\nHost: "
-        });
-        head.push_str(&self.host);
-        head.push_str("\r\nUser-Agent: vodlab/");
-        head.push_str(env!("CARGO_PKG_VERSION"));
-        head.push_str("\r\nX-Vodlab-Session: ");
-        head.push_str(&req.session.to_string());
-        if req.http10 {
-            head.push_str("\r\nConnection: keep-alive");
-        }
-        if let Some(r) = req.range {
-            head.push_str("\r\nRange: ");
-            head.push_str(r);
-        }
-        for h in req.headers {
-            head.push_str("\r\n");
-            head.push_str(h);
-        }
-        if let Some(b) = req.body {
-            head.push_str("\r\nContent-Length: ");
-            head.push_str(&b.len().to_string());
-        }
-        head.push_str("\r\n\r\n");
-        if let Some(b) = req.body {
-            head.push_str(b);
-        }
+        self.out.clear();
+        encode_request(
+            &RequestHead {
+                method: req.method,
+                target: req.path,
+                host: &self.host,
+                http10: req.http10,
+                range: req.range,
+                headers: req.headers,
+                session: Some(req.session),
+                body: req.body.map(str::as_bytes),
+            },
+            &mut self.out,
+        )
+        .map_err(|e| Failure::new(ErrorKind::Other, format!("request not sent: {e}")))?;
         if let Some(up) = self.up.as_mut() {
-            up.consume(Instant::now(), head.len());
+            up.consume(Instant::now(), self.out.len());
             let w = up.wait(Instant::now());
             if !w.is_zero() {
                 tokio::time::sleep(w).await;
             }
         }
         let sent = Instant::now();
-        if let Err(e) = self.stream.write_all(head.as_bytes()).await {
+        let written = async {
+            self.io.write_all(&self.out).await?;
+            self.io.flush().await
+        };
+        if let Err(e) = written.await {
             let mut f = Failure::new(ErrorKind::from_io(&e), format!("send: {e}"));
             f.retryable = reused;
             return Err(f);
         }
 
-        // headers
+        let mut dec = ResponseDecoder::new(req.method == "HEAD");
         let mut ttfb = None;
-        let (status, header_len, body_kind, keep_alive, content_range) = loop {
-            let mut headers = [httparse::EMPTY_HEADER; 48];
-            let mut resp = httparse::Response::new(&mut headers);
-            match resp.parse(&self.buf[..self.filled]) {
-                Ok(httparse::Status::Complete(n)) => {
-                    let status = resp.code.unwrap_or(0);
-                    let v11 = resp.version == Some(1);
-                    let mut len = None;
-                    let mut chunked = false;
-                    let mut close = !v11;
-                    let mut range = None;
-                    for h in resp.headers.iter() {
-                        let name = h.name;
-                        let val = std::str::from_utf8(h.value).unwrap_or("").trim();
-                        if name.eq_ignore_ascii_case("content-length") {
-                            len = Some(val.parse::<u64>().map_err(|_| {
-                                Failure::new(
-                                    ErrorKind::BadResponse,
-                                    format!("bad Content-Length `{val}`"),
-                                )
-                            })?);
-                        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                            chunked = val.to_ascii_lowercase().contains("chunked");
-                        } else if name.eq_ignore_ascii_case("connection") {
-                            let v = val.to_ascii_lowercase();
-                            if v.contains("close") {
-                                close = true;
-                            } else if v.contains("keep-alive") {
-                                close = false;
-                            }
-                        } else if name.eq_ignore_ascii_case("content-range") {
-                            range = parse_content_range(val);
-                        }
-                    }
-                    let no_body = req.method == "HEAD"
-                        || status == 204
-                        || status == 304
-                        || (100..200).contains(&status);
-                    let kind = if no_body {
-                        Body::Length(0)
-                    } else if chunked {
-                        Body::Chunked
-                    } else if let Some(l) = len {
-                        Body::Length(l)
-                    } else {
-                        close = true;
-                        Body::UntilClose
-                    };
-                    break (status, n, kind, !close, range);
+        loop {
+            if self.start < self.end {
+                let p = dec
+                    .feed(&self.buf[self.start..self.end], sink)
+                    .map_err(|e| decode_failure(e, false))?;
+                self.start += p.consumed;
+                if self.start == self.end {
+                    self.start = 0;
+                    self.end = 0;
                 }
-                Ok(httparse::Status::Partial) => {
-                    if self.filled >= MAX_HEADER {
-                        return Err(Failure::new(
-                            ErrorKind::BadResponse,
-                            "response header over 64 KiB",
-                        ));
-                    }
-                    if self.filled == self.buf.len() {
-                        self.buf.resize((2 * self.buf.len()).min(MAX_HEADER), 0);
-                    }
-                    let at = self.filled;
-                    match self.shaped_read(at).await {
-                        Ok(0) => {
-                            let mut f = Failure::new(
-                                if self.filled == 0 {
-                                    ErrorKind::Reset
-                                } else {
-                                    ErrorKind::ShortBody
-                                },
-                                "connection closed before the response header",
-                            );
-                            f.retryable = reused && self.filled == 0;
-                            return Err(f);
-                        }
-                        Ok(n) => {
-                            ttfb.get_or_insert_with(|| sent.elapsed());
-                            self.filled += n;
-                        }
-                        Err(e) => {
-                            let mut f = Failure::new(ErrorKind::from_io(&e), format!("read: {e}"));
-                            f.retryable = reused && self.filled == 0;
-                            return Err(f);
-                        }
-                    }
-                }
-                Err(e) => {
-                    return Err(Failure::new(
-                        ErrorKind::BadResponse,
-                        format!("bad response header: {e}"),
-                    ))
+                if p.state == Decoded::Complete {
+                    break;
                 }
             }
-        };
-        let ttfb = ttfb.unwrap_or_else(|| sent.elapsed());
-        // shift the leftover body bytes to the front
-        self.buf.copy_within(header_len..self.filled, 0);
-        self.filled -= header_len;
-
-        let body_bytes = match body_kind {
-            Body::Length(n) => self.read_exact_body(n, 0, sink).await?,
-            Body::UntilClose => self.read_until_close(sink).await?,
-            Body::Chunked => self.read_chunked(sink).await?,
-        };
+            self.make_room();
+            match self.shaped_read().await {
+                Ok(0) => match dec.eof() {
+                    Ok(()) => break,
+                    Err(e) => return Err(decode_failure(e, reused)),
+                },
+                Ok(n) => {
+                    ttfb.get_or_insert_with(|| sent.elapsed());
+                    self.end += n;
+                }
+                Err(e) => {
+                    let mut f = Failure::new(ErrorKind::from_io(&e), format!("read: {e}"));
+                    f.retryable = reused && !dec.received_any() && self.start == self.end;
+                    return Err(f);
+                }
+            }
+        }
+        let head = *dec
+            .head()
+            .ok_or_else(|| Failure::new(ErrorKind::BadResponse, "response ended without a head"))?;
         self.uses += 1;
         Ok(Response {
-            status,
-            body_bytes,
-            header_bytes: header_len as u64,
-            content_range,
-            ttfb,
-            keep_alive,
+            status: head.status,
+            body_bytes: dec.body_bytes(),
+            header_bytes: head.header_bytes,
+            content_range: head.content_range,
+            ttfb: ttfb.unwrap_or_else(|| sent.elapsed()),
+            // bytes beyond the response on a connection that closes are discarded with it
+            keep_alive: head.keep_alive,
         })
     }
-
-    /// Consumes `n` body bytes starting at body offset `base`.
-    async fn read_exact_body(
-        &mut self,
-        n: u64,
-        base: u64,
-        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
-    ) -> Result<u64, Failure> {
-        let mut got = 0u64;
-        loop {
-            let take = (self.filled as u64).min(n - got) as usize;
-            if take > 0 {
-                sink(base + got, &self.buf[..take]);
-                self.buf.copy_within(take..self.filled, 0);
-                self.filled -= take;
-                got += take as u64;
-            }
-            if got == n {
-                return Ok(got);
-            }
-            match self.shaped_read(0).await {
-                Ok(0) => {
-                    return Err(Failure::new(
-                        ErrorKind::ShortBody,
-                        format!("connection closed after {got} of {n} body bytes"),
-                    ))
-                }
-                Ok(k) => self.filled = k,
-                Err(e) => {
-                    return Err(Failure::new(
-                        ErrorKind::from_io(&e),
-                        format!("read body: {e}"),
-                    ))
-                }
-            }
-        }
-    }
-
-    async fn read_until_close(
-        &mut self,
-        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
-    ) -> Result<u64, Failure> {
-        let mut got = 0u64;
-        loop {
-            if self.filled > 0 {
-                sink(got, &self.buf[..self.filled]);
-                got += self.filled as u64;
-                self.filled = 0;
-            }
-            match self.shaped_read(0).await {
-                Ok(0) => return Ok(got),
-                Ok(k) => self.filled = k,
-                Err(e) => {
-                    return Err(Failure::new(
-                        ErrorKind::from_io(&e),
-                        format!("read body: {e}"),
-                    ))
-                }
-            }
-        }
-    }
-
-    async fn fill_line(&mut self) -> Result<usize, Failure> {
-        loop {
-            if let Some(i) = self.buf[..self.filled]
-                .windows(2)
-                .position(|w| w == b"\r\n")
-            {
-                return Ok(i);
-            }
-            if self.filled >= 4096 {
-                return Err(Failure::new(
-                    ErrorKind::BadResponse,
-                    "chunk-size line too long",
-                ));
-            }
-            if self.filled == self.buf.len() {
-                self.buf.resize(2 * self.buf.len(), 0);
-            }
-            let at = self.filled;
-            match self.shaped_read(at).await {
-                Ok(0) => {
-                    return Err(Failure::new(
-                        ErrorKind::ShortBody,
-                        "connection closed inside a chunked body",
-                    ))
-                }
-                Ok(k) => self.filled += k,
-                Err(e) => {
-                    return Err(Failure::new(
-                        ErrorKind::from_io(&e),
-                        format!("read chunk: {e}"),
-                    ))
-                }
-            }
-        }
-    }
-
-    async fn read_chunked(
-        &mut self,
-        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
-    ) -> Result<u64, Failure> {
-        let mut total = 0u64;
-        loop {
-            let i = self.fill_line().await?;
-            let line = std::str::from_utf8(&self.buf[..i]).unwrap_or("");
-            let hex = line.split(';').next().unwrap_or("").trim();
-            let size = u64::from_str_radix(hex, 16).map_err(|_| {
-                Failure::new(ErrorKind::BadResponse, format!("bad chunk size `{hex}`"))
-            })?;
-            self.buf.copy_within(i + 2..self.filled, 0);
-            self.filled -= i + 2;
-            if size == 0 {
-                // trailers until an empty line
-                loop {
-                    let j = self.fill_line().await?;
-                    self.buf.copy_within(j + 2..self.filled, 0);
-                    self.filled -= j + 2;
-                    if j == 0 {
-                        return Ok(total);
-                    }
-                }
-            }
-            total += self.read_exact_body(size, total, sink).await?;
-            let j = self.fill_line().await?;
-            if j != 0 {
-                return Err(Failure::new(
-                    ErrorKind::BadResponse,
-                    "chunk not followed by CRLF",
-                ));
-            }
-            self.buf.copy_within(2..self.filled, 0);
-            self.filled -= 2;
-        }
-    }
 }
 
-enum Body {
-    Length(u64),
-    Chunked,
-    UntilClose,
-}
-
-/// Parses `bytes A-B/T` (T may be `*`).
-pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
-    let rest = v.strip_prefix("bytes")?.trim_start();
-    let (range, total) = rest.split_once('/')?;
-    let (a, b) = range.trim().split_once('-')?;
-    let total = match total.trim() {
-        "*" => None,
-        t => Some(t.parse().ok()?),
+/// The failure a decoding error means (`reused`: a close before any byte
+/// may be retried on a new connection).
+fn decode_failure(e: DecodeError, reused: bool) -> Failure {
+    let kind = match &e {
+        DecodeError::ClosedBeforeResponse => ErrorKind::Reset,
+        DecodeError::ClosedInHead | DecodeError::ShortBody { .. } => ErrorKind::ShortBody,
+        _ => ErrorKind::BadResponse,
     };
-    Some((a.parse().ok()?, b.parse().ok()?, total))
+    let mut f = Failure::new(kind, e.to_string());
+    f.retryable = reused && matches!(e, DecodeError::ClosedBeforeResponse);
+    f
 }
+
+pub use vodlab_http::client::parse_content_range;
 
 #[cfg(test)]
 mod tests {
