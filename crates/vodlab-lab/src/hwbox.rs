@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Why a box could not be made or used.
@@ -120,7 +120,7 @@ pub fn profile(name: &str) -> Result<Profile, BoxError> {
 }
 
 /// A block device number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dev {
     /// Major number.
     pub major: u32,
@@ -272,7 +272,7 @@ impl Cgroups {
 }
 
 /// What the box should emulate.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BoxSpec {
     /// Cgroup name (a directory under each hierarchy).
     pub name: String,

@@ -1,16 +1,31 @@
 //! vodlab's experiments: the capacity search (pure, driven by any
-//! measurement), confidence intervals, emulated hardware boxes on cgroups,
-//! configurations for peer servers, and the HTML report.
+//! measurement), the point runner that measures it with real load runs, the
+//! typed `capacity.json` and `compare.json` files, confidence intervals,
+//! emulated hardware boxes on cgroups, configurations for peer servers, and
+//! the HTML report.
 
+#![warn(missing_docs)]
+
+pub mod capacity;
+pub mod compare;
+pub mod files;
 pub mod hwbox;
 pub mod report;
+pub mod runner;
 pub mod search;
 pub mod servers;
 pub mod stats;
 
+pub use capacity::{CapacityFile, CapacityMeta, Row, SearchOutcome, Stop};
+pub use compare::{CompareFile, Figures, ProfileInfo, SeqRead, ServerRow};
+pub use files::FileError;
 pub use hwbox::{BoxError, BoxSpec, Cgroups, Dev, DeviceStat, HwBox, Profile, Usage, PROFILES};
+pub use runner::{
+    Interrupter, Measured, PointRunner, PointSettings, RunObserver, RunnerError, Target,
+};
 pub use search::{
-    Answer, Criterion, Ending, Outcome, Point, Search, SearchConfig, SearchError, Step,
+    Answer, Criterion, Ending, Outcome, Point, RunExtra, Search, SearchConfig, SearchError, Step,
+    Verdict,
 };
 pub use servers::{ServerError, ServerKind, ServerSetup};
 pub use stats::{mean_ci, t_quantile, MeanCi};

@@ -2,6 +2,12 @@
 //! the failure criterion trips, then bisect between the highest rate that
 //! passed and the lowest that failed. Pure: the caller measures a rate (a real
 //! run, or a simulated server in tests) and reports each outcome back.
+//!
+//! A run whose load generator was INVALID (late starts or sends, saturated
+//! CPU, descriptors or ports exhausted: `client_valid == false`) can neither
+//! pass nor fail: its point gets [`Verdict::Invalid`] and the search stops
+//! there with [`Ending::ClientLimited`]; the answer is then a lower bound
+//! taken from valid points only.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -152,9 +158,68 @@ pub struct Outcome {
     pub client_valid: bool,
     /// Why the client marked the run invalid.
     pub client_invalid_reasons: Vec<String>,
-    /// Extra figures of the run (disk throughput, server statistics, ...).
+    /// Extra figures of the run (where its results are, disk throughput,
+    /// server statistics, ...).
     #[serde(default)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    pub extra: RunExtra,
+}
+
+/// Figures of one run beyond what the criterion needs: filled by the point
+/// runner (sessions, results directory, server statistics) and by `compare`
+/// (box and device counters). Absent figures are left out of the file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunExtra {
+    /// Sessions the point started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u64>,
+    /// Wall-clock length of the run, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+    /// Body bytes delivered during the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_bytes: Option<u64>,
+    /// 99th percentile response time of measured sessions, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_p99_ms: Option<f64>,
+    /// The run's directory (results.json, summary.txt, requests.csv),
+    /// relative to the capacity.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<String>,
+    /// `GET /vodlab/stats` of a `vodlab serve` target before the run (the
+    /// server's own document, kept as it came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stats_before: Option<serde_json::Value>,
+    /// The same after the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stats_after: Option<serde_json::Value>,
+    /// Bytes the box's cgroup read from the throttled device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_bytes: Option<u64>,
+    /// Those bytes per second of the run, MB/s (10^6 bytes); without a box,
+    /// the device's counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mb_s: Option<f64>,
+    /// Bytes read by the whole device per second of the run, MB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_mb_s: Option<f64>,
+    /// Device busy time per read, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ms_per_read: Option<f64>,
+    /// Mean read size, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_read_kib: Option<f64>,
+    /// Disk bytes per delivered byte, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_miss_pct: Option<f64>,
+    /// CPU time of the box's processes, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_s: Option<f64>,
+    /// That per delivered gigabyte, s/GB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_s_per_gb: Option<f64>,
+    /// Peak memory of the box (page cache included), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub box_memory_peak_bytes: Option<u64>,
 }
 
 /// How the stepping phase raises the rate.
@@ -235,14 +300,41 @@ impl SearchConfig {
     }
 }
 
+/// What a settled rate showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every repetition met the criterion with a valid client.
+    Pass,
+    /// A repetition missed the criterion with a valid client.
+    Fail,
+    /// A repetition's load generator was INVALID: the point says nothing
+    /// about the server (neither pass nor fail) and the search stops there.
+    Invalid,
+}
+
+impl Verdict {
+    /// `pass`, `FAIL` or `INVALID`, as tables print it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "FAIL",
+            Self::Invalid => "INVALID",
+        }
+    }
+}
+
 /// The repetitions at one rate and their verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Offered session rate, sessions/s.
     pub rate: f64,
-    /// Every repetition passed.
+    /// The verdict.
+    pub verdict: Verdict,
+    /// `verdict == pass` (the only verdict field of format version 1).
     pub passed: bool,
-    /// Why not (first failing repetition's reason).
+    /// Why it did not pass: the first failing repetition's reason, or the
+    /// client's invalid reasons.
     pub reason: Option<String>,
     /// The repetitions, in order.
     pub runs: Vec<Outcome>,
@@ -276,13 +368,9 @@ impl Point {
                 .collect::<Vec<_>>(),
         )
     }
-    /// A numeric extra figure over the repetitions.
-    pub fn extra(&self, key: &str) -> Option<MeanCi> {
-        let xs: Vec<f64> = self
-            .runs
-            .iter()
-            .filter_map(|o| o.extra.get(key).and_then(|v| v.as_f64()))
-            .collect();
+    /// A figure over the repetitions that have it.
+    pub fn mean_of(&self, figure: impl Fn(&Outcome) -> Option<f64>) -> Option<MeanCi> {
+        let xs: Vec<f64> = self.runs.iter().filter_map(figure).collect();
         mean_ci(&xs)
     }
     /// Every repetition's client was healthy.
@@ -303,6 +391,9 @@ pub enum Ending {
     BelowMinRate,
     /// The point budget ran out before convergence.
     OutOfPoints,
+    /// The load generator was INVALID at [`Answer::client_limited_at`]: no
+    /// rate at or above it was judged.
+    ClientLimited,
 }
 
 /// The search state: feed it outcomes, ask it for the next rate.
@@ -328,6 +419,10 @@ pub struct Answer {
     pub ending: Option<Ending>,
     /// A rate passed above one that failed (noise or a non-monotone server).
     pub non_monotone: bool,
+    /// The rate at which the load generator was INVALID (the search stopped
+    /// there), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_limited_at: Option<f64>,
 }
 
 impl Search {
@@ -344,7 +439,7 @@ impl Search {
     fn best_pass(&self) -> Option<f64> {
         self.points
             .iter()
-            .filter(|p| p.passed)
+            .filter(|p| p.verdict == Verdict::Pass)
             .map(|p| p.rate)
             .reduce(f64::max)
     }
@@ -352,9 +447,33 @@ impl Search {
     fn lowest_fail(&self) -> Option<f64> {
         self.points
             .iter()
-            .filter(|p| !p.passed)
+            .filter(|p| p.verdict == Verdict::Fail)
             .map(|p| p.rate)
             .reduce(f64::min)
+    }
+
+    /// The rate of the first point whose client was INVALID.
+    pub fn client_limited_at(&self) -> Option<f64> {
+        self.points
+            .iter()
+            .find(|p| p.verdict == Verdict::Invalid)
+            .map(|p| p.rate)
+    }
+
+    /// The highest passing point (valid client by construction).
+    pub fn best_point(&self) -> Option<&Point> {
+        self.points
+            .iter()
+            .filter(|p| p.verdict == Verdict::Pass)
+            .max_by(|x, y| x.rate.total_cmp(&y.rate))
+    }
+
+    /// The lowest failing point.
+    pub fn lowest_failed_point(&self) -> Option<&Point> {
+        self.points
+            .iter()
+            .filter(|p| p.verdict == Verdict::Fail)
+            .min_by(|x, y| x.rate.total_cmp(&y.rate))
     }
 
     /// The rate to measure next (the same rate until its repetitions are
@@ -372,6 +491,11 @@ impl Search {
         let c = &self.config;
         if let Some((rate, _)) = &self.pending {
             return (Some(*rate), None);
+        }
+        // an INVALID client ends the search: above this rate the generator
+        // cannot be trusted, and bisecting below it would climb back to it
+        if self.client_limited_at().is_some() {
+            return (None, Some(Ending::ClientLimited));
         }
         let (lo, hi) = (self.best_pass(), self.lowest_fail());
         let next = match (lo, hi) {
@@ -409,26 +533,44 @@ impl Search {
         (Some(next), None)
     }
 
+    /// How one repetition counts: INVALID when its client was, else the
+    /// criterion's verdict (with the reason when it is not a pass).
+    pub fn judge(&self, o: &Outcome) -> (Verdict, Option<String>) {
+        if !o.client_valid {
+            let why = if o.client_invalid_reasons.is_empty() {
+                "the load generator marked the run invalid".to_string()
+            } else {
+                o.client_invalid_reasons.join("; ")
+            };
+            return (Verdict::Invalid, Some(format!("client INVALID: {why}")));
+        }
+        match self.config.criterion.judge(o) {
+            Ok(()) => (Verdict::Pass, None),
+            Err(r) => (Verdict::Fail, Some(r)),
+        }
+    }
+
     /// Records the outcome of one repetition at `rate` (which must be
-    /// `next_rate()`). A failing repetition settles the rate at once (the
-    /// remaining repetitions would not change the verdict); otherwise the
-    /// rate is settled after `repeats` passing ones.
+    /// `next_rate()`). A failing or INVALID repetition settles the rate at
+    /// once (the remaining repetitions would not change the verdict);
+    /// otherwise the rate is settled after `repeats` passing ones.
     pub fn record(&mut self, rate: f64, outcome: Outcome) {
         debug_assert_eq!(
             Some(rate),
             self.next_rate(),
             "record the rate next_rate() gave"
         );
+        let (verdict, reason) = self.judge(&outcome);
         let (_, runs) = self.pending.get_or_insert_with(|| (rate, Vec::new()));
-        let verdict = self.config.criterion.judge(&outcome);
         runs.push(outcome);
-        let settled = verdict.is_err() || runs.len() as u32 >= self.config.repeats;
+        let settled = verdict != Verdict::Pass || runs.len() as u32 >= self.config.repeats;
         if settled {
             let (rate, runs) = self.pending.take().expect("pending was set above");
             self.points.push(Point {
                 rate,
-                passed: verdict.is_ok(),
-                reason: verdict.err(),
+                verdict,
+                passed: verdict == Verdict::Pass,
+                reason,
                 runs,
             });
         }
@@ -442,6 +584,7 @@ impl Search {
             lowest_failed,
             ending: self.decide().1,
             non_monotone: matches!((capacity, lowest_failed), (Some(a), Some(b)) if a >= b),
+            client_limited_at: self.client_limited_at(),
         }
     }
 
@@ -460,277 +603,4 @@ impl Search {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// A simulated server: sessions fail when the rate exceeds its capacity;
-    /// `noise` flips the verdict of rates within that fraction of the capacity.
-    fn outcome(rate: f64, capacity: f64) -> Outcome {
-        let over = rate > capacity;
-        Outcome {
-            measured_sessions: 100,
-            failed_sessions: if over {
-                ((rate - capacity) * 10.0).ceil() as u64
-            } else {
-                0
-            },
-            throughput_bytes_per_s: rate.min(capacity) * 1e6,
-            client_valid: true,
-            ..Default::default()
-        }
-    }
-
-    fn search(cfg: SearchConfig, capacity: f64) -> (Search, Answer) {
-        let mut s = Search::new(cfg).unwrap();
-        let a = s.run(|r, _| Ok::<_, ()>(outcome(r, capacity))).unwrap();
-        (s, a)
-    }
-
-    #[test]
-    fn doubles_then_bisects() {
-        let cfg = SearchConfig {
-            start: 1.0,
-            precision: 0.05,
-            ..Default::default()
-        };
-        let (s, a) = search(cfg, 11.0);
-        let rates: Vec<f64> = s.points.iter().map(|p| p.rate).collect();
-        assert_eq!(&rates[..5], &[1.0, 2.0, 4.0, 8.0, 16.0]);
-        assert_eq!(rates[5], 12.0);
-        assert_eq!(rates[6], 10.0);
-        assert_eq!(a.ending, Some(Ending::Converged));
-        let (lo, hi) = (a.capacity.unwrap(), a.lowest_failed.unwrap());
-        assert!(lo <= 11.0 && 11.0 < hi && hi - lo <= 0.05 * lo, "{lo} {hi}");
-        assert!(!a.non_monotone);
-    }
-
-    #[test]
-    fn additive_steps_like_the_thesis() {
-        let cfg = SearchConfig {
-            start: 2.0,
-            step: Step::Add(2.0),
-            precision: 0.2,
-            ..Default::default()
-        };
-        let (s, a) = search(cfg, 7.0);
-        let rates: Vec<f64> = s.points.iter().map(|p| p.rate).collect();
-        assert_eq!(rates, vec![2.0, 4.0, 6.0, 8.0, 7.0]);
-        assert_eq!(a.capacity, Some(7.0));
-        assert_eq!(a.lowest_failed, Some(8.0));
-    }
-
-    #[test]
-    fn first_rate_failing_searches_down() {
-        let cfg = SearchConfig {
-            start: 10.0,
-            precision: 0.1,
-            ..Default::default()
-        };
-        let (s, a) = search(cfg, 1.5);
-        assert_eq!(s.points[0].rate, 10.0);
-        assert!(!s.points[0].passed);
-        assert_eq!(s.points[1].rate, 5.0);
-        assert_eq!(a.ending, Some(Ending::Converged));
-        assert!(a.capacity.unwrap() <= 1.5 && a.lowest_failed.unwrap() > 1.5);
-    }
-
-    #[test]
-    fn bounds_and_budget_end_the_search() {
-        let cfg = SearchConfig {
-            start: 1.0,
-            max_rate: 5.0,
-            ..Default::default()
-        };
-        let (s, a) = search(cfg, 100.0);
-        assert_eq!(a.ending, Some(Ending::AboveMaxRate));
-        assert_eq!(a.capacity, Some(5.0));
-        assert_eq!(s.points.last().unwrap().rate, 5.0);
-
-        let cfg = SearchConfig {
-            start: 1.0,
-            min_rate: 0.25,
-            ..Default::default()
-        };
-        let (_, a) = search(cfg, 0.1);
-        assert_eq!(a.ending, Some(Ending::BelowMinRate));
-        assert_eq!(a.capacity, None);
-
-        let cfg = SearchConfig {
-            start: 1.0,
-            precision: 0.001,
-            max_points: 6,
-            ..Default::default()
-        };
-        let (s, a) = search(cfg, 3.3);
-        assert_eq!(s.points.len(), 6);
-        assert_eq!(a.ending, Some(Ending::OutOfPoints));
-    }
-
-    #[test]
-    fn repeats_and_early_failure() {
-        let cfg = SearchConfig {
-            start: 1.0,
-            repeats: 3,
-            precision: 0.3,
-            ..Default::default()
-        };
-        let mut calls = Vec::new();
-        let mut s = Search::new(cfg).unwrap();
-        s.run(|r, k| {
-            calls.push((r, k));
-            // the second repetition at 4 fails: no third one is run
-            let cap = if r == 4.0 && k == 1 { 3.0 } else { 5.0 };
-            Ok::<_, ()>(outcome(r, cap))
-        })
-        .unwrap();
-        assert_eq!(&calls[..3], &[(1.0, 0), (1.0, 1), (1.0, 2)]);
-        let p4 = s.points.iter().find(|p| p.rate == 4.0).unwrap();
-        assert_eq!(p4.runs.len(), 2);
-        assert!(!p4.passed);
-        let p1 = &s.points[0];
-        let tp = p1.throughput().unwrap();
-        assert_eq!(tp.n, 3);
-        assert_eq!(tp.half_width, Some(0.0));
-        assert_eq!(p1.failed_pct().unwrap().mean, 0.0);
-    }
-
-    #[test]
-    fn measure_errors_keep_the_points() {
-        let mut s = Search::new(SearchConfig::default()).unwrap();
-        let r = s.run(|r, _| {
-            if r > 3.0 {
-                Err("server died")
-            } else {
-                Ok(outcome(r, 10.0))
-            }
-        });
-        assert_eq!(r, Err("server died"));
-        assert_eq!(s.points.len(), 2);
-        assert_eq!(s.answer().capacity, Some(2.0));
-    }
-
-    #[test]
-    fn criteria() {
-        let ok = Outcome {
-            measured_sessions: 200,
-            client_valid: true,
-            ..Default::default()
-        };
-        let c = Criterion::parse("none").unwrap();
-        assert!(c.judge(&ok).is_ok());
-        let one = Outcome {
-            failed_sessions: 1,
-            ..ok.clone()
-        };
-        assert!(c.judge(&one).unwrap_err().contains("1 failed"));
-        let cut = Outcome {
-            unfinished_sessions: 1,
-            ..ok.clone()
-        };
-        assert!(c.judge(&cut).is_err());
-        assert!(c.judge(&Outcome::default()).is_err());
-
-        let c = Criterion::parse("failed:1").unwrap();
-        assert!(c
-            .judge(&Outcome {
-                failed_sessions: 2,
-                ..ok.clone()
-            })
-            .is_ok());
-        assert!(c
-            .judge(&Outcome {
-                failed_sessions: 3,
-                ..ok.clone()
-            })
-            .is_err());
-
-        let c = Criterion::parse("qoe:5:2.5").unwrap();
-        assert_eq!(
-            c,
-            Criterion::Qoe {
-                stalled_pct: 5.0,
-                p95_startup_s: 2.5
-            }
-        );
-        assert!(c
-            .judge(&Outcome {
-                stalled_sessions: 10,
-                p95_startup_s: 2.0,
-                ..ok.clone()
-            })
-            .is_ok());
-        assert!(c
-            .judge(&Outcome {
-                stalled_sessions: 11,
-                ..ok.clone()
-            })
-            .is_err());
-        assert!(c
-            .judge(&Outcome {
-                p95_startup_s: 2.6,
-                ..ok.clone()
-            })
-            .unwrap_err()
-            .contains("p95"));
-
-        for bad in [
-            "",
-            "failed",
-            "failed:x",
-            "failed:101",
-            "qoe:1",
-            "qoe:-1:2",
-            "maybe",
-        ] {
-            assert!(Criterion::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn invalid_settings() {
-        for cfg in [
-            SearchConfig {
-                start: 0.0,
-                ..Default::default()
-            },
-            SearchConfig {
-                step: Step::Mul(1.0),
-                ..Default::default()
-            },
-            SearchConfig {
-                step: Step::Add(0.0),
-                ..Default::default()
-            },
-            SearchConfig {
-                precision: 0.0,
-                ..Default::default()
-            },
-            SearchConfig {
-                repeats: 0,
-                ..Default::default()
-            },
-            SearchConfig {
-                start: 20_000.0,
-                ..Default::default()
-            },
-        ] {
-            assert!(Search::new(cfg).is_err());
-        }
-    }
-
-    proptest! {
-        /// For any monotone server the answer brackets its capacity within
-        /// the precision, with a bounded number of points.
-        #[test]
-        fn brackets_any_capacity(cap in 0.02f64..5000.0, start in 0.05f64..100.0, mul in 1.2f64..4.0, prec in 0.01f64..0.5) {
-            let cfg = SearchConfig { start, step: Step::Mul(mul), precision: prec, max_points: 200, ..Default::default() };
-            let (s, a) = search(cfg, cap);
-            prop_assert_eq!(a.ending, Some(Ending::Converged));
-            let (lo, hi) = (a.capacity.unwrap(), a.lowest_failed.unwrap());
-            prop_assert!(lo <= cap && cap < hi);
-            prop_assert!(hi - lo <= prec * lo + 1e-9);
-            prop_assert!(s.points.len() < 60);
-        }
-    }
-}
+mod tests;

@@ -1,11 +1,11 @@
 //! Means with 95 % confidence intervals from the t-distribution, for points
 //! repeated a few times (thesis practice: report mean and interval, not one run).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Mean of repeated measurements with a two-sided 95 % confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MeanCi {
     /// Number of measurements.
     pub n: usize,

@@ -9,10 +9,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use vodlab_lab::Search;
+use vodlab_lab::runner::unix_now;
+use vodlab_lab::{Answer, Search, SearchOutcome};
 use vodlab_server::{Config, IoMode, Server};
 
-use crate::capacity::{self, PointRunner, SearchArgs};
+use crate::capacity::{self, Printer, SearchArgs};
 
 /// Arguments of `vodlab bench`.
 #[derive(Debug, Args)]
@@ -96,7 +97,7 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     let out = a
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("vodlab-bench-{}", capacity::unix_now() as u64)));
+        .unwrap_or_else(|| PathBuf::from(format!("vodlab-bench-{}", unix_now() as u64)));
     std::fs::create_dir_all(&out)?;
     let wl = work_dir.join("workload");
     let root = work_dir.join("files");
@@ -145,14 +146,16 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
         .context("starting the embedded vodlab serve")?;
     let target = format!("http://{}", server.addr);
     eprintln!("vodlab bench: embedded server (io {:?}) on {target}", a.io);
-    let mut runner = PointRunner::new(&wl, &target, false, &a.search, &out)?;
+    let mut runner = capacity::runner(&wl, &target, false, &a.search, &out)?;
     let mut search = Search::new(cfg)?;
-    let started = capacity::unix_now();
-    let res = capacity::search_with(&mut runner, &mut search, "  ", || Ok(()), |_, _| Ok(()));
-    let answer = search.answer();
-    runner.write_capacity(
+    let started = unix_now();
+    let mut printer = Printer::new("  ", &a.search);
+    let res: anyhow::Result<Answer> =
+        runner.run_search(&mut search, &mut printer, || Ok(()), |_, _| Ok(()));
+    let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
+    let file = runner.write_capacity(
         &search,
-        &res,
+        stop.as_ref(),
         Some(format!("vodlab serve --io {:?} (embedded)", a.io).to_lowercase()),
         started,
     )?;
@@ -161,18 +164,8 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     srt.shutdown_timeout(std::time::Duration::from_millis(200));
     let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench", 20_000)?;
     std::fs::write(out.join("report.html"), html)?;
-    print!("{}", capacity::table(&search, &answer));
-    let bound = if matches!(answer.ending, Some(vodlab_lab::Ending::Converged)) {
-        ""
-    } else {
-        "at least "
-    };
-    println!(
-        "answer: on this machine the embedded vodlab serve starts {} of {} ({}) with no failed session",
-        answer.capacity.map_or("fewer than the lowest rate tried".to_string(), |c| format!("{bound}{c:.1} new sessions/s")),
-        a.preset,
-        if a.search.no_pacing { "unpaced viewers, client and server sharing this machine's CPUs" } else { "paced viewers" },
-    );
+    print!("{}", capacity::table(&file));
+    println!("{}", bench_answer(&file.answer, &file.outcome, &a));
     println!(
         "  results: {}\n  report:  {}",
         out.join("capacity.json").display(),
@@ -183,4 +176,38 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// bench's answer in one sentence. The capacity always comes from a valid
+/// point (the search never passes an INVALID one); when the load generator
+/// limited the search the sentence says so and gives no number as "the"
+/// answer, only the valid lower bound.
+fn bench_answer(answer: &Answer, outcome: &SearchOutcome, a: &BenchArgs) -> String {
+    let how = if a.search.no_pacing {
+        "unpaced viewers, client and server sharing this machine's CPUs"
+    } else {
+        "paced viewers"
+    };
+    match outcome {
+        SearchOutcome::ClientLimited { rate, .. } => format!(
+            "no answer: the load generator limited this measurement (its runs at {rate:.1} new sessions/s were INVALID, so they neither passed nor failed); {}; {}",
+            match answer.capacity {
+                Some(c) => format!("the server passed every valid point up to {c:.1} new sessions/s of {} ({how}), a lower bound only", a.preset),
+                None => "no valid point passed".to_string(),
+            },
+            vodlab_lab::capacity::CLIENT_LIMITED_ADVICE
+        ),
+        _ => {
+            let bound = if matches!(outcome, SearchOutcome::Found) {
+                ""
+            } else {
+                "at least "
+            };
+            format!(
+                "answer: on this machine the embedded vodlab serve starts {} of {} ({how}) with no failed session",
+                answer.capacity.map_or("fewer than the lowest rate tried".to_string(), |c| format!("{bound}{c:.1} new sessions/s")),
+                a.preset,
+            )
+        }
+    }
 }

@@ -9,14 +9,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
-use serde::Serialize;
-use serde_json::{json, Value};
+use vodlab_lab::compare::{add_box_figures, COMPARE_FORMAT, COMPARE_VERSION};
 use vodlab_lab::hwbox::{BoxSpec, HwBox};
+use vodlab_lab::runner::unix_now;
 use vodlab_lab::servers::{self, ServerKind, ServerSetup};
-use vodlab_lab::{Answer, Search};
+use vodlab_lab::{
+    Answer, CompareFile, Figures, ProfileInfo, Search, SearchOutcome, SeqRead, ServerRow, Stop,
+};
 
 use crate::boxcmd::{describe, HwArgs};
-use crate::capacity::{self, PointRunner, SearchArgs};
+use crate::capacity::{self, Printer, SearchArgs};
 
 /// Arguments of `vodlab compare`.
 #[derive(Debug, Args)]
@@ -58,19 +60,6 @@ pub struct CompareArgs {
     pub search: SearchArgs,
 }
 
-/// A server's row of the comparison.
-#[derive(Debug, Serialize, serde::Deserialize)]
-struct ServerResult {
-    server: String,
-    answer: Answer,
-    /// Figures at the highest passing rate (means over its runs).
-    at_capacity: Value,
-    /// Figures at the lowest failing rate (the server overloaded).
-    at_overload: Value,
-    error: Option<String>,
-    capacity_json: String,
-}
-
 fn box_usage(b: &Option<HwBox>) -> anyhow::Result<Option<vodlab_lab::Usage>> {
     Ok(match b {
         Some(b) => Some(b.usage()?),
@@ -78,36 +67,12 @@ fn box_usage(b: &Option<HwBox>) -> anyhow::Result<Option<vodlab_lab::Usage>> {
     })
 }
 
-/// Means of the numeric extras of a point.
-fn figures(p: Option<&vodlab_lab::Point>) -> Value {
-    let Some(p) = p else { return Value::Null };
-    let mut m = serde_json::Map::new();
-    m.insert("rate".into(), p.rate.into());
-    if let Some(t) = p.throughput() {
-        m.insert("delivered_mb_s".into(), (t.mean / 1e6).into());
-    }
-    for key in [
-        "disk_mb_s",
-        "device_mb_s",
-        "mean_read_kib",
-        "device_ms_per_read",
-        "server_cpu_s_per_gb",
-        "cache_miss_pct",
-        "response_p99_ms",
-    ] {
-        if let Some(c) = p.extra(key) {
-            m.insert(key.into(), c.mean.into());
-        }
-    }
-    Value::Object(m)
-}
-
 fn seqread(
     a: &CompareArgs,
     spec: Option<BoxSpec>,
     catalog: &vodlab_workload::construct::Catalog,
     out: &Path,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<SeqRead> {
     vodlab_fileset::cool(&a.root, catalog)?;
     let b = spec.map(HwBox::create).transpose()?;
     let dev = vodlab_lab::Dev::of_path(&a.root).ok();
@@ -142,9 +107,12 @@ fn seqread(
         (Some(a), Some(b)) => b.read_bytes - a.read_bytes,
         _ => dev_read,
     };
-    Ok(
-        json!({ "bytes_read": read, "seconds": secs, "mb_s": read as f64 / 1e6 / secs, "output": printed }),
-    )
+    Ok(SeqRead {
+        bytes_read: read,
+        seconds: secs,
+        mb_s: read as f64 / 1e6 / secs,
+        output: printed,
+    })
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -170,9 +138,10 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         a.root.display(),
         v.damaged.len()
     );
-    let out = a.output.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("results/compare-{}", capacity::unix_now() as u64))
-    });
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/compare-{}", unix_now() as u64)));
     std::fs::create_dir_all(&out)?;
     let root = std::fs::canonicalize(&a.root)?;
     let spec = |name: &str| -> anyhow::Result<Option<BoxSpec>> {
@@ -188,16 +157,25 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         eprintln!("vodlab compare: box {}", describe(&b));
     }
     let addr: SocketAddr = format!("127.0.0.1:{}", a.port).parse()?;
-    let started = capacity::unix_now();
+    let started = unix_now();
     // an earlier compare of this workload in the same directory: keep its rows
     // (and its sequential bound) for the servers not run now
-    let prior: Option<Value> = std::fs::read_to_string(out.join("compare.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .filter(|v: &Value| v["workload"] == a.workload.display().to_string().as_str());
-    let mut rows: Vec<ServerResult> = prior
+    let prior_path = out.join("compare.json");
+    let prior: Option<CompareFile> = if prior_path.exists() {
+        match CompareFile::read(&prior_path) {
+            Ok(f) if f.workload == a.workload.display().to_string() => Some(f),
+            Ok(_) => None,
+            Err(e) => {
+                eprintln!("vodlab compare: not keeping the earlier rows: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut rows: Vec<ServerRow> = prior
         .as_ref()
-        .and_then(|v| serde_json::from_value(v["servers"].clone()).ok())
+        .map(|f| f.servers.clone())
         .unwrap_or_default();
     if !rows.is_empty() {
         eprintln!(
@@ -210,7 +188,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let seq = if a.no_seqread {
-        prior.as_ref().map_or(Value::Null, |v| v["seqread"].clone())
+        prior.as_ref().and_then(|f| f.seqread.clone())
     } else {
         eprintln!(
             "vodlab compare: sequential-read bound (vodlab fileset seqread, cold, in the box) ..."
@@ -221,11 +199,25 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             &catalog,
             &out,
         )?;
-        eprintln!(
-            "vodlab compare: sequential bound {:.1} MB/s",
-            v["mb_s"].as_f64().unwrap_or(0.0)
-        );
-        v
+        eprintln!("vodlab compare: sequential bound {:.1} MB/s", v.mb_s);
+        Some(v)
+    };
+    let mut file = CompareFile {
+        format: COMPARE_FORMAT.into(),
+        version: COMPARE_VERSION,
+        complete: false,
+        workload: a.workload.display().to_string(),
+        root: root.display().to_string(),
+        hw_box: spec("vodlab-compare")?,
+        profile: a.hw.profile()?.map(ProfileInfo::from),
+        criterion: cfg.criterion.to_string(),
+        window_s: a.search.window,
+        pacing: !a.search.no_pacing,
+        shaping: !a.search.no_shaping,
+        seqread: seq,
+        servers: Vec::new(),
+        started_at_unix_s: started,
+        duration_s: None,
     };
     for kind in kinds {
         let name = kind.name();
@@ -242,47 +234,36 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             &catalog,
             cfg.clone(),
         );
-        let (answer, at_capacity, at_overload, error) = match r {
-            Ok((search, res)) => {
-                let best = search
-                    .points
-                    .iter()
-                    .filter(|p| p.passed)
-                    .max_by(|x, y| x.rate.total_cmp(&y.rate));
-                let worst = search
-                    .points
-                    .iter()
-                    .filter(|p| !p.passed)
-                    .min_by(|x, y| x.rate.total_cmp(&y.rate));
-                (
-                    search.answer(),
-                    figures(best),
-                    figures(worst),
-                    res.err().map(|e| format!("{e:#}")),
-                )
-            }
+        let row = match r {
+            Ok((search, stop)) => ServerRow {
+                server: name.into(),
+                answer: search.answer(),
+                outcome: SearchOutcome::of(&search, stop.as_ref()),
+                at_capacity: search.best_point().map(Figures::of),
+                at_overload: search.lowest_failed_point().map(Figures::of),
+                error: stop.map(|(Stop::Interrupted(m) | Stop::Error(m))| m),
+                capacity_json: format!("{name}/capacity.json"),
+            },
             Err(e) => {
                 eprintln!("vodlab compare: {name}: {e:#}");
-                (
-                    Answer {
+                ServerRow {
+                    server: name.into(),
+                    answer: Answer {
                         capacity: None,
                         lowest_failed: None,
                         ending: None,
                         non_monotone: false,
+                        client_limited_at: None,
                     },
-                    Value::Null,
-                    Value::Null,
-                    Some(format!("{e:#}")),
-                )
+                    outcome: SearchOutcome::Error {
+                        message: format!("{e:#}"),
+                    },
+                    at_capacity: None,
+                    at_overload: None,
+                    error: Some(format!("{e:#}")),
+                    capacity_json: format!("{name}/capacity.json"),
+                }
             }
-        };
-        let row = ServerResult {
-            server: name.into(),
-            answer,
-            at_capacity,
-            at_overload,
-            error,
-            capacity_json: format!("{name}/capacity.json"),
         };
         match rows.iter_mut().find(|r| r.server == name) {
             Some(r) => *r = row,
@@ -290,52 +271,22 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         }
         // the table in the servers' usual order
         rows.sort_by_key(|r| ServerKind::ALL.iter().position(|k| k.name() == r.server));
-        let file = json!({
-            "format": "vodlab-compare",
-            "version": 1,
-            "complete": false,
-            "workload": a.workload.display().to_string(),
-            "root": root.display().to_string(),
-            "box": spec("vodlab-compare")?,
-            "profile": a.hw.profile()?,
-            "criterion": cfg.criterion.to_string(),
-            "window_s": a.search.window,
-            "pacing": !a.search.no_pacing,
-            "shaping": !a.search.no_shaping,
-            "seqread": seq,
-            "servers": rows,
-            "started_at_unix_s": started,
-        });
-        write_json(&out.join("compare.json"), &file)?;
+        file.servers = rows.clone();
+        file.write(&out.join("compare.json"))?;
     }
-    let text = summary(&rows, &seq);
-    let mut file: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json"))?)?;
-    file["complete"] = true.into();
-    file["duration_s"] = (capacity::unix_now() - started).into();
-    write_json(&out.join("compare.json"), &file)?;
+    let text = summary(&file);
+    file.complete = true;
+    file.duration_s = Some(unix_now() - started);
+    file.write(&out.join("compare.json"))?;
     std::fs::write(out.join("summary.txt"), &text)?;
     print!("{text}");
     println!("  results: {}", out.join("compare.json").display());
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_json(p: &Path, v: &impl Serialize) -> anyhow::Result<()> {
-    let mut t = serde_json::to_string_pretty(v)?;
-    t.push('\n');
-    std::fs::write(p, t).with_context(|| format!("writing {}", p.display()))
-}
-
-fn num(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(Value::as_f64)
-}
-
-fn summary(rows: &[ServerResult], seq: &Value) -> String {
-    let nginx = rows
-        .iter()
-        .find(|r| r.server == "nginx")
-        .and_then(|r| r.answer.capacity);
-    let bound = num(seq, "mb_s");
+fn summary(file: &CompareFile) -> String {
+    let nginx = file.server("nginx").and_then(|r| r.answer.capacity);
+    let bound = file.seqread.as_ref().map(|s| s.mb_s);
     let mut s = String::new();
     s += &format!(
         "{:<15} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}\n",
@@ -350,34 +301,39 @@ fn summary(rows: &[ServerResult], seq: &Value) -> String {
         "CPU s/GB"
     );
     let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |v| format!("{v:.d$}"));
-    for r in rows {
-        let c = &r.at_capacity;
+    for r in &file.servers {
+        let c = r.at_capacity.clone().unwrap_or_default();
+        let limited = matches!(r.outcome, SearchOutcome::ClientLimited { .. });
         let cap = match (r.answer.capacity, r.answer.lowest_failed) {
+            (Some(c), _) if limited => format!(">={c:.3}"),
             (Some(c), _) => format!("{c:.3}"),
             (None, Some(f)) => format!("<{f:.3}"),
             _ => "-".into(),
+        };
+        let note = match (&r.outcome, &r.error) {
+            (SearchOutcome::ClientLimited { rate, .. }, _) => {
+                format!("  (load generator INVALID at {rate:.3}/s: a lower bound)")
+            }
+            (_, Some(e)) => format!("  (error: {e})"),
+            _ => String::new(),
         };
         s += &format!(
             "{:<15} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}{}\n",
             r.server,
             cap,
             f(r.answer.capacity.zip(nginx).map(|(a, b)| a / b), 2),
-            f(num(c, "delivered_mb_s"), 1),
-            f(num(c, "disk_mb_s"), 1),
-            f(
-                num(c, "disk_mb_s").zip(bound).map(|(d, b)| 100.0 * d / b),
-                0
-            ) + if num(c, "disk_mb_s").is_some() && bound.is_some() {
-                "%"
-            } else {
-                ""
-            },
-            f(num(c, "mean_read_kib"), 0),
-            f(num(c, "device_ms_per_read"), 1),
-            f(num(c, "server_cpu_s_per_gb"), 2),
-            r.error
-                .as_ref()
-                .map_or(String::new(), |e| format!("  (error: {e})")),
+            f(c.delivered_mb_s, 1),
+            f(c.disk_mb_s, 1),
+            f(c.disk_mb_s.zip(bound).map(|(d, b)| 100.0 * d / b), 0)
+                + if c.disk_mb_s.is_some() && bound.is_some() {
+                    "%"
+                } else {
+                    ""
+                },
+            f(c.mean_read_kib, 0),
+            f(c.device_ms_per_read, 1),
+            f(c.server_cpu_s_per_gb, 2),
+            note,
         );
     }
     if let Some(b) = bound {
@@ -399,7 +355,7 @@ fn one_server(
     spec: Option<BoxSpec>,
     catalog: &vodlab_workload::construct::Catalog,
     cfg: vodlab_lab::SearchConfig,
-) -> anyhow::Result<(Search, anyhow::Result<Answer>)> {
+) -> anyhow::Result<(Search, Option<Stop>)> {
     let setup = ServerSetup {
         kind,
         root: root.to_path_buf(),
@@ -429,18 +385,17 @@ fn one_server(
     let guard = Stop(&mut child);
     servers::wait_listening(&setup, guard.0, Duration::from_secs(15))?;
     let target = format!("http://{addr}");
-    let mut runner = PointRunner::new(&a.workload, &target, false, &a.search, sdir)?;
+    let mut runner = capacity::runner(&a.workload, &target, false, &a.search, sdir)?;
     let mut search = Search::new(cfg)?;
     let dev = vodlab_lab::Dev::of_path(root).ok();
-    let started = capacity::unix_now();
+    let started = unix_now();
     let before = std::cell::Cell::new((None, None));
-    let label = format!("  {:<15}", kind.name());
-    let res = {
+    let mut printer = Printer::new(&format!("  {:<15}", kind.name()), &a.search);
+    let res: anyhow::Result<Answer> = {
         let child_ref = &mut *guard.0;
-        capacity::search_with(
-            &mut runner,
+        runner.run_search(
             &mut search,
-            &label,
+            &mut printer,
             || {
                 if let Some(st) = child_ref.try_wait()? {
                     bail!(
@@ -455,80 +410,22 @@ fn one_server(
             },
             |m, o| {
                 let (u0, d0) = before.get();
-                let secs = m.results.duration_s.max(1e-3);
-                let delivered = o
-                    .extra
-                    .get("delivered_bytes")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                let d = match (dev.and_then(|d| d.stat().ok()), d0) {
+                let device = match (dev.and_then(|d| d.stat().ok()), d0) {
                     (Some(x), Some(y)) => Some(x.since(&y)),
                     _ => None,
                 };
-                if let Some(d) = d {
-                    o.extra.insert(
-                        "device_mb_s".into(),
-                        (d.read_bytes as f64 / 1e6 / secs).into(),
-                    );
-                    if d.reads > 0 {
-                        o.extra.insert(
-                            "device_ms_per_read".into(),
-                            (d.read_ms as f64 / d.reads as f64).into(),
-                        );
-                    }
-                }
-                if let (Some(u0), Some(u1)) = (u0, box_usage(&b)?) {
-                    let read = u1.read_bytes.saturating_sub(u0.read_bytes);
-                    let ios = u1.read_ios.saturating_sub(u0.read_ios);
-                    o.extra.insert("disk_bytes".into(), read.into());
-                    o.extra
-                        .insert("disk_mb_s".into(), (read as f64 / 1e6 / secs).into());
-                    if ios > 0 {
-                        o.extra.insert(
-                            "mean_read_kib".into(),
-                            (read as f64 / ios as f64 / 1024.0).into(),
-                        );
-                    }
-                    if delivered > 0 {
-                        o.extra.insert(
-                            "cache_miss_pct".into(),
-                            (100.0 * read as f64 / delivered as f64).into(),
-                        );
-                    }
-                    if let (Some(c0), Some(c1)) = (u0.cpu_ns, u1.cpu_ns) {
-                        o.extra
-                            .insert("server_cpu_s".into(), ((c1 - c0) as f64 / 1e9).into());
-                        if delivered > 0 {
-                            o.extra.insert(
-                                "server_cpu_s_per_gb".into(),
-                                ((c1 - c0) as f64 / 1e9 / (delivered as f64 / 1e9)).into(),
-                            );
-                        }
-                    }
-                    if let Some(p) = u1.memory_peak_bytes {
-                        o.extra.insert("box_memory_peak_bytes".into(), p.into());
-                    }
-                } else if let Some(d) = d {
-                    o.extra.insert(
-                        "disk_mb_s".into(),
-                        (d.read_bytes as f64 / 1e6 / secs).into(),
-                    );
-                    if d.reads > 0 {
-                        o.extra.insert(
-                            "mean_read_kib".into(),
-                            (d.read_bytes as f64 / d.reads as f64 / 1024.0).into(),
-                        );
-                    }
-                }
+                let usage = u0.zip(box_usage(&b)?);
+                add_box_figures(&mut o.extra, m.results.duration_s, device, usage);
                 Ok(())
             },
         )
     };
     drop(guard);
-    runner.write_capacity(&search, &res, Some(kind.name().into()), started)?;
+    let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
+    runner.write_capacity(&search, stop.as_ref(), Some(kind.name().into()), started)?;
     runner.finish();
     if let Some(mut b) = b {
         b.teardown()?;
     }
-    Ok((search, res))
+    Ok((search, stop))
 }

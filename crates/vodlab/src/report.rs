@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 use serde_json::Value;
+use vodlab_client::Results;
 use vodlab_lab::report::{capacity_section, compare_section, run_section, Page};
+use vodlab_lab::{CapacityFile, CompareFile};
 
 /// Arguments of `vodlab report`.
 #[derive(Debug, Args)]
@@ -56,13 +58,22 @@ pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Resul
             serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
         let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
         let load = move |rel: &str| std::fs::read_to_string(dir.join(rel)).ok();
+        let what = || file.display().to_string();
         match v.get("format").and_then(Value::as_str) {
-            Some("vodlab-compare") => compare_section(&mut page, &v, &load),
-            Some("vodlab-capacity") => capacity_section(&mut page, &v, &load),
+            Some("vodlab-compare") => {
+                let cmp = CompareFile::from_json(&text).with_context(what)?;
+                compare_section(&mut page, &cmp, &load)
+            }
+            Some("vodlab-capacity") => {
+                let cap = CapacityFile::from_json(&text).with_context(what)?;
+                capacity_section(&mut page, &cap, &load)
+            }
             Some("vodlab-results") => {
+                let r: Results = serde_json::from_value(v)
+                    .with_context(|| format!("{}: not a results.json this vodlab reads", what()))?;
                 page.section(&format!("Run {}", file.display()));
                 let csv = load("requests.csv");
-                run_section(&mut page, v["workload"].as_str().unwrap_or("run"), &v, csv.as_deref());
+                run_section(&mut page, &r.workload, &r, csv.as_deref());
             }
             other => bail!("{}: unknown format {:?} (expected vodlab-compare, vodlab-capacity or vodlab-results)", file.display(), other),
         }

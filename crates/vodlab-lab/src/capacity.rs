@@ -1,0 +1,398 @@
+//! `capacity.json`: a capacity search with every run, typed
+//! (schema: `docs/capacity.schema.json`).
+//!
+//! Version 2 added the search outcome (`outcome`), per-point and per-row
+//! verdicts (`verdict`: pass, fail or invalid) and the client's lateness
+//! threshold. Version 1 files (written before) still load: the reader
+//! derives what they lack from what they have (a version-1 point either
+//! passed or failed; its outcome follows from `answer.ending` and `error`).
+//! Newer versions fail with an error naming the version.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::files::{check_header, write_pretty, FileError};
+use crate::search::{Answer, Ending, Search, Verdict};
+use crate::stats::MeanCi;
+
+/// The `format` of a capacity.json.
+pub const CAPACITY_FORMAT: &str = "vodlab-capacity";
+/// The version this crate writes.
+pub const CAPACITY_VERSION: u32 = 2;
+
+/// How a search ended, as the file records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SearchOutcome {
+    /// The bracket between the highest passing and the lowest failing rate
+    /// is within the precision: the capacity was found.
+    Found,
+    /// Even the highest allowed rate passed: the capacity is at least that.
+    AboveMaxRate,
+    /// Even the lowest allowed rate failed.
+    BelowMinRate,
+    /// The point budget ran out before the bracket converged.
+    OutOfPoints,
+    /// The load generator was INVALID at `rate`: the point neither passed nor
+    /// failed and the search stopped there; the capacity (if any) is a lower
+    /// bound from the valid points below.
+    ClientLimited {
+        /// Offered sessions/s of the INVALID point.
+        rate: f64,
+        /// The client's reasons (late starts or sends, CPU, descriptors, ports).
+        reasons: Vec<String>,
+    },
+    /// Ctrl-C: the search stopped with the points so far.
+    Interrupted {
+        /// What was stopped.
+        message: String,
+    },
+    /// A run could not be measured (the server died, an I/O error, ...).
+    Error {
+        /// The error.
+        message: String,
+    },
+}
+
+/// Why a search stopped before its own end (the caller knows; the pure
+/// search does not).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// Ctrl-C.
+    Interrupted(String),
+    /// Any other error.
+    Error(String),
+}
+
+impl SearchOutcome {
+    /// The outcome of `search`, stopped early by `stop` if given (a search
+    /// that reached its own end keeps that ending).
+    pub fn of(search: &Search, stop: Option<&Stop>) -> Self {
+        match search.answer().ending {
+            Some(Ending::Converged) => Self::Found,
+            Some(Ending::AboveMaxRate) => Self::AboveMaxRate,
+            Some(Ending::BelowMinRate) => Self::BelowMinRate,
+            Some(Ending::OutOfPoints) => Self::OutOfPoints,
+            Some(Ending::ClientLimited) => {
+                let p = search
+                    .points
+                    .iter()
+                    .find(|p| p.verdict == Verdict::Invalid)
+                    .expect("a client-limited search has an INVALID point");
+                let mut reasons: Vec<String> = Vec::new();
+                for r in p.runs.iter().flat_map(|o| &o.client_invalid_reasons) {
+                    if !reasons.contains(r) {
+                        reasons.push(r.clone());
+                    }
+                }
+                Self::ClientLimited {
+                    rate: p.rate,
+                    reasons,
+                }
+            }
+            None => match stop {
+                Some(Stop::Interrupted(m)) => Self::Interrupted { message: m.clone() },
+                Some(Stop::Error(m)) => Self::Error { message: m.clone() },
+                None => Self::Error {
+                    message: "the search stopped before its end".into(),
+                },
+            },
+        }
+    }
+
+    /// The outcome of a version-1 capacity file or compare row (which had
+    /// none): from `answer.ending` and `error`.
+    pub(crate) fn from_v1(v: &Value) -> Self {
+        let error = v.get("error").and_then(Value::as_str).map(str::to_string);
+        match v.pointer("/answer/ending").and_then(Value::as_str) {
+            Some("converged") => Self::Found,
+            Some("above_max_rate") => Self::AboveMaxRate,
+            Some("below_min_rate") => Self::BelowMinRate,
+            Some("out_of_points") => Self::OutOfPoints,
+            _ => match error {
+                Some(m) if m.starts_with("interrupted") => Self::Interrupted { message: m },
+                Some(m) => Self::Error { message: m },
+                None => Self::Error {
+                    message: "the search stopped before its end".into(),
+                },
+            },
+        }
+    }
+
+    /// The kind as the file spells it (`found`, `client_limited`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Found => "found",
+            Self::AboveMaxRate => "above_max_rate",
+            Self::BelowMinRate => "below_min_rate",
+            Self::OutOfPoints => "out_of_points",
+            Self::ClientLimited { .. } => "client_limited",
+            Self::Interrupted { .. } => "interrupted",
+            Self::Error { .. } => "error",
+        }
+    }
+
+    /// The search ran to its own end (not interrupted or cut by an error).
+    pub fn is_complete(&self) -> bool {
+        !matches!(self, Self::Interrupted { .. } | Self::Error { .. })
+    }
+}
+
+/// A point's summary (means with 95 % intervals over its runs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Offered sessions/s.
+    pub rate: f64,
+    /// Pass, fail, or invalid (the client could not keep up).
+    pub verdict: Verdict,
+    /// `verdict == pass`.
+    pub passed: bool,
+    /// Why not.
+    pub reason: Option<String>,
+    /// Runs.
+    pub runs: usize,
+    /// Delivered MB/s (10^6 bytes).
+    pub delivered_mb_s: Option<MeanCi>,
+    /// Failed or unfinished sessions, percent.
+    pub failed_pct: Option<MeanCi>,
+    /// Every run's client was healthy.
+    pub client_valid: bool,
+}
+
+/// Summary rows of a search, one per point in the order measured.
+pub fn rows(search: &Search) -> Vec<Row> {
+    search
+        .points
+        .iter()
+        .map(|p| Row {
+            rate: p.rate,
+            verdict: p.verdict,
+            passed: p.passed,
+            reason: p.reason.clone(),
+            runs: p.runs.len(),
+            delivered_mb_s: p.throughput().map(|c| scale_ci(c, 1e-6)),
+            failed_pct: p.failed_pct(),
+            client_valid: p.client_valid(),
+        })
+        .collect()
+}
+
+/// Scales a mean and interval by `k`.
+pub fn scale_ci(c: MeanCi, k: f64) -> MeanCi {
+    MeanCi {
+        n: c.n,
+        mean: c.mean * k,
+        sd: c.sd * k,
+        half_width: c.half_width.map(|h| h * k),
+    }
+}
+
+/// Everything `capacity.json` holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CapacityFile {
+    /// `"vodlab-capacity"`.
+    pub format: String,
+    /// 2 (a version-1 file keeps its 1 when read).
+    pub version: u32,
+    /// The search ran to its end (not interrupted or cut by an error).
+    pub complete: bool,
+    /// Why it did not, if it did not.
+    pub error: Option<String>,
+    /// How the search ended.
+    pub outcome: SearchOutcome,
+    /// Workload name.
+    pub workload: String,
+    /// Target URL.
+    pub target: String,
+    /// Server label (compare/bench) or null.
+    pub server: Option<String>,
+    /// The rule, in words.
+    pub criterion: String,
+    /// Seconds of arrivals per point.
+    pub window_s: f64,
+    /// Drain limit per point, s.
+    pub drain_s: f64,
+    /// Pacing was on.
+    pub pacing: bool,
+    /// Link emulation was on.
+    pub shaping: bool,
+    /// The client's lateness threshold, ms (not in version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_threshold_ms: Option<f64>,
+    /// Settings and every point with its runs.
+    pub search: Search,
+    /// The answer.
+    pub answer: Answer,
+    /// Summary rows, one per point.
+    pub rows: Vec<Row>,
+    /// Wall-clock start, Unix seconds.
+    pub started_at_unix_s: f64,
+    /// Length of the whole search, s.
+    pub duration_s: f64,
+}
+
+/// What a capacity.json says besides the search itself.
+#[derive(Debug, Clone, Default)]
+pub struct CapacityMeta {
+    /// Workload name.
+    pub workload: String,
+    /// Target URL.
+    pub target: String,
+    /// Server label.
+    pub server: Option<String>,
+    /// Seconds of arrivals per point.
+    pub window_s: f64,
+    /// Drain limit per point, s.
+    pub drain_s: f64,
+    /// Pacing was on.
+    pub pacing: bool,
+    /// Link emulation was on.
+    pub shaping: bool,
+    /// The client's lateness threshold, ms.
+    pub late_threshold_ms: Option<f64>,
+    /// Wall-clock start, Unix seconds.
+    pub started_at_unix_s: f64,
+}
+
+impl CapacityFile {
+    /// The file of `search` (stopped early by `stop`, if given), `now` being
+    /// the Unix time it is written.
+    pub fn new(search: &Search, stop: Option<&Stop>, meta: CapacityMeta, now: f64) -> Self {
+        let outcome = SearchOutcome::of(search, stop);
+        let error = match (&outcome, stop) {
+            (SearchOutcome::Interrupted { message } | SearchOutcome::Error { message }, _) => {
+                Some(message.clone())
+            }
+            // a search that ended by itself after an error cannot happen (the
+            // error ends it), but keep any message given
+            (_, Some(Stop::Error(m) | Stop::Interrupted(m))) => Some(m.clone()),
+            _ => None,
+        };
+        Self {
+            format: CAPACITY_FORMAT.into(),
+            version: CAPACITY_VERSION,
+            complete: outcome.is_complete(),
+            error,
+            outcome,
+            workload: meta.workload,
+            target: meta.target,
+            server: meta.server,
+            criterion: search.config.criterion.to_string(),
+            window_s: meta.window_s,
+            drain_s: meta.drain_s,
+            pacing: meta.pacing,
+            shaping: meta.shaping,
+            late_threshold_ms: meta.late_threshold_ms,
+            search: search.clone(),
+            answer: search.answer(),
+            rows: rows(search),
+            started_at_unix_s: meta.started_at_unix_s,
+            duration_s: now - meta.started_at_unix_s,
+        }
+    }
+
+    /// Parses a capacity.json of version 1 or 2.
+    pub fn from_json(text: &str) -> Result<Self, FileError> {
+        let mut v: Value = serde_json::from_str(text).map_err(FileError::Json)?;
+        let version = check_header(&v, CAPACITY_FORMAT, CAPACITY_VERSION)?;
+        if version == 1 {
+            upgrade_v1(&mut v);
+        }
+        serde_json::from_value(v).map_err(|source| FileError::Shape {
+            format: CAPACITY_FORMAT,
+            version,
+            source,
+        })
+    }
+
+    /// Reads a capacity.json.
+    pub fn read(path: &Path) -> Result<Self, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| FileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_json(&text).map_err(|e| e.at(path))
+    }
+
+    /// Writes it (pretty JSON and a newline).
+    pub fn write(&self, path: &Path) -> Result<(), FileError> {
+        write_pretty(path, self)
+    }
+
+    /// The answer in one sentence.
+    pub fn answer_line(&self) -> String {
+        answer_line(&self.criterion, &self.answer, &self.outcome)
+    }
+}
+
+/// Fills in what version 2 added, from what version 1 has.
+fn upgrade_v1(v: &mut Value) {
+    let verdict = |x: &mut Value| {
+        let passed = x.get("passed").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(o) = x.as_object_mut() {
+            o.entry("verdict")
+                .or_insert_with(|| if passed { "pass" } else { "fail" }.into());
+        }
+    };
+    if let Some(points) = v
+        .pointer_mut("/search/points")
+        .and_then(Value::as_array_mut)
+    {
+        points.iter_mut().for_each(verdict);
+    }
+    if let Some(rows) = v.get_mut("rows").and_then(Value::as_array_mut) {
+        rows.iter_mut().for_each(verdict);
+    }
+    if v.get("outcome").is_none() {
+        let outcome = SearchOutcome::from_v1(v);
+        if let (Some(o), Ok(x)) = (v.as_object_mut(), serde_json::to_value(outcome)) {
+            o.insert("outcome".into(), x);
+        }
+    }
+}
+
+/// The advice when the load generator limited a search.
+pub const CLIENT_LIMITED_ADVICE: &str = "give the load generator more room: fewer sessions per client process (a lower --max-rate per process, several processes) and more client hosts, or a server on another machine than the client";
+
+/// The answer in one sentence (with a newline), from the criterion in words,
+/// the answer and the outcome.
+pub fn answer_line(criterion: &str, a: &Answer, outcome: &SearchOutcome) -> String {
+    let ending = match outcome {
+        SearchOutcome::Found => "converged".to_string(),
+        SearchOutcome::AboveMaxRate => {
+            "capacity is at least the maximum rate tried (raise --max-rate)".into()
+        }
+        SearchOutcome::BelowMinRate => "even the lowest rate failed (lower --min-rate)".into(),
+        SearchOutcome::OutOfPoints => {
+            "out of points before converging (raise --max-points)".into()
+        }
+        SearchOutcome::ClientLimited { rate, reasons } => format!(
+            "LIMITED BY THE LOAD GENERATOR at {rate:.3} sessions/s: the client was INVALID there ({}), so that point neither passed nor failed and the search stopped; {CLIENT_LIMITED_ADVICE}",
+            if reasons.is_empty() { "no reason given".to_string() } else { reasons.join("; ") }
+        ),
+        SearchOutcome::Interrupted { .. } => "interrupted".into(),
+        SearchOutcome::Error { message } => format!("search stopped early: {message}"),
+    };
+    let mono = if a.non_monotone {
+        "; WARNING: a rate passed above one that failed (noisy; try --repeats)"
+    } else {
+        ""
+    };
+    match (a.capacity, a.lowest_failed, outcome) {
+        (None, None, SearchOutcome::ClientLimited { .. }) => {
+            format!("capacity ({criterion}): no answer; {ending}\n")
+        }
+        (Some(c), Some(f), _) => format!(
+            "capacity ({criterion}): {c:.3} sessions/s (failed at {f:.3}); {ending}{mono}\n"
+        ),
+        (Some(c), None, _) => {
+            format!("capacity ({criterion}): at least {c:.3} sessions/s; {ending}\n")
+        }
+        (None, Some(f), _) => {
+            format!("capacity ({criterion}): below {f:.3} sessions/s; {ending}\n")
+        }
+        (None, None, _) => format!("capacity: no point measured; {ending}\n"),
+    }
+}

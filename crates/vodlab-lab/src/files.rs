@@ -1,0 +1,103 @@
+//! What the typed experiment files share: their errors, the format/version
+//! check and the writer.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+
+/// A capacity.json or compare.json that cannot be read or written.
+#[derive(Debug, Error)]
+pub enum FileError {
+    /// Reading or writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    Json(serde_json::Error),
+    /// JSON, but another file's (or no) `format`.
+    #[error("format {found:?} where {expected:?} was expected")]
+    Format {
+        /// The format wanted.
+        expected: &'static str,
+        /// The format found (`None`: no `format` field).
+        found: Option<String>,
+    },
+    /// A version this crate does not read.
+    #[error("{format} format version {found} cannot be read: this vodlab reads versions 1 to {newest} (a newer vodlab wrote it; use that one)")]
+    Version {
+        /// The format.
+        format: &'static str,
+        /// The version found (0: none or not a number).
+        found: u64,
+        /// The newest version this crate reads.
+        newest: u32,
+    },
+    /// The format and version are right but a field is missing or wrong.
+    #[error("{format} format version {version}: {source}")]
+    Shape {
+        /// The format.
+        format: &'static str,
+        /// Its version.
+        version: u32,
+        /// What serde found.
+        source: serde_json::Error,
+    },
+    /// One of the above in a named file.
+    #[error("{}: {source}", path.display())]
+    In {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: Box<FileError>,
+    },
+}
+
+impl FileError {
+    /// The error, naming the file it came from.
+    pub fn at(self, path: &Path) -> Self {
+        match self {
+            e @ (Self::Io { .. } | Self::In { .. }) => e,
+            e => Self::In {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            },
+        }
+    }
+}
+
+/// Checks `format` and that `version` is between 1 and `newest`; returns the version.
+pub(crate) fn check_header(v: &Value, format: &'static str, newest: u32) -> Result<u32, FileError> {
+    let found = v.get("format").and_then(Value::as_str);
+    if found != Some(format) {
+        return Err(FileError::Format {
+            expected: format,
+            found: found.map(str::to_string),
+        });
+    }
+    let version = v.get("version").and_then(Value::as_u64).unwrap_or(0);
+    if version == 0 || version > u64::from(newest) {
+        return Err(FileError::Version {
+            format,
+            found: version,
+            newest,
+        });
+    }
+    Ok(version as u32)
+}
+
+/// Writes `v` as pretty JSON with a final newline.
+pub(crate) fn write_pretty(path: &Path, v: &impl Serialize) -> Result<(), FileError> {
+    let mut text = serde_json::to_string_pretty(v).map_err(FileError::Json)?;
+    text.push('\n');
+    std::fs::write(path, text).map_err(|source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}

@@ -1,0 +1,579 @@
+//! The point runner: one capacity point is one real load run (the
+//! `vodlab run` engine) at a rate for a window of arrivals, then a drain; its
+//! results.json goes to `points/NN-rate-R-run-K/` and its [`Outcome`] to the
+//! search. Argument parsing, progress display and printing belong to the
+//! caller ([`RunObserver`]).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use tokio::sync::watch;
+use vodlab_client::load::LoadError;
+use vodlab_client::{Arrivals, Live, LoadedWorkload, Results, RunConfig, StopReason};
+
+use crate::capacity::{CapacityFile, CapacityMeta, Stop};
+use crate::files::FileError;
+use crate::search::{Answer, Outcome, RunExtra, Search, Verdict};
+
+/// Why a point could not be measured.
+#[derive(Debug, Error)]
+pub enum RunnerError {
+    /// The workload could not be loaded.
+    #[error("loading the workload {}: {source}", path.display())]
+    Workload {
+        /// Its path.
+        path: PathBuf,
+        /// Why.
+        source: LoadError,
+    },
+    /// The workload has no session.
+    #[error("{}: no sessions", .0.display())]
+    NoSessions(PathBuf),
+    /// The runtime could not be built.
+    #[error("starting the load runtime: {0}")]
+    Runtime(std::io::Error),
+    /// A directory or file could not be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The load client failed (not the server: its own I/O).
+    #[error("the load client failed: {0}")]
+    Client(std::io::Error),
+    /// Ctrl-C before the run started.
+    #[error("interrupted")]
+    Interrupted,
+    /// Ctrl-C during the run; its partial results were written.
+    #[error("interrupted (this run's partial results are in {})", .0.display())]
+    InterruptedRun(PathBuf),
+    /// The server stopped answering during the run.
+    #[error("the server stopped answering ({target}); results so far are in {}", dir.display())]
+    ServerUnreachable {
+        /// Target URL.
+        target: String,
+        /// The run's directory.
+        dir: PathBuf,
+    },
+    /// A file of the search could not be written.
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+/// Where the load goes.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Resolved address.
+    pub addr: SocketAddr,
+    /// `Host` header value.
+    pub host: String,
+    /// The URL as given (recorded in the files).
+    pub url: String,
+}
+
+/// How every point is run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointSettings {
+    /// Seconds of arrivals per point (a point starts rate x window sessions).
+    pub window_s: f64,
+    /// After the last arrival, wait at most this long for sessions to end.
+    pub drain_s: f64,
+    /// Pause between runs, s.
+    pub pause_s: f64,
+    /// Seed of the arrival schedule (repetition k uses seed + k).
+    pub seed: u64,
+    /// Keep the workload's ramp-up/ramp-down sessions out of the measurement.
+    pub keep_ramps: bool,
+    /// Pace requests as the scripts say.
+    pub pacing: bool,
+    /// Emulate client access links.
+    pub shaping: bool,
+    /// Fraction of responses whose bytes are checked.
+    pub check_bytes: f64,
+    /// A start or send later than this counts as late, ms (more than 1 %
+    /// late makes a run INVALID).
+    pub late_threshold_ms: f64,
+    /// Write requests.csv for every run.
+    pub requests_csv: bool,
+}
+
+impl Default for PointSettings {
+    fn default() -> Self {
+        Self {
+            window_s: 60.0,
+            drain_s: 120.0,
+            pause_s: 2.0,
+            seed: 1,
+            keep_ramps: false,
+            pacing: true,
+            shaping: true,
+            check_bytes: 0.01,
+            late_threshold_ms: 10.0,
+            requests_csv: false,
+        }
+    }
+}
+
+/// Stops the current run and every later one (Ctrl-C). Clones share the flag.
+#[derive(Debug, Clone)]
+pub struct Interrupter {
+    flag: Arc<AtomicBool>,
+    tx: Arc<watch::Sender<bool>>,
+}
+
+impl Default for Interrupter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Interrupter {
+    /// Not yet interrupted.
+    pub fn new() -> Self {
+        Self {
+            flag: Arc::new(AtomicBool::new(false)),
+            tx: Arc::new(watch::channel(false).0),
+        }
+    }
+    /// Interrupts: the run in progress stops and writes its results; later
+    /// runs are refused.
+    pub fn interrupt(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.tx.send_replace(true);
+    }
+    /// Whether [`Self::interrupt`] was called.
+    pub fn is_interrupted(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+/// What the caller sees of each run (progress, one line per settled run).
+pub trait RunObserver {
+    /// A run of `sessions` sessions started; `live` counts as it goes.
+    fn started(&mut self, _live: &Arc<Live>, _sessions: u64) {}
+    /// The run ended (its results are written).
+    fn finished(&mut self) {}
+    /// Repetition `repeat` at `rate` was judged.
+    fn judged(&mut self, _rate: f64, _repeat: u32, _o: &Outcome, _v: Verdict, _why: Option<&str>) {}
+}
+
+/// An observer that shows nothing.
+pub struct Quiet;
+impl RunObserver for Quiet {}
+
+/// One finished run: what the search needs and the full results.
+pub struct Measured {
+    /// For the search.
+    pub outcome: Outcome,
+    /// Everything.
+    pub results: Results,
+}
+
+/// Runs one point after another against one target.
+pub struct PointRunner {
+    rt: tokio::runtime::Runtime,
+    work: Arc<LoadedWorkload>,
+    base: RunConfig,
+    settings: PointSettings,
+    out: PathBuf,
+    interrupter: Interrupter,
+    runs: usize,
+    vodlab_stats: bool,
+}
+
+impl PointRunner {
+    /// Loads the workload (its shards as one script with one arrival
+    /// process) and prepares the runtime; files go under `out`.
+    pub fn new(
+        workload: &Path,
+        target: Target,
+        settings: PointSettings,
+        out: &Path,
+        interrupter: Interrupter,
+    ) -> Result<Self, RunnerError> {
+        let mut work = LoadedWorkload::open(workload).map_err(|source| RunnerError::Workload {
+            path: workload.to_path_buf(),
+            source,
+        })?;
+        if work.session_count() == 0 {
+            return Err(RunnerError::NoSessions(workload.to_path_buf()));
+        }
+        if !settings.keep_ramps {
+            work.ramp_up = 0;
+            work.ramp_down = 0;
+        }
+        // one arrival process at the point's rate: with per-shard processes a
+        // point's few sessions would all start at once (each shard's first
+        // session starts at t = 0)
+        if work.shards.len() > 1 {
+            let mut shards = std::mem::take(&mut work.shards).into_iter();
+            let mut one = shards.next().expect("more than one shard");
+            for s in shards {
+                one.sessions.extend(s.sessions);
+            }
+            work.shards = vec![one];
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(RunnerError::Runtime)?;
+        let mut base = RunConfig::new(
+            target.addr,
+            target.host,
+            target.url,
+            Arrivals::Poisson { rate: 1.0 },
+        );
+        base.shaping = settings.shaping;
+        base.pacing = settings.pacing;
+        base.check_bytes = settings.check_bytes;
+        base.late_threshold = Duration::from_secs_f64(settings.late_threshold_ms.max(0.0) / 1e3);
+        base.interval_s = 1.0;
+        std::fs::create_dir_all(out).map_err(|source| RunnerError::Io {
+            path: out.to_path_buf(),
+            source,
+        })?;
+        let vodlab_stats = fetch_vodlab_stats(target.addr).is_some();
+        Ok(Self {
+            rt,
+            work: Arc::new(work),
+            base,
+            settings,
+            out: out.to_path_buf(),
+            interrupter,
+            runs: 0,
+            vodlab_stats,
+        })
+    }
+
+    /// The workload's name.
+    pub fn workload_name(&self) -> &str {
+        &self.work.name
+    }
+
+    /// The output directory.
+    pub fn out(&self) -> &Path {
+        &self.out
+    }
+
+    /// The target is a `vodlab serve` (its statistics are recorded per run).
+    pub fn is_vodlab_serve(&self) -> bool {
+        self.vodlab_stats
+    }
+
+    /// Sessions a point at `rate` starts.
+    pub fn sessions_at(&self, rate: f64) -> usize {
+        ((rate * self.settings.window_s).ceil() as usize).clamp(1, self.work.session_count())
+    }
+
+    /// Runs one point: `rate` sessions/s for the window, then the drain.
+    pub fn measure(
+        &mut self,
+        rate: f64,
+        repeat: u32,
+        obs: &mut dyn RunObserver,
+    ) -> Result<Measured, RunnerError> {
+        if self.interrupter.is_interrupted() {
+            return Err(RunnerError::Interrupted);
+        }
+        if self.runs > 0 && self.settings.pause_s > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(self.settings.pause_s));
+        }
+        self.runs += 1;
+        let n = self.sessions_at(rate);
+        let mut cfg = self.base.clone();
+        cfg.arrivals = Arrivals::Poisson { rate };
+        cfg.seed = self.settings.seed + u64::from(repeat);
+        cfg.max_sessions = Some(n);
+        cfg.max_duration = Some(Duration::from_secs_f64(
+            n as f64 / rate + self.settings.drain_s,
+        ));
+        let rel = format!("points/{:02}-rate-{rate:.4}-run-{}", self.runs, repeat + 1);
+        let dir = self.out.join(&rel);
+        std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        if self.settings.requests_csv {
+            cfg.requests_csv = Some(dir.join("requests.csv"));
+        }
+        let live = Arc::new(Live::default());
+        obs.started(&live, n as u64);
+        let stats_before = self
+            .vodlab_stats
+            .then(|| fetch_vodlab_stats(cfg.addr))
+            .flatten();
+        let t = Instant::now();
+        let cancel = self.interrupter.tx.subscribe();
+        let results = self.rt.block_on(vodlab_client::run(
+            self.work.clone(),
+            cfg,
+            live.clone(),
+            cancel,
+        ));
+        let wall = t.elapsed().as_secs_f64();
+        live.done.store(true, Ordering::Relaxed);
+        obs.finished();
+        let results = results.map_err(RunnerError::Client)?;
+        write_results(&dir, &results)?;
+        if results.stopped_by == StopReason::Interrupted {
+            return Err(RunnerError::InterruptedRun(dir));
+        }
+        if results.stopped_by == StopReason::ServerUnreachable {
+            return Err(RunnerError::ServerUnreachable {
+                target: self.base.target.clone(),
+                dir,
+            });
+        }
+        let ended = live.completed.load(Ordering::Relaxed) + live.failed.load(Ordering::Relaxed);
+        let unfinished = live.started.load(Ordering::Relaxed).saturating_sub(ended);
+        let stats_after = stats_before
+            .is_some()
+            .then(|| fetch_vodlab_stats(self.base.addr))
+            .flatten();
+        let (server_stats_before, server_stats_after) = match (stats_before, stats_after) {
+            (Some(b), Some(a)) => (Some(b), Some(a)),
+            _ => (None, None),
+        };
+        let outcome = Outcome {
+            measured_sessions: results.measured_sessions,
+            failed_sessions: results.failed_sessions,
+            unfinished_sessions: unfinished,
+            stalled_sessions: results.stalled_sessions,
+            p95_startup_s: results.startup_delay_s.p95,
+            throughput_bytes_per_s: results.throughput_bytes_per_s,
+            client_valid: results.valid,
+            client_invalid_reasons: results.invalid_reasons.clone(),
+            extra: RunExtra {
+                sessions: Some(n as u64),
+                wall_s: Some(wall),
+                delivered_bytes: Some(live.bytes.load(Ordering::Relaxed)),
+                response_p99_ms: Some(results.response_time_ms.p99),
+                results: Some(rel),
+                server_stats_before,
+                server_stats_after,
+                ..Default::default()
+            },
+        };
+        Ok(Measured { outcome, results })
+    }
+
+    /// Runs a whole search: `before_each` runs before every run (cooling,
+    /// counters), `after_each` adds figures to its outcome; `obs` sees
+    /// progress and every verdict. Stops at the first error, keeping the
+    /// points so far in `search`.
+    pub fn run_search<E: From<RunnerError>>(
+        &mut self,
+        search: &mut Search,
+        obs: &mut dyn RunObserver,
+        mut before_each: impl FnMut() -> Result<(), E>,
+        mut after_each: impl FnMut(&Measured, &mut Outcome) -> Result<(), E>,
+    ) -> Result<Answer, E> {
+        while let Some(rate) = search.next_rate() {
+            let repeat = search.next_repeat();
+            before_each()?;
+            let m = self.measure(rate, repeat, obs)?;
+            let mut o = m.outcome.clone();
+            after_each(&m, &mut o)?;
+            let (v, why) = search.judge(&o);
+            obs.judged(rate, repeat, &o, v, why.as_deref());
+            search.record(rate, o);
+        }
+        Ok(search.answer())
+    }
+
+    /// How a search that ended with `res` stopped early, if it did.
+    pub fn stop_of<T, E: std::fmt::Display>(&self, res: &Result<T, E>) -> Option<Stop> {
+        match res {
+            Ok(_) => None,
+            Err(e) if self.interrupter.is_interrupted() => Some(Stop::Interrupted(e.to_string())),
+            Err(e) => Some(Stop::Error(e.to_string())),
+        }
+    }
+
+    /// Writes `capacity.json` of `search` into the output directory and
+    /// returns it; `stop` says why the search stopped early, `server` is a
+    /// label (compare and bench), `started` the Unix time it began.
+    pub fn write_capacity(
+        &self,
+        search: &Search,
+        stop: Option<&Stop>,
+        server: Option<String>,
+        started: f64,
+    ) -> Result<CapacityFile, FileError> {
+        let meta = CapacityMeta {
+            workload: self.work.name.clone(),
+            target: self.base.target.clone(),
+            server,
+            window_s: self.settings.window_s,
+            drain_s: self.settings.drain_s,
+            pacing: self.settings.pacing,
+            shaping: self.settings.shaping,
+            late_threshold_ms: Some(self.settings.late_threshold_ms),
+            started_at_unix_s: started,
+        };
+        let file = CapacityFile::new(search, stop, meta, unix_now());
+        file.write(&self.out.join("capacity.json"))?;
+        Ok(file)
+    }
+
+    /// Shuts the runtime down.
+    pub fn finish(self) {
+        self.rt.shutdown_timeout(Duration::from_millis(200));
+    }
+}
+
+/// Writes results.json and summary.txt of a run into `dir`.
+pub fn write_results(dir: &Path, r: &Results) -> Result<(), RunnerError> {
+    let io = |path: PathBuf| move |source| RunnerError::Io { path, source };
+    let json = dir.join("results.json");
+    let mut text = serde_json::to_string_pretty(r).map_err(|e| RunnerError::Io {
+        path: json.clone(),
+        source: e.into(),
+    })?;
+    text.push('\n');
+    std::fs::write(&json, text).map_err(io(json.clone()))?;
+    let summary = dir.join("summary.txt");
+    std::fs::write(&summary, r.table()).map_err(io(summary.clone()))
+}
+
+/// `GET /vodlab/stats` from a `vodlab serve` (`None` for other servers, on
+/// any error, or when it does not answer within 2 s). The request and the
+/// response go through the shared HTTP/1 codec (`vodlab_http::client`).
+pub fn fetch_vodlab_stats(addr: SocketAddr) -> Option<serde_json::Value> {
+    use std::io::{Read, Write};
+    use vodlab_http::client::{encode_request, Decoded, RequestHead, ResponseDecoder};
+    const MAX_BODY: usize = 1 << 20;
+    let mut req = Vec::new();
+    encode_request(
+        &RequestHead {
+            method: "GET",
+            target: "/vodlab/stats",
+            host: "vodlab",
+            http10: false,
+            range: None,
+            headers: &["Connection: close".to_string()],
+            session: None,
+            body: None,
+        },
+        &mut req,
+    )
+    .ok()?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(&req).ok()?;
+    let mut dec = ResponseDecoder::new(false);
+    let mut body = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 {
+            dec.eof().ok()?;
+            break;
+        }
+        pending.extend_from_slice(&buf[..n]);
+        let p = dec
+            .feed(&pending, &mut |_, b: &[u8]| body.extend_from_slice(b))
+            .ok()?;
+        pending.drain(..p.consumed);
+        if body.len() > MAX_BODY {
+            return None;
+        }
+        if p.state == Decoded::Complete {
+            break;
+        }
+    }
+    if dec.head()?.status != 200 {
+        return None;
+    }
+    serde_json::from_slice(&body).ok()
+}
+
+/// Now, Unix seconds (for the files' timestamps).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A one-shot server answering with `reply`; returns its address and
+    /// the request it received.
+    fn serve(reply: &'static [u8]) -> (SocketAddr, std::thread::JoinHandle<Vec<u8>>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let h = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.ends_with(b"\r\n\r\n") {
+                let n = c.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                req.extend_from_slice(&buf[..n]);
+            }
+            // in two pieces, the second after a pause: the decoder is fed twice
+            let (a, b) = reply.split_at(reply.len() / 2);
+            c.write_all(a).unwrap();
+            c.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            c.write_all(b).unwrap();
+            req
+        });
+        (addr, h)
+    }
+
+    #[test]
+    fn stats_are_fetched_through_the_codec() {
+        let (addr, h) = serve(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+              6\r\n{\"requ\r\n9\r\nests\": 7}\r\n0\r\n\r\n",
+        );
+        let v = fetch_vodlab_stats(addr).expect("stats");
+        assert_eq!(v["requests"], 7);
+        let req = String::from_utf8(h.join().unwrap()).unwrap();
+        assert!(
+            req.starts_with("GET /vodlab/stats HTTP/1.1\r\nHost: vodlab\r\n"),
+            "{req}"
+        );
+        assert!(req.contains("\r\nConnection: close\r\n"), "{req}");
+    }
+
+    #[test]
+    fn other_servers_have_no_stats() {
+        let (addr, h) = serve(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{}");
+        assert_eq!(fetch_vodlab_stats(addr), None);
+        h.join().unwrap();
+        let (addr, h) = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+        assert_eq!(fetch_vodlab_stats(addr), None, "not JSON");
+        h.join().unwrap();
+        let (addr, h) = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{\"a\": 1}");
+        assert_eq!(fetch_vodlab_stats(addr), None, "cut short");
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn an_interrupter_is_shared_by_its_clones() {
+        let i = Interrupter::new();
+        let j = i.clone();
+        let rx = i.tx.subscribe();
+        assert!(!j.is_interrupted() && !*rx.borrow());
+        i.interrupt();
+        assert!(j.is_interrupted());
+        assert!(*rx.borrow());
+        assert!(*j.tx.subscribe().borrow(), "a later run sees it too");
+    }
+}
