@@ -19,9 +19,8 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use crate::config::PolicySpec;
 pub use crate::config::{Config, IoMode};
-use crate::controller::PrefetchCore;
+use crate::controller::{PrefetchController, PrefetchCore};
 use crate::files::Root;
 use crate::plan::ResponseKind;
 use crate::prefetch::{DeviceStats, Helpers, Prober};
@@ -246,8 +245,20 @@ pub struct Server {
 }
 
 impl Server {
-    /// Validates the configuration, binds and starts serving.
+    /// Validates the configuration, binds and starts serving with the
+    /// configured prefetch policy.
     pub async fn start(cfg: Config, listen: SocketAddr) -> Result<Self, StartError> {
+        let controller = cfg.prefetch_policy.build();
+        Self::start_with_controller(cfg, listen, controller).await
+    }
+
+    /// As [`Server::start`], with a given prefetch controller instead of the
+    /// configured policy's (for controllers outside this crate, and tests).
+    pub async fn start_with_controller(
+        cfg: Config,
+        listen: SocketAddr,
+        controller: Box<dyn PrefetchController>,
+    ) -> Result<Self, StartError> {
         cfg.validate()?;
         let root = Root::open(&cfg.root)?;
         let log = match &cfg.access_log {
@@ -261,11 +272,10 @@ impl Server {
         };
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
-        let policy: PolicySpec = cfg.prefetch_policy;
         let state = Arc::new(State {
             helpers: Helpers::new(cfg.helpers_per_device),
             prober: Prober::default(),
-            prefetch: Mutex::new(PrefetchCore::new(policy.build())),
+            prefetch: Mutex::new(PrefetchCore::new(controller)),
             root,
             counters: Counters::default(),
             started: Instant::now(),
@@ -296,9 +306,9 @@ impl Server {
     }
 }
 
-async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
-    let permits = Arc::new(Semaphore::new(st.cfg.max_connections));
-    let mut conns = tokio::task::JoinSet::new();
+/// The periodic work: the prefetch controller's ticks and the statistics
+/// lines. A task of its own, because the accept loop waits in `accept`.
+async fn periodic(st: Arc<State>, mut stop: watch::Receiver<bool>) {
     let mut ticker = tokio::time::interval(if st.cfg.stats_interval.is_zero() {
         Duration::from_secs(3600)
     } else {
@@ -312,7 +322,7 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
     let mut last = (Instant::now(), 0u64);
     loop {
         tokio::select! {
-            _ = stop.changed() => break,
+            _ = stop.changed() => return,
             _ = control.tick(), if st.cfg.io == IoMode::Asap => {
                 st.prefetch.lock().expect("lock").tick(Instant::now());
             }
@@ -329,6 +339,17 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                     let _ = l.lock().expect("lock").flush();
                 }
             }
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
+    let permits = Arc::new(Semaphore::new(st.cfg.max_connections));
+    let mut conns = tokio::task::JoinSet::new();
+    let ticks = tokio::spawn(periodic(st.clone(), stop.clone()));
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
             permit = permits.clone().acquire_owned() => {
                 let permit = permit.expect("semaphore open");
                 let accepted = tokio::select! {
@@ -367,4 +388,5 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
             _ = &mut deadline => { conns.abort_all(); while conns.join_next().await.is_some() {} break; }
         }
     }
+    let _ = ticks.await;
 }

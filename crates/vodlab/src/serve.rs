@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use vodlab_server::{Config, IoMode, Server};
+use vodlab_server::config::defaults;
+use vodlab_server::{Config, IoMode, PolicySpec, Server};
 
-/// Arguments of `vodlab serve`.
+/// Arguments of `vodlab serve`. Every default is the server's
+/// (`vodlab_server::config::defaults`).
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Directory to serve (e.g. a `vodlab fileset create` root).
@@ -21,28 +23,32 @@ pub struct ServeArgs {
     /// I/O mode: `vanilla` sendfile (page-cache reads on a thread pool, like
     /// nginx with aio threads) or `asap` (probe the page cache; on a miss
     /// prefetch serially per device, then sendfile).
-    #[arg(long, value_enum, default_value_t = Io::Asap)]
+    #[arg(long, value_enum, default_value_t = Io::from(Config::default().io))]
     pub io: Io,
-    /// ASAP prefetch size in bytes (suffixes K, M, G: 4M).
-    #[arg(long, default_value = "4M", value_parser = parse_size)]
-    pub prefetch: u64,
+    /// ASAP prefetch controller: `fixed:SIZE` (SIZE in bytes or with a K, M
+    /// or G suffix: fixed:4M). See docs/serve.md.
+    #[arg(long, value_name = "POLICY", default_value_t = PolicySpec::default(), value_parser = parse_policy)]
+    pub prefetch_policy: PolicySpec,
+    /// Alias of `--prefetch-policy fixed:SIZE` (kept for older scripts).
+    #[arg(long, value_name = "SIZE", conflicts_with = "prefetch_policy", value_parser = parse_fixed)]
+    pub prefetch: Option<PolicySpec>,
     /// Prefetch helper threads per storage device (1 = serialized, as in the thesis).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::HELPERS_PER_DEVICE)]
     pub helpers: usize,
     /// Append one line per request to this file (format in docs/serve.md).
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
     /// Idle keep-alive timeout, seconds.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = defaults::IDLE_TIMEOUT.as_secs_f64())]
     pub keepalive: f64,
     /// Time allowed for a complete request head, seconds (slowloris guard).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = defaults::HEADER_TIMEOUT.as_secs_f64())]
     pub header_timeout: f64,
     /// Most simultaneous connections.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = defaults::MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// Seconds between statistics lines on stderr (0 = none).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = defaults::STATS_INTERVAL.as_secs_f64())]
     pub stats_interval: f64,
     /// Worker threads (default: one per core).
     #[arg(long)]
@@ -50,7 +56,7 @@ pub struct ServeArgs {
 }
 
 /// I/O modes.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Io {
     /// sendfile on the blocking pool.
     Vanilla,
@@ -58,27 +64,60 @@ pub enum Io {
     Asap,
 }
 
-/// A size with K/M/G suffix (the box's parser), which must be > 0.
-fn parse_size(s: &str) -> Result<u64, String> {
-    match vodlab_lab::hwbox::parse_size(s)? {
-        0 => Err(format!("`{s}` must be > 0")),
-        v => Ok(v),
+impl From<IoMode> for Io {
+    fn from(m: IoMode) -> Self {
+        match m {
+            IoMode::Vanilla => Io::Vanilla,
+            IoMode::Asap => Io::Asap,
+        }
+    }
+}
+
+impl From<Io> for IoMode {
+    fn from(m: Io) -> Self {
+        match m {
+            Io::Vanilla => IoMode::Vanilla,
+            Io::Asap => IoMode::Asap,
+        }
+    }
+}
+
+fn parse_policy(s: &str) -> Result<PolicySpec, String> {
+    s.parse().map_err(|e| format!("{e}"))
+}
+
+fn parse_fixed(s: &str) -> Result<PolicySpec, String> {
+    format!("fixed:{s}").parse().map_err(|e| format!("{e}"))
+}
+
+fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .with_context(|| format!("--{name} {v}: not a duration in seconds"))
+}
+
+impl ServeArgs {
+    /// The server configuration these arguments describe (validated).
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let cfg = Config {
+            root: self.root.clone(),
+            io: self.io.into(),
+            prefetch_policy: self.prefetch.unwrap_or(self.prefetch_policy),
+            helpers_per_device: self.helpers,
+            access_log: self.access_log.clone(),
+            idle_timeout: seconds("keepalive", self.keepalive)?,
+            header_timeout: seconds("header-timeout", self.header_timeout)?,
+            max_connections: self.max_connections,
+            stats_interval: seconds("stats-interval", self.stats_interval)?,
+            ..Config::default()
+        };
+        cfg.validate()?;
+        Ok(cfg)
     }
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut cfg = Config::new(a.root.clone());
-    cfg.io = match a.io {
-        Io::Vanilla => IoMode::Vanilla,
-        Io::Asap => IoMode::Asap,
-    };
-    cfg.prefetch = a.prefetch;
-    cfg.helpers_per_device = a.helpers;
-    cfg.access_log = a.access_log.clone();
-    cfg.idle_timeout = Duration::from_secs_f64(a.keepalive);
-    cfg.header_timeout = Duration::from_secs_f64(a.header_timeout);
-    cfg.max_connections = a.max_connections;
-    cfg.stats_interval = Duration::from_secs_f64(a.stats_interval);
+    let cfg = a.config()?;
+    let policy = cfg.prefetch_policy;
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = a.threads {
         rt.worker_threads(n.max(1));
@@ -89,11 +128,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("serving {} on {}", a.root.display(), a.listen))?;
         eprintln!(
-            "vodlab serve: {} on http://{} (io {:?}, prefetch {} bytes, {} helper(s) per device); stats at /vodlab/stats",
+            "vodlab serve: {} on http://{} (io {:?}, prefetch policy {policy}, {} helper(s) per device); stats at /vodlab/stats",
             a.root.display(),
             server.addr,
             a.io,
-            a.prefetch,
             a.helpers
         );
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -107,4 +145,57 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Config, String> {
+        let cli = Cli::try_parse_from(["serve", "--root", "/srv"].iter().chain(args))
+            .map_err(|e| e.to_string())?;
+        cli.serve.config().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_the_servers() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c, Config::new(PathBuf::from("/srv")));
+    }
+
+    #[test]
+    fn prefetch_policy_and_its_alias() {
+        let c = parse(&["--prefetch-policy", "fixed:2M"]).unwrap();
+        assert_eq!(c.prefetch_policy, PolicySpec::Fixed(2 << 20));
+        let c = parse(&["--prefetch", "512K"]).unwrap();
+        assert_eq!(c.prefetch_policy, PolicySpec::Fixed(512 << 10));
+        let c = parse(&["--prefetch=1G"]).unwrap();
+        assert_eq!(c.prefetch_policy, PolicySpec::Fixed(1 << 30));
+        let e = parse(&["--prefetch-policy", "auto"]).unwrap_err();
+        assert!(e.contains("unknown policy `auto`"), "{e}");
+        let e = parse(&["--prefetch-policy", "fixed:4Q"]).unwrap_err();
+        assert!(e.contains("suffix"), "{e}");
+        assert!(parse(&["--prefetch", "0"]).is_err());
+        assert!(parse(&["--prefetch", "1M", "--prefetch-policy", "fixed:2M"]).is_err());
+    }
+
+    #[test]
+    fn invalid_settings_are_refused() {
+        assert!(parse(&["--helpers", "0"])
+            .unwrap_err()
+            .contains("helpers_per_device"));
+        assert!(parse(&["--keepalive", "-1"]).is_err());
+        let c = parse(&["--io", "vanilla", "--keepalive", "5"]).unwrap();
+        assert_eq!(
+            (c.io, c.idle_timeout),
+            (IoMode::Vanilla, Duration::from_secs(5))
+        );
+    }
 }

@@ -366,3 +366,77 @@ fn httperf_is_served_and_the_access_log_joins_sessions() {
     );
     assert!(f[9] == "hit" || f[9] == "miss", "{last}");
 }
+
+#[test]
+fn errors_keep_their_status_and_head_answers_have_no_body() {
+    let root = root_with_files();
+    let s = Running::start(root.path(), |_| {});
+    // a directory is not served: 403, not 404
+    assert_eq!(status(&curl(&[&s.url("/t1")]).0), 403);
+    assert_eq!(status(&curl(&[&s.url("/t1/missing.m4s")]).0), 404);
+    // HEAD of an error: the head only, so the next pipelined response follows it directly
+    let resp = raw(
+        s.addr,
+        b"HEAD /missing HTTP/1.1\r\nHost: x\r\n\r\nGET /t1/00000.m4s HTTP/1.1\r\nHost: x\r\nRange: bytes=0-4\r\nConnection: close\r\n\r\n",
+    );
+    assert!(resp.starts_with("HTTP/1.1 404 Not Found\r\n"), "{resp}");
+    let second = resp.find("\r\n\r\n").unwrap() + 4;
+    assert!(
+        resp[second..].starts_with("HTTP/1.1 206 Partial Content\r\n"),
+        "{resp}"
+    );
+    assert!(resp.ends_with("abcde"), "{resp}");
+    let st = s.stats();
+    assert_eq!(st["responses"]["error"].as_u64(), Some(3), "{st}");
+    assert_eq!(st["responses"]["range"].as_u64(), Some(1), "{st}");
+    assert_eq!(st["errors"].as_u64(), Some(3), "{st}");
+    assert_eq!(st["prefetch_policy"].as_str(), Some("fixed:4M"));
+    assert_eq!(st["prefetch_bytes"].as_u64(), Some(4 << 20));
+}
+
+/// Waits for a `vodlab serve` child to answer on `port`.
+fn wait_listening(port: u16) {
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "vodlab serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_prefetch_policy_is_chosen_on_the_command_line() {
+    let root = root_with_files();
+    let bad = common::vodlab(&[
+        "serve",
+        "--root",
+        root.path().to_str().unwrap(),
+        "--prefetch-policy",
+        "adaptive",
+    ]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("unknown policy `adaptive`"), "{err}");
+    for (flag, value, want) in [
+        ("--prefetch-policy", "fixed:2M", "fixed:2M"),
+        ("--prefetch", "512K", "fixed:512K"),
+    ] {
+        let port = common::free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+            .args(["serve", "--root", root.path().to_str().unwrap()])
+            .args(["--listen", &format!("127.0.0.1:{port}"), flag, value])
+            .args(["--stats-interval", "0"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(port);
+        let (_, body) = curl(&[&format!("http://127.0.0.1:{port}/vodlab/stats")]);
+        let st: serde_json::Value = serde_json::from_str(&body).unwrap();
+        // SAFETY: signalling the child we started, by its PID
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = child.wait();
+        assert_eq!(st["prefetch_policy"].as_str(), Some(want), "{flag} {value}");
+    }
+}
