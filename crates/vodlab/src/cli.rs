@@ -1,9 +1,8 @@
 //! Command-line surface: clap definitions and dispatch.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 /// vodlab: how many viewers can this server stream to without stalling them?
 ///
@@ -43,7 +42,7 @@ pub enum Command {
     ///   vodlab gen --spec my-workload.toml --shards 4 -o work/mine
     ///   vodlab gen --show-preset cloudsuite-2016 > my-workload.toml
     #[command(verbatim_doc_comment)]
-    Gen(GenArgs),
+    Gen(crate::gen::GenArgs),
     /// Write, verify, warm, cool and read the files a workload streams.
     #[command(subcommand)]
     Fileset(crate::fileset::FilesetCommand),
@@ -111,94 +110,7 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
-    Script(ScriptCommand),
-}
-
-#[derive(Debug, Args)]
-pub struct GenArgs {
-    /// Built-in workload to construct (see --list-presets).
-    #[arg(long, conflicts_with = "spec", required_unless_present_any = ["spec", "list_presets", "show_preset"])]
-    pub preset: Option<String>,
-    /// Workload specification file (TOML, docs/workload-spec.md).
-    #[arg(long, value_name = "FILE")]
-    pub spec: Option<PathBuf>,
-    /// Output directory (created; an existing vodlab workload in it is replaced).
-    #[arg(short, long, value_name = "DIR", required_unless_present_any = ["list_presets", "show_preset"])]
-    pub output: Option<PathBuf>,
-    /// Seed of every random draw (overrides [measurement] seed).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Number of sessions (overrides sessions.count).
-    #[arg(long)]
-    pub sessions: Option<u32>,
-    /// Number of titles (overrides catalog.titles).
-    #[arg(long)]
-    pub titles: Option<u32>,
-    /// Multiply titles, sessions, shard size and ramp lengths by this factor,
-    /// keeping the workload's proportions (e.g. 0.1 for a quick run).
-    #[arg(long, value_name = "FACTOR")]
-    pub scale: Option<f64>,
-    /// Split sessions into this many per-host scripts (default: from
-    /// [measurement] shard_sessions; the YouTube presets use 12 like the papers).
-    #[arg(long, value_name = "N")]
-    pub shards: Option<u32>,
-    /// Write into a non-empty directory that is not a vodlab workload.
-    #[arg(long)]
-    pub force: bool,
-    /// Print statistics as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// List the built-in presets and exit.
-    #[arg(long)]
-    pub list_presets: bool,
-    /// Print a preset's TOML (a starting point for your own spec) and exit.
-    #[arg(long, value_name = "NAME")]
-    pub show_preset: Option<String>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ScriptCommand {
-    /// Parse a script (vodlab, httperf wsesslog or CloudSuite videosesslog) or
-    /// a workload directory and print a summary; errors name line and column.
-    Check {
-        /// Script file or `vodlab gen` output directory.
-        input: PathBuf,
-    },
-    /// Convert a script or workload to another tool's syntax and report what
-    /// the target cannot express.
-    ///
-    /// Examples:
-    ///   vodlab script export work/yt --to httperf -o work/yt-httperf
-    ///   vodlab script export work/yt/sessions/shard-00.vsl --to h2load --session 0 -o s0.txt
-    #[command(verbatim_doc_comment)]
-    Export {
-        /// Script file or `vodlab gen` output directory.
-        input: PathBuf,
-        /// Target syntax.
-        #[arg(long, value_enum)]
-        to: ExportFormat,
-        /// Output file (for a script input or h2load) or directory (for a
-        /// workload directory: one file per shard).
-        #[arg(short, long, value_name = "PATH")]
-        output: PathBuf,
-        /// For h2load: the session id (from its `#@session id=`) or, without
-        /// ids, its position; default the first session.
-        #[arg(long)]
-        session: Option<u64>,
-    },
-}
-
-/// Export targets.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ExportFormat {
-    /// vodlab's own format (lossless).
-    Vodlab,
-    /// httperf --wsesslog (stock httperf 0.9).
-    Httperf,
-    /// CloudSuite videoperf --videosesslog.
-    Cloudsuite,
-    /// h2load --timing-script-file (one session).
-    H2load,
+    Script(crate::script::ScriptCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {

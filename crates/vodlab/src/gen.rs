@@ -1,15 +1,58 @@
 //! `vodlab gen`.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
+use clap::Args;
 use vodlab_workload::construct::construct;
 use vodlab_workload::output::write_workload;
 use vodlab_workload::{presets, Overrides, Spec, Stats};
 
-use crate::cli::GenArgs;
+/// Arguments of `vodlab gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Built-in workload to construct (see --list-presets).
+    #[arg(long, conflicts_with = "spec", required_unless_present_any = ["spec", "list_presets", "show_preset"])]
+    pub preset: Option<String>,
+    /// Workload specification file (TOML, docs/workload-spec.md).
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+    /// Output directory (created; an existing vodlab workload in it is replaced).
+    #[arg(short, long, value_name = "DIR", required_unless_present_any = ["list_presets", "show_preset"])]
+    pub output: Option<PathBuf>,
+    /// Seed of every random draw (overrides [measurement] seed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Number of sessions (overrides sessions.count).
+    #[arg(long)]
+    pub sessions: Option<u32>,
+    /// Number of titles (overrides catalog.titles).
+    #[arg(long)]
+    pub titles: Option<u32>,
+    /// Multiply titles, sessions, shard size and ramp lengths by this factor,
+    /// keeping the workload's proportions (e.g. 0.1 for a quick run).
+    #[arg(long, value_name = "FACTOR")]
+    pub scale: Option<f64>,
+    /// Split sessions into this many per-host scripts (default: from
+    /// [measurement] shard_sessions; the YouTube presets use 12 like the papers).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// Write into a non-empty directory that is not a vodlab workload.
+    #[arg(long)]
+    pub force: bool,
+    /// Print statistics as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// List the built-in presets and exit.
+    #[arg(long)]
+    pub list_presets: bool,
+    /// Print a preset's TOML (a starting point for your own spec) and exit.
+    #[arg(long, value_name = "NAME")]
+    pub show_preset: Option<String>,
+}
 
 pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();

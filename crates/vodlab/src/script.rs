@@ -5,12 +5,57 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::{Subcommand, ValueEnum};
 use vodlab_workload::output::{read_manifest, read_script_file, read_workload_scripts};
 use vodlab_workload::script::{
     export_cloudsuite, export_h2load, export_httperf, write_vodlab, ExportReport, Script, Wait,
 };
 
-use crate::cli::{ExportFormat, ScriptCommand};
+/// Subcommands of `vodlab script`.
+#[derive(Debug, Subcommand)]
+pub enum ScriptCommand {
+    /// Parse a script (vodlab, httperf wsesslog or CloudSuite videosesslog) or
+    /// a workload directory and print a summary; errors name line and column.
+    Check {
+        /// Script file or `vodlab gen` output directory.
+        input: PathBuf,
+    },
+    /// Convert a script or workload to another tool's syntax and report what
+    /// the target cannot express.
+    ///
+    /// Examples:
+    ///   vodlab script export work/yt --to httperf -o work/yt-httperf
+    ///   vodlab script export work/yt/sessions/shard-00.vsl --to h2load --session 0 -o s0.txt
+    #[command(verbatim_doc_comment)]
+    Export {
+        /// Script file or `vodlab gen` output directory.
+        input: PathBuf,
+        /// Target syntax.
+        #[arg(long, value_enum)]
+        to: ExportFormat,
+        /// Output file (for a script input or h2load) or directory (for a
+        /// workload directory: one file per shard).
+        #[arg(short, long, value_name = "PATH")]
+        output: PathBuf,
+        /// For h2load: the session id (from its `#@session id=`) or, without
+        /// ids, its position; default the first session.
+        #[arg(long)]
+        session: Option<u64>,
+    },
+}
+
+/// Export targets.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    /// vodlab's own format (lossless).
+    Vodlab,
+    /// httperf --wsesslog (stock httperf 0.9).
+    Httperf,
+    /// CloudSuite videoperf --videosesslog.
+    Cloudsuite,
+    /// h2load --timing-script-file (one session).
+    H2load,
+}
 
 /// Scripts of a file or of every shard of a workload directory.
 fn load(input: &Path) -> anyhow::Result<Vec<(PathBuf, Script)>> {
