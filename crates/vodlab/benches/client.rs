@@ -10,16 +10,18 @@
 //! (c) httperf given the same sessions, to show the limit it hits.
 //!
 //! Environment: BENCH_ROUNDS (default 5), BENCH_CONNS (16), BENCH_REQUESTS
-//! (32000), BENCH_SESSIONS (10000).
+//! (32000), BENCH_SESSIONS (10000). BENCH_BASELINE_BIN: another `vodlab`
+//! binary (e.g. built from an earlier commit) measured in the same rounds
+//! beside this one, for before/after figures from one run.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{require, vodlab_ok, Nginx};
+use common::{require, vodlab_at_ok, vodlab_ok, Nginx};
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -67,8 +69,8 @@ fn h2load_rps(h2load: &Path, port: u16, conns: usize, requests: usize) -> f64 {
     rps.parse().unwrap()
 }
 
-fn vodlab_rps(script: &Path, port: u16, conns: usize, out: &Path) -> f64 {
-    let (r, secs) = common::run_unpaced(script, port, out);
+fn vodlab_rps(bin: &Path, script: &Path, port: u16, conns: usize, out: &Path) -> f64 {
+    let (r, secs) = common::run_unpaced_at(bin, script, port, out);
     assert_eq!(r["started_sessions"].as_u64().unwrap() as usize, conns);
     r["completed_requests"].as_f64().unwrap() / secs
 }
@@ -103,31 +105,43 @@ fn main() {
     }
     fs::write(&script, text).unwrap();
     h2load_rps(&h2load, nginx.port, conns, conns * per); // warm the page cache
-    let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let mut bins: Vec<(&str, PathBuf)> =
+        vec![("this", PathBuf::from(env!("CARGO_BIN_EXE_vodlab")))];
+    if let Ok(b) = std::env::var("BENCH_BASELINE_BIN") {
+        bins.push(("baseline", PathBuf::from(b)));
+    }
+    let mut theirs = Vec::new();
+    let mut ours: Vec<Vec<f64>> = vec![Vec::new(); bins.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); bins.len()];
     for round in 0..rounds {
         let h = h2load_rps(&h2load, nginx.port, conns, conns * per);
-        let v = vodlab_rps(
-            &script,
-            nginx.port,
-            conns,
-            &t.path().join(format!("a{round}")),
-        );
-        println!(
-            "(a) round {round}: vodlab {v:.0} req/s, h2load --h1 {h:.0} req/s, ratio {:.3}",
-            v / h
-        );
-        ours.push(v);
         theirs.push(h);
-        ratios.push(v / h);
+        for (k, (name, bin)) in bins.iter().enumerate() {
+            let v = vodlab_rps(
+                bin,
+                &script,
+                nginx.port,
+                conns,
+                &t.path().join(format!("a{round}-{name}")),
+            );
+            println!(
+                "(a) round {round}: vodlab ({name}) {v:.0} req/s, h2load --h1 {h:.0} req/s, ratio {:.3}",
+                v / h
+            );
+            ours[k].push(v);
+            ratios[k].push(v / h);
+        }
     }
-    println!(
-        "(a) {conns} connections, {} threads each, {} x 0.5 MiB: median vodlab {:.0} req/s, h2load {:.0} req/s, median ratio {:.3} (target >= 0.90)",
-        threads(),
-        conns * per,
-        median(ours),
-        median(theirs),
-        median(ratios)
-    );
+    for (k, (name, _)) in bins.iter().enumerate() {
+        println!(
+            "(a) {conns} connections, {} threads each, {} x 0.5 MiB: median vodlab ({name}) {:.0} req/s, h2load {:.0} req/s, median ratio {:.3} (target >= 0.90)",
+            threads(),
+            conns * per,
+            median(ours[k].clone()),
+            median(theirs.clone()),
+            median(ratios[k].clone())
+        );
+    }
 
     // (b) many concurrent paced, shaped sessions of small chunks
     let sessions = env("BENCH_SESSIONS", 10_000);
@@ -176,33 +190,38 @@ delay_ms = 20.0
         fs::write(&p, vec![1u8; size as usize]).unwrap();
     }
     let rate = (sessions / 5).max(1); // all started within 5 s; each lasts 60 s
-    let out = t.path().join("b");
-    vodlab_ok(&[
-        "run",
-        w.to_str().unwrap(),
-        "--target",
-        &format!("http://127.0.0.1:{}", nginx.port),
-        "--rate",
-        &rate.to_string(),
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let r = common::results(&out);
-    let h = &r["health"];
-    let peak = h["peak_active_sessions"].as_f64().unwrap();
-    println!(
-        "(b) vodlab: {sessions} paced sessions (2 Mbit/s, 20 ms), peak {peak} concurrent, {} failed; send lateness p99 {:.2} ms (target < 5), start lateness p99 {:.2} ms; CPU max {:.0} % of {} cores ({:.1} % per 1000 sessions); peak RSS {:.0} MiB ({:.1} KiB per session); valid {}",
-        r["failed_sessions"],
-        h["send_lateness_ms"]["p99"].as_f64().unwrap(),
-        h["start_lateness_ms"]["p99"].as_f64().unwrap(),
-        h["max_cpu_pct"].as_f64().unwrap(),
-        h["cpus"],
-        h["max_cpu_pct"].as_f64().unwrap() / peak * 1000.0,
-        h["peak_rss_mb"].as_f64().unwrap(),
-        h["peak_rss_mb"].as_f64().unwrap() * 1024.0 / peak,
-        r["valid"],
-    );
+    for (name, bin) in &bins {
+        let out = t.path().join(format!("b-{name}"));
+        vodlab_at_ok(
+            bin,
+            &[
+                "run",
+                w.to_str().unwrap(),
+                "--target",
+                &format!("http://127.0.0.1:{}", nginx.port),
+                "--rate",
+                &rate.to_string(),
+                "--quiet",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        let r = common::results(&out);
+        let h = &r["health"];
+        let peak = h["peak_active_sessions"].as_f64().unwrap();
+        println!(
+            "(b) vodlab ({name}): {sessions} paced sessions (2 Mbit/s, 20 ms), peak {peak} concurrent, {} failed; send lateness p99 {:.2} ms (target < 5), start lateness p99 {:.2} ms; CPU max {:.0} % of {} cores ({:.2} % per 1000 sessions, target <= 2); peak RSS {:.0} MiB ({:.1} KiB per session, target <= 16); valid {}",
+            r["failed_sessions"],
+            h["send_lateness_ms"]["p99"].as_f64().unwrap(),
+            h["start_lateness_ms"]["p99"].as_f64().unwrap(),
+            h["max_cpu_pct"].as_f64().unwrap(),
+            h["cpus"],
+            h["max_cpu_pct"].as_f64().unwrap() / peak * 1000.0,
+            h["peak_rss_mb"].as_f64().unwrap(),
+            h["peak_rss_mb"].as_f64().unwrap() * 1024.0 / peak,
+            r["valid"],
+        );
+    }
 
     // (c) httperf with the same sessions (no shaping: httperf has none)
     // the workload's range requests cannot be exported to httperf (no Range

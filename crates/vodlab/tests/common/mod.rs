@@ -11,10 +11,25 @@ use std::time::{Duration, Instant};
 
 /// Runs `vodlab` with arguments.
 pub fn vodlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vodlab"))
-        .args(args)
-        .output()
-        .expect("run vodlab")
+    vodlab_at(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)
+}
+
+/// Runs a given `vodlab` binary (e.g. a baseline build) with arguments.
+pub fn vodlab_at(bin: &Path, args: &[&str]) -> Output {
+    Command::new(bin).args(args).output().expect("run vodlab")
+}
+
+/// Runs a given `vodlab` binary and asserts success, returning stdout.
+pub fn vodlab_at_ok(bin: &Path, args: &[&str]) -> String {
+    let out = vodlab_at(bin, args);
+    assert!(
+        out.status.success(),
+        "{} {args:?} failed:\nstdout: {}\nstderr: {}",
+        bin.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
 }
 
 /// Runs `vodlab` and asserts success, returning stdout.
@@ -90,7 +105,8 @@ impl Nginx {
                 &conf,
                 format!(
                     "daemon off;\nmaster_process off;\nworker_processes 1;\npid {pid};\nerror_log stderr warn;\n\
-                     events {{ worker_connections 4096; }}\n\
+                     worker_rlimit_nofile 65536;\n\
+                     events {{ worker_connections 32768; }}\n\
                      http {{\n  {access}\n  sendfile on;\n  keepalive_timeout 60s;\n  keepalive_requests 100000;\n\
                        client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n\
                        uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
@@ -172,23 +188,36 @@ pub fn results(dir: &Path) -> serde_json::Value {
 /// shaping and byte checks off (the benchmarks' raw-throughput mode); asserts
 /// no session failed and returns (results.json, measured window in seconds).
 pub fn run_unpaced(script: &Path, port: u16, out: &Path) -> (serde_json::Value, f64) {
-    vodlab_ok(&[
-        "run",
-        script.to_str().expect("utf-8 path"),
-        "--target",
-        &format!("http://127.0.0.1:{port}"),
-        "--rate",
-        "1000000",
-        "--arrivals",
-        "constant",
-        "--no-shaping",
-        "--no-pacing",
-        "--check-bytes",
-        "0",
-        "--quiet",
-        "-o",
-        out.to_str().expect("utf-8 path"),
-    ]);
+    run_unpaced_at(Path::new(env!("CARGO_BIN_EXE_vodlab")), script, port, out)
+}
+
+/// [`run_unpaced`] with a given `vodlab` binary.
+pub fn run_unpaced_at(
+    bin: &Path,
+    script: &Path,
+    port: u16,
+    out: &Path,
+) -> (serde_json::Value, f64) {
+    vodlab_at_ok(
+        bin,
+        &[
+            "run",
+            script.to_str().expect("utf-8 path"),
+            "--target",
+            &format!("http://127.0.0.1:{port}"),
+            "--rate",
+            "1000000",
+            "--arrivals",
+            "constant",
+            "--no-shaping",
+            "--no-pacing",
+            "--check-bytes",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().expect("utf-8 path"),
+        ],
+    );
     let r = results(out);
     assert_eq!(r["failed_sessions"], 0, "{r}");
     let w = r["measured_window_s"].as_array().expect("window");
