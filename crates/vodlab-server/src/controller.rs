@@ -302,10 +302,13 @@ impl PrefetchCore {
             _ => None,
         };
         let chain = chain.map(|name| {
-            if !self.chains.contains_key(name) && self.chains.len() >= MAX_CHAINS {
-                self.chains.clear();
+            if !self.chains.contains_key(name) {
+                if self.chains.len() >= MAX_CHAINS {
+                    self.chains.clear();
+                }
+                self.chains.insert(name.to_string(), ChainState::default());
             }
-            let c = self.chains.entry(name.to_string()).or_default();
+            let c = self.chains.get_mut(name).expect("inserted");
             c.account(now, req.file, req.length);
             c
         });
