@@ -305,6 +305,11 @@ async fn results_json_validates_against_its_schema() {
     for q in ["p25", "p50", "p75", "p99"] {
         assert!(value["response_time_ms"][q].is_number());
     }
+    // other tools read it back typed, losing nothing
+    let text = serde_json::to_string(&r).unwrap();
+    let back: Results = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), value);
+    assert_eq!(back.measured_sessions, r.measured_sessions);
     // and a broken document does not validate
     let mut broken = value.clone();
     broken["complete"] = serde_json::json!("yes");

@@ -237,3 +237,62 @@ fn httperf_and_vodlab_run_issue_the_same_requests() {
     assert_eq!(r["failed_sessions"], 0);
     assert_eq!(r["started_sessions"], 24);
 }
+
+/// CloudSuite's own generator (`make_zipf.c`) gives ranges as headers:
+/// `/full-360p-00186.mp4 timeout=10 headers='Range: bytes=0-1310719'`, with
+/// `pace_time=` after the first three. nginx answers those with 206, which
+/// the client must expect (every session failed with `bad_status` before).
+#[test]
+fn a_cloudsuite_videosesslog_replays_against_nginx_without_failures() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let chunk = 131_072u64; // 128 KiB per request keeps the test short
+    let mut text = String::new();
+    let sessions = 40;
+    for s in 0..sessions {
+        let name = format!("full-360p-{:05}.mp4", s % 7);
+        fs::write(root.join(&name), vec![9u8; (6 * chunk) as usize]).unwrap();
+        for k in 0..6u64 {
+            let (a, b) = (k * chunk, (k + 1) * chunk - 1);
+            let pace = if k >= 3 { " pace_time=0" } else { "" };
+            text.push_str(&format!(
+                "/{name} timeout=10{pace} headers='Range: bytes={a}-{b}'\n"
+            ));
+        }
+        text.push('\n');
+    }
+    let script = t.path().join("cs.videosesslog");
+    fs::write(&script, &text).unwrap();
+    let check = vodlab_ok(&["script", "check", script.to_str().unwrap()]);
+    assert!(
+        check.contains(&format!("{} range", sessions * 6)),
+        "script check counts the header ranges: {check}"
+    );
+    let nginx = Nginx::start(&root);
+    let out = t.path().join("out");
+    vodlab_ok(&[
+        "run",
+        script.to_str().unwrap(),
+        "--target",
+        &format!("http://127.0.0.1:{}", nginx.port),
+        "--rate",
+        "50",
+        "--no-shaping",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let r = common::results(&out);
+    assert_eq!(r["started_sessions"], sessions, "{r}");
+    assert!(r["measured_sessions"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["failed_sessions"], 0, "{r}");
+    assert_eq!(r["errors"]["bad_status"], 0, "{r}");
+    // every byte of every range arrived
+    assert_eq!(
+        r["classes"]["default"]["bytes"].as_u64().unwrap(),
+        r["measured_sessions"].as_u64().unwrap() * 6 * chunk,
+        "{r}"
+    );
+    assert!(r["completed_bytes"].as_u64().unwrap() > 0, "{r}");
+}
