@@ -2,7 +2,8 @@
 //! typical responses (nginx-like 206 with a body, chunked, 100 headers), each
 //! fed whole and in 1460-byte pieces. Run with
 //! `cargo bench -p vodlab-http --bench client_codec` (a few seconds).
-//! BENCH_ITERS (default 200000) sets the iterations per case.
+//! BENCH_ITERS (default 200000) sets the iterations per case, BENCH_ONLY=text
+//! keeps the cases whose name contains `text`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -14,6 +15,11 @@ fn iters() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200_000)
+}
+
+/// BENCH_ONLY=text runs only the cases whose name contains it.
+fn wanted(name: &str) -> bool {
+    std::env::var("BENCH_ONLY").map_or(true, |only| name.contains(&only))
 }
 
 fn report(name: &str, n: usize, start: Instant) {
@@ -60,14 +66,16 @@ fn main() {
         session: Some(123_456),
         body: None,
     };
-    let mut out = Vec::with_capacity(512);
-    let start = Instant::now();
-    for _ in 0..n {
-        out.clear();
-        encode_request(black_box(&req), &mut out).expect("valid");
-        black_box(&out);
+    if wanted("encode ranged GET") {
+        let mut out = Vec::with_capacity(512);
+        let start = Instant::now();
+        for _ in 0..n {
+            out.clear();
+            encode_request(black_box(&req), &mut out).expect("valid");
+            black_box(&out);
+        }
+        report("encode ranged GET", n, start);
     }
-    report("encode ranged GET", n, start);
 
     let body = vec![7u8; 16 * 1024];
     let mut r206 = b"HTTP/1.1 206 Partial Content\r\nServer: nginx/1.24.0\r\n\
@@ -91,8 +99,9 @@ fn main() {
     many.extend_from_slice(b"Content-Length: 0\r\n\r\n");
 
     // reference: httparse alone on the same head, 256 uninitialised slots
+    let reference = "reference: httparse alone, 206 head";
     let start = Instant::now();
-    for _ in 0..n {
+    for _ in 0..if wanted(reference) { n } else { 0 } {
         let mut headers = [std::mem::MaybeUninit::<httparse::Header<'_>>::uninit(); 256];
         let mut resp = httparse::Response::new(&mut []);
         let r = httparse::ParserConfig::default().parse_response_with_uninit_headers(
@@ -102,7 +111,9 @@ fn main() {
         );
         black_box((r.is_ok(), resp.code));
     }
-    report("reference: httparse alone, 206 head", n, start);
+    if wanted(reference) {
+        report(reference, n, start);
+    }
 
     for (name, wire) in [
         ("206, 9 headers, 16 KiB", &r206),
@@ -110,18 +121,22 @@ fn main() {
         ("200, 100 headers, empty", &many),
     ] {
         for piece in [usize::MAX, 1460] {
+            let how = if piece == usize::MAX {
+                "whole"
+            } else {
+                "1460 B pieces"
+            };
+            let name = format!("decode {name} ({how})");
+            if !wanted(&name) {
+                continue;
+            }
             let start = Instant::now();
             let mut acc = 0u64;
             for _ in 0..n {
                 acc = acc.wrapping_add(decode(black_box(wire), piece));
             }
             black_box(acc);
-            let how = if piece == usize::MAX {
-                "whole"
-            } else {
-                "1460 B pieces"
-            };
-            report(&format!("decode {name} ({how})"), n, start);
+            report(&name, n, start);
         }
     }
 }

@@ -80,6 +80,17 @@ fn content_range_parser() {
         Some((5, 9, Some(10)))
     );
     assert_eq!(parse_content_range("items 0-1/2"), None);
+    assert_eq!(
+        parse_content_range("Bytes 0-0/1"),
+        Some((0, 0, Some(1))),
+        "units are case-insensitive"
+    );
+    assert_eq!(
+        parse_content_range("bytes 0-1/2x"),
+        None,
+        "junk after total"
+    );
+    assert_eq!(parse_content_range("bytes 0 - 1/2"), None);
     assert_eq!(parse_content_range("bytes */1000"), None);
     assert_eq!(
         parse_content_range("bytes 9-5/10"),

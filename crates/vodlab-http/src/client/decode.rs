@@ -108,6 +108,9 @@ pub struct ResponseDecoder {
     received_any: bool,
     interim: u32,
     interim_bytes: u64,
+    /// Bytes of the current head already seen without its end: a retry
+    /// runs the head parser only once a blank line may have arrived.
+    head_seen: usize,
 }
 
 impl ResponseDecoder {
@@ -122,6 +125,7 @@ impl ResponseDecoder {
             received_any: false,
             interim: 0,
             interim_bytes: 0,
+            head_seen: 0,
         }
     }
 
@@ -204,9 +208,20 @@ impl ResponseDecoder {
         loop {
             let rest = &input[pos..];
             match self.state {
+                State::Head if self.head_seen > 0 && !may_end_head(rest, self.head_seen) => {
+                    if rest.len() >= MAX_HEAD_BYTES {
+                        return Err(DecodeError::HeaderTooLarge);
+                    }
+                    self.head_seen = rest.len();
+                    return need(pos);
+                }
                 State::Head => match head::parse(rest, self.head_request)? {
-                    Parsed::Partial => return need(pos),
+                    Parsed::Partial => {
+                        self.head_seen = rest.len();
+                        return need(pos);
+                    }
                     Parsed::Interim(n) => {
+                        self.head_seen = 0;
                         pos += n;
                         self.interim = self.interim.saturating_add(1);
                         self.interim_bytes += n as u64;
@@ -310,6 +325,19 @@ impl ResponseDecoder {
             }
         }
     }
+}
+
+/// Whether `rest`, of which the first `seen` bytes were a head without its
+/// end, may now hold the end of that head: an LF after them that ends an
+/// empty line. (The head's last byte is an LF the parser has not seen.)
+fn may_end_head(rest: &[u8], seen: usize) -> bool {
+    let from = seen.min(rest.len());
+    rest[from..].iter().enumerate().any(|(i, &b)| {
+        b == b'\n' && i + from > 0 && {
+            let before = &rest[..i + from];
+            before.ends_with(b"\n") || before.ends_with(b"\n\r")
+        }
+    })
 }
 
 /// Length (with its CRLF) of the line at the start of `rest`, looking at

@@ -64,25 +64,35 @@ pub struct ResponseHead {
 }
 
 /// Parses `bytes first-last/total` (total may be `*`), the value of a
-/// Content-Range header. `None` unless the positions are decimal digits,
-/// `first <= last`, and `last < total` when the total is known.
-/// `bytes */total` (an unsatisfied range) gives `None`.
+/// Content-Range header. `None` unless the unit is `bytes` (any case), the
+/// positions are decimal digits, `first <= last`, and `last < total` when
+/// the total is known. `bytes */total` (an unsatisfied range) gives `None`.
 pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
-    let rest = v.trim().strip_prefix("bytes")?;
-    if !rest.starts_with([' ', '\t']) {
+    content_range(v.as_bytes())
+}
+
+/// [`parse_content_range`] on bytes.
+pub(crate) fn content_range(v: &[u8]) -> Option<(u64, u64, Option<u64>)> {
+    let v = trim_ows(v);
+    if v.len() < 6 || !v[..5].eq_ignore_ascii_case(b"bytes") || !matches!(v[5], b' ' | b'\t') {
         return None;
     }
-    let (range, total) = rest.trim_start().split_once('/')?;
-    let (a, b) = range.trim().split_once('-')?;
-    let total = match total.trim() {
-        "*" => None,
-        t => Some(parse_digits(t.as_bytes())?),
+    let (a, rest) = leading_digits(trim_ows(&v[6..]))?;
+    let (b, rest) = leading_digits(rest.strip_prefix(b"-")?)?;
+    let total = match rest.strip_prefix(b"/")? {
+        b"*" => None,
+        t => Some(parse_digits(t)?),
     };
-    let (a, b) = (parse_digits(a.as_bytes())?, parse_digits(b.as_bytes())?);
     if a > b || total.is_some_and(|t| b >= t) {
         return None;
     }
     Some((a, b, total))
+}
+
+/// A number at the start of `s` (at least one digit) and what follows it.
+fn leading_digits(s: &[u8]) -> Option<(u64, &[u8])> {
+    let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    Some((parse_digits(&s[..n])?, &s[n..]))
 }
 
 /// Strict `1*DIGIT` into u64 (no sign, no space, no overflow).
@@ -177,45 +187,50 @@ pub(crate) fn parse(input: &[u8], head_request: bool) -> Result<Parsed, DecodeEr
     let mut conn_keep = false;
     for h in resp.headers.iter() {
         let name = h.name.as_bytes();
-        let value = trim_ows(h.value);
-        if name.eq_ignore_ascii_case(b"content-length") {
-            // a list of identical values is one value (RFC 9110 §8.6)
-            let mut any = false;
-            for e in value.split(|&b| b == b',').map(trim_ows) {
-                let l = parse_digits(e)
-                    .ok_or_else(|| DecodeError::InvalidContentLength(show(value)))?;
-                any = true;
-                match content_length {
-                    Some(prev) if prev != l => {
-                        return Err(DecodeError::ConflictingContentLength(prev, l))
+        // dispatch on the length first: most fields are none of these
+        match name.len() {
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                // a list of identical values is one value (RFC 9110 §8.6)
+                let value = trim_ows(h.value);
+                let mut any = false;
+                for e in value.split(|&b| b == b',').map(trim_ows) {
+                    let l = parse_digits(e)
+                        .ok_or_else(|| DecodeError::InvalidContentLength(show(value)))?;
+                    any = true;
+                    match content_length {
+                        Some(prev) if prev != l => {
+                            return Err(DecodeError::ConflictingContentLength(prev, l))
+                        }
+                        _ => content_length = Some(l),
                     }
-                    _ => content_length = Some(l),
+                }
+                if !any {
+                    return Err(DecodeError::InvalidContentLength(show(value)));
                 }
             }
-            if !any {
-                return Err(DecodeError::InvalidContentLength(show(value)));
-            }
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            te = true;
-            for coding in list(value) {
-                if coding.eq_ignore_ascii_case(b"chunked") {
-                    te_chunked += 1;
-                } else {
-                    te_other.get_or_insert(coding);
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                te = true;
+                for coding in list(h.value) {
+                    if coding.eq_ignore_ascii_case(b"chunked") {
+                        te_chunked += 1;
+                    } else {
+                        te_other.get_or_insert(coding);
+                    }
                 }
             }
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            for token in list(value) {
-                if token.eq_ignore_ascii_case(b"close") {
-                    conn_close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                    conn_keep = true;
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for token in list(h.value) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        conn_close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                        conn_keep = true;
+                    }
                 }
             }
-        } else if name.eq_ignore_ascii_case(b"content-range") {
-            content_range = std::str::from_utf8(value)
-                .ok()
-                .and_then(parse_content_range);
+            13 if name.eq_ignore_ascii_case(b"content-range") => {
+                content_range = self::content_range(h.value);
+            }
+            _ => {}
         }
     }
     let mut keep_alive = !conn_close
