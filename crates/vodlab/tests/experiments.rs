@@ -14,6 +14,20 @@ fn json(p: &Path) -> serde_json::Value {
         .expect("JSON")
 }
 
+/// Asserts that `v` follows `docs/<schema>`.
+fn assert_schema(schema: &str, v: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(schema);
+    let schema: serde_json::Value = json(&path);
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+}
+
 /// A tiny workload with its real file set in a directory the Debian servers'
 /// www-data workers can read (not a 0700 temp dir), on a block device.
 fn tiny(dir: &Path, sessions: u32) -> (String, String) {
@@ -72,6 +86,12 @@ fn bench_end_to_end_at_a_tiny_scale() {
         "--pause",
         "0.2",
         "--quiet",
+        // the tests share a small machine: a late session start there would
+        // make a point INVALID (and end the search, see
+        // an_invalid_client_point_ends_capacity_against_nginx); this test is
+        // about bench's steps, so the client's lateness rule is relaxed
+        "--late-threshold-ms",
+        "1000",
         "--work-dir",
         d.path().join("work").to_str().unwrap(),
         "-o",
@@ -80,11 +100,15 @@ fn bench_end_to_end_at_a_tiny_scale() {
     assert!(stdout.contains("answer:"), "{stdout}");
     let cap = json(&out.join("capacity.json"));
     assert_eq!(cap["format"], "vodlab-capacity");
+    assert_schema("capacity.schema.json", &cap);
+    assert_eq!(cap["version"], 2);
     let points = cap["search"]["points"].as_array().unwrap();
     assert_eq!(points.len(), 3, "three points were allowed");
     // rates 2, 4, 8 sessions/s on an idle loopback server: all pass
     assert!(points.iter().all(|p| p["passed"] == true), "{points:?}");
     assert_eq!(cap["answer"]["capacity"], 8.0);
+    assert_eq!(cap["outcome"]["kind"], "out_of_points");
+    assert!(points.iter().all(|p| p["verdict"] == "pass"));
     for p in points {
         let rel = p["runs"][0]["extra"]["results"].as_str().unwrap();
         let r = json(&out.join(rel).join("results.json"));
@@ -134,6 +158,8 @@ fn capacity_finds_the_bracket_against_nginx() {
         "--quiet",
         "--repeats",
         "2",
+        "--late-threshold-ms",
+        "1000",
         "--cool",
         &root,
         "-o",
@@ -149,6 +175,121 @@ fn capacity_finds_the_bracket_against_nginx() {
     assert!(first["delivered_mb_s"]["half_width"].is_number());
     assert_eq!(cap["complete"], true);
     assert!(cap["search"]["points"][0]["runs"][0]["client_valid"].is_boolean());
+    assert_schema("capacity.schema.json", &cap);
+    assert_eq!(cap["late_threshold_ms"], 1000.0);
+}
+
+/// The INVALID-point rule end to end: a lateness threshold of 0 ms makes
+/// every session start and request send late, so the client marks each run
+/// INVALID. The point neither passes nor fails, the search stops there and
+/// says the load generator limited it.
+#[test]
+fn an_invalid_client_point_ends_capacity_against_nginx() {
+    let d = readable_tempdir();
+    let (w, root) = tiny(d.path(), 200);
+    let nginx = Nginx::start(Path::new(&root));
+    let out = d.path().join("cap");
+    let stdout = vodlab_ok(&[
+        "capacity",
+        &w,
+        "--target",
+        &format!("http://127.0.0.1:{}", nginx.port),
+        "--no-pacing",
+        "--no-shaping",
+        "--window",
+        "2",
+        "--drain",
+        "10",
+        "--start",
+        "4",
+        "--max-points",
+        "4",
+        "--pause",
+        "0.2",
+        "--quiet",
+        "--late-threshold-ms",
+        "0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let cap = json(&out.join("capacity.json"));
+    assert_schema("capacity.schema.json", &cap);
+    let points = cap["search"]["points"].as_array().unwrap();
+    assert_eq!(
+        points.len(),
+        1,
+        "the search stops at the INVALID point: {points:?}"
+    );
+    let p = &points[0];
+    assert_eq!(p["verdict"], "invalid");
+    assert_eq!(p["passed"], false);
+    assert_eq!(p["runs"][0]["client_valid"], false);
+    // nginx served it without failures: that would have been a pass before
+    assert_eq!(p["runs"][0]["failed_sessions"], 0);
+    assert!(
+        p["reason"].as_str().unwrap().contains("client INVALID"),
+        "{p}"
+    );
+    assert_eq!(cap["outcome"]["kind"], "client_limited");
+    assert_eq!(cap["outcome"]["rate"], 4.0);
+    assert!(!cap["outcome"]["reasons"].as_array().unwrap().is_empty());
+    assert_eq!(cap["answer"]["ending"], "client_limited");
+    assert_eq!(cap["answer"]["client_limited_at"], 4.0);
+    assert!(cap["answer"]["capacity"].is_null());
+    assert!(cap["answer"]["lowest_failed"].is_null());
+    assert_eq!(cap["rows"][0]["verdict"], "invalid");
+    assert_eq!(cap["complete"], true);
+    assert!(
+        stdout.contains("no answer; LIMITED BY THE LOAD GENERATOR at 4.000 sessions/s"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("more client hosts"), "{stdout}");
+    assert!(stdout.contains("INVALID"), "{stdout}");
+}
+
+/// bench never prints an answer taken from an INVALID point.
+#[test]
+fn bench_gives_no_answer_from_an_invalid_point() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let stdout = vodlab_ok(&[
+        "bench",
+        "--scale",
+        "0.002",
+        "--sessions",
+        "100",
+        "--window",
+        "2",
+        "--drain",
+        "10",
+        "--start",
+        "2",
+        "--max-points",
+        "3",
+        "--quiet",
+        "--late-threshold-ms",
+        "0",
+        "--work-dir",
+        d.path().join("work").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        !stdout.contains("answer: on this machine"),
+        "an answer from an INVALID point: {stdout}"
+    );
+    assert!(
+        stdout.contains("no answer: the load generator limited this measurement (its runs at 2.0 new sessions/s were INVALID"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no valid point passed"), "{stdout}");
+    let cap = json(&out.join("capacity.json"));
+    assert_schema("capacity.schema.json", &cap);
+    assert_eq!(cap["search"]["points"].as_array().unwrap().len(), 1);
+    assert_eq!(cap["outcome"]["kind"], "client_limited");
+    assert!(cap["answer"]["capacity"].is_null());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("LIMITED BY THE LOAD GENERATOR"));
 }
 
 #[test]
@@ -259,6 +400,8 @@ fn compare_runs_every_server_in_a_box() {
         "0.2",
         "--quiet",
         "--requests-csv",
+        "--late-threshold-ms",
+        "1000",
         "-o",
         out.to_str().unwrap(),
     ];
@@ -271,6 +414,8 @@ fn compare_runs_every_server_in_a_box() {
     let stdout = vodlab_ok(&args);
     let cmp = json(&out.join("compare.json"));
     assert_eq!(cmp["complete"], true);
+    assert_schema("compare.schema.json", &cmp);
+    assert_eq!(cmp["version"], 2);
     let servers = cmp["servers"].as_array().unwrap();
     let names: Vec<&str> = servers
         .iter()
@@ -288,6 +433,12 @@ fn compare_runs_every_server_in_a_box() {
     );
     for s in servers {
         assert!(s["error"].is_null(), "{}: {}", s["server"], s["error"]);
+        assert_eq!(s["outcome"]["kind"], "out_of_points", "{s}");
+        let server = s["server"].as_str().unwrap();
+        assert_schema(
+            "capacity.schema.json",
+            &json(&out.join(server).join("capacity.json")),
+        );
         assert_eq!(
             s["answer"]["capacity"], 2.0,
             "{} served 2 sessions/s: {s}",
