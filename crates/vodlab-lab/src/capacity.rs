@@ -354,7 +354,7 @@ fn upgrade_v1(v: &mut Value) {
 }
 
 /// The advice when the load generator limited a search.
-pub const CLIENT_LIMITED_ADVICE: &str = "give the load generator more room: fewer sessions per client process (a lower --max-rate per process, several processes) and more client hosts, or a server on another machine than the client";
+pub const CLIENT_LIMITED_ADVICE: &str = "to measure higher, give the load generator more room: fewer sessions per client process and more client hosts (or the server on another machine than the client)";
 
 /// The answer in one sentence (with a newline), from the criterion in words,
 /// the answer and the outcome.
