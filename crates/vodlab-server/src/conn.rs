@@ -338,11 +338,10 @@ impl Conn<'_> {
         } else {
             c.probe_misses.fetch_add(1, Ordering::Relaxed);
         }
-        let session = f
-            .head
-            .header("x-vodlab-session")
-            .filter(|s| !s.is_empty())
-            .map_or_else(|| format!("c{}", self.id), str::to_string);
+        let session: std::borrow::Cow<'_, str> = match f.head.header("x-vodlab-session") {
+            Some(s) if !s.is_empty() => s.into(),
+            _ => format!("c{}", self.id).into(),
+        };
         let req = RequestInfo {
             session: &session,
             file: f.key,
