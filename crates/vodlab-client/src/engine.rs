@@ -10,9 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures_util::future::{AbortHandle, Abortable, BoxFuture};
-use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, StreamExt};
+use std::future::{poll_fn, Future};
+use std::task::Poll;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
@@ -440,8 +442,12 @@ async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::Unboun
     let mut driver = SessionDriver::new(session, Some(&work.file_sizes), dcfg, start);
     let n = driver.connections();
     let mut conns: Vec<Option<Connection>> = (0..n).map(|_| None).collect();
-    let mut aborts: Vec<Option<AbortHandle>> = (0..n).map(|_| None).collect();
-    let mut steps: FuturesUnordered<Abortable<Step<'_>>> = FuturesUnordered::new();
+    // what is in flight on each connection; dropping it abandons the exchange
+    // (a session has few connections: polling each slot on a wake is cheaper
+    // than a FuturesUnordered with its per-future task and abort handle)
+    let mut steps: Vec<Option<Step<'_>>> = (0..n).map(|_| None).collect();
+    let mut timer = Box::pin(tokio::time::sleep_until(start.into()));
+    let mut armed: Option<Instant> = None;
     loop {
         let now = Instant::now();
         while let Some(action) = driver.poll_action(now) {
@@ -467,9 +473,7 @@ async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::Unboun
                         }
                     }
                     .boxed();
-                    let (h, reg) = AbortHandle::new_pair();
-                    aborts[conn] = Some(h);
-                    steps.push(Abortable::new(fut, reg));
+                    steps[conn] = Some(fut);
                 }
                 Action::Send { conn, request } => {
                     let Some(c) = conns[conn].take() else {
@@ -483,15 +487,10 @@ async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::Unboun
                         );
                         continue;
                     };
-                    let fut = exchange(&ctx, c, conn, id, session, request).boxed();
-                    let (h, reg) = AbortHandle::new_pair();
-                    aborts[conn] = Some(h);
-                    steps.push(Abortable::new(fut, reg));
+                    steps[conn] = Some(exchange(&ctx, c, conn, id, session, request).boxed());
                 }
                 Action::Close { conn } => {
-                    if let Some(h) = aborts[conn].take() {
-                        h.abort();
-                    }
+                    steps[conn] = None;
                     conns[conn] = None;
                 }
                 Action::Record(r) => {
@@ -510,26 +509,39 @@ async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::Unboun
             }
         }
         let wake = driver.poll_timeout();
-        if steps.is_empty() && wake.is_none() {
+        let busy = steps.iter().any(Option::is_some);
+        if !busy && wake.is_none() {
             // cannot happen with a correct driver; never spin
             debug_assert!(false, "session driver stalled");
             ctx.live.active.fetch_sub(1, Ordering::Relaxed);
             return;
         }
-        tokio::select! {
-            Some(done) = steps.next(), if !steps.is_empty() => {
-                if let Ok((conn, c, ev)) = done {
-                    aborts[conn] = None;
-                    conns[conn] = c;
-                    driver.handle(Instant::now(), ev);
+        // one timer per session, moved only when the driver's wake-up changes
+        if let Some(t) = wake {
+            if armed != Some(t) {
+                timer.as_mut().reset(t.into());
+                armed = Some(t);
+            }
+        }
+        let done = poll_fn(|cx| {
+            for slot in steps.iter_mut() {
+                if let Some(f) = slot.as_mut() {
+                    if let Poll::Ready(out) = f.as_mut().poll(cx) {
+                        *slot = None;
+                        return Poll::Ready(Some(out));
+                    }
                 }
             }
-            _ = async {
-                match wake {
-                    Some(t) => sleep_until(t.into()).await,
-                    None => std::future::pending().await,
-                }
-            } => {}
+            if wake.is_some() && timer.as_mut().poll(cx).is_ready() {
+                armed = None;
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await;
+        if let Some((conn, c, ev)) = done {
+            conns[conn] = c;
+            driver.handle(Instant::now(), ev);
         }
     }
 }

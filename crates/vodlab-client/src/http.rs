@@ -91,7 +91,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         let down = (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now));
         let size = down
             .as_ref()
-            .map_or(BUF, |b| (2 * b.chunk()).clamp(8 * 1024, BUF));
+            .map_or(BUF, |b| (2 * b.chunk()).clamp(4 * 1024, BUF));
         Self {
             io,
             buf: vec![0; size],

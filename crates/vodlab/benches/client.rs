@@ -12,7 +12,8 @@
 //! Environment: BENCH_ROUNDS (default 5), BENCH_CONNS (16), BENCH_REQUESTS
 //! (32000), BENCH_SESSIONS (10000). BENCH_BASELINE_BIN: another `vodlab`
 //! binary (e.g. built from an earlier commit) measured in the same rounds
-//! beside this one, for before/after figures from one run.
+//! beside this one, for before/after figures from one run. BENCH_PARTS:
+//! which of a, b, c to run (default `abc`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -84,66 +85,7 @@ fn main() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("root");
     fs::create_dir_all(&root).unwrap();
-    fs::write(root.join("c.bin"), vec![7u8; 524_288]).unwrap();
-    let nginx = Nginx::start(&root);
-
-    // (a) throughput, pacing and shaping off
-    let (rounds, conns, requests) = (
-        env("BENCH_ROUNDS", 5),
-        env("BENCH_CONNS", 16),
-        env("BENCH_REQUESTS", 32000),
-    );
-    let per = requests / conns;
-    let script = t.path().join("a.vsl");
-    let mut text = String::new();
-    for i in 0..conns {
-        text.push_str(&format!("#@session id={i}\n"));
-        for _ in 0..per {
-            text.push_str("/c.bin\n");
-        }
-        text.push('\n');
-    }
-    fs::write(&script, text).unwrap();
-    h2load_rps(&h2load, nginx.port, conns, conns * per); // warm the page cache
-    let mut bins: Vec<(&str, PathBuf)> =
-        vec![("this", PathBuf::from(env!("CARGO_BIN_EXE_vodlab")))];
-    if let Ok(b) = std::env::var("BENCH_BASELINE_BIN") {
-        bins.push(("baseline", PathBuf::from(b)));
-    }
-    let mut theirs = Vec::new();
-    let mut ours: Vec<Vec<f64>> = vec![Vec::new(); bins.len()];
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); bins.len()];
-    for round in 0..rounds {
-        let h = h2load_rps(&h2load, nginx.port, conns, conns * per);
-        theirs.push(h);
-        for (k, (name, bin)) in bins.iter().enumerate() {
-            let v = vodlab_rps(
-                bin,
-                &script,
-                nginx.port,
-                conns,
-                &t.path().join(format!("a{round}-{name}")),
-            );
-            println!(
-                "(a) round {round}: vodlab ({name}) {v:.0} req/s, h2load --h1 {h:.0} req/s, ratio {:.3}",
-                v / h
-            );
-            ours[k].push(v);
-            ratios[k].push(v / h);
-        }
-    }
-    for (k, (name, _)) in bins.iter().enumerate() {
-        println!(
-            "(a) {conns} connections, {} threads each, {} x 0.5 MiB: median vodlab ({name}) {:.0} req/s, h2load {:.0} req/s, median ratio {:.3} (target >= 0.90)",
-            threads(),
-            conns * per,
-            median(ours[k].clone()),
-            median(theirs.clone()),
-            median(ratios[k].clone())
-        );
-    }
-
-    // (b) many concurrent paced, shaped sessions of small chunks
+    // (b)'s workload and its file set first: `fileset create` wants an empty root
     let sessions = env("BENCH_SESSIONS", 10_000);
     let spec = t.path().join("many.toml");
     fs::write(
@@ -182,15 +124,83 @@ delay_ms = 20.0
         "-o",
         w.to_str().unwrap(),
     ]);
-    let catalog: vodlab_workload::construct::Catalog =
-        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
-    for (rel, size) in catalog.files() {
-        let p = root.join(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(&p, vec![1u8; size as usize]).unwrap();
+    // the file set's real content, so the client's sampled byte checks pass
+    // (dummy bytes failed 1,166 of 10,000 sessions with content_mismatch)
+    vodlab_ok(&[
+        "fileset",
+        "create",
+        w.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    fs::write(root.join("c.bin"), vec![7u8; 524_288]).unwrap();
+    let nginx = Nginx::start(&root);
+
+    // (a) throughput, pacing and shaping off
+    let (rounds, conns, requests) = (
+        env("BENCH_ROUNDS", 5),
+        env("BENCH_CONNS", 16),
+        env("BENCH_REQUESTS", 32000),
+    );
+    let per = requests / conns;
+    let script = t.path().join("a.vsl");
+    let mut text = String::new();
+    for i in 0..conns {
+        text.push_str(&format!("#@session id={i}\n"));
+        for _ in 0..per {
+            text.push_str("/c.bin\n");
+        }
+        text.push('\n');
     }
+    fs::write(&script, text).unwrap();
+    let parts = std::env::var("BENCH_PARTS").unwrap_or_else(|_| "abc".into());
+    let mut bins: Vec<(&str, PathBuf)> =
+        vec![("this", PathBuf::from(env!("CARGO_BIN_EXE_vodlab")))];
+    if let Ok(b) = std::env::var("BENCH_BASELINE_BIN") {
+        bins.push(("baseline", PathBuf::from(b)));
+    }
+    let mut theirs = Vec::new();
+    let mut ours: Vec<Vec<f64>> = vec![Vec::new(); bins.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); bins.len()];
+    let rounds = if parts.contains('a') {
+        h2load_rps(&h2load, nginx.port, conns, conns * per); // warm the page cache
+        rounds
+    } else {
+        0
+    };
+    for round in 0..rounds {
+        let h = h2load_rps(&h2load, nginx.port, conns, conns * per);
+        theirs.push(h);
+        for (k, (name, bin)) in bins.iter().enumerate() {
+            let v = vodlab_rps(
+                bin,
+                &script,
+                nginx.port,
+                conns,
+                &t.path().join(format!("a{round}-{name}")),
+            );
+            println!(
+                "(a) round {round}: vodlab ({name}) {v:.0} req/s, h2load --h1 {h:.0} req/s, ratio {:.3}",
+                v / h
+            );
+            ours[k].push(v);
+            ratios[k].push(v / h);
+        }
+    }
+    for (k, (name, _)) in bins.iter().enumerate().filter(|_| rounds > 0) {
+        println!(
+            "(a) {conns} connections, {} threads each, {} x 0.5 MiB: median vodlab ({name}) {:.0} req/s, h2load {:.0} req/s, median ratio {:.3} (target >= 0.90)",
+            threads(),
+            conns * per,
+            median(ours[k].clone()),
+            median(theirs.clone()),
+            median(ratios[k].clone())
+        );
+    }
+
+    // (b) many concurrent paced, shaped sessions of small chunks
     let rate = (sessions / 5).max(1); // all started within 5 s; each lasts 60 s
-    for (name, bin) in &bins {
+    for (name, bin) in bins.iter().filter(|_| parts.contains('b')) {
         let out = t.path().join(format!("b-{name}"));
         vodlab_at_ok(
             bin,
@@ -221,8 +231,42 @@ delay_ms = 20.0
             h["peak_rss_mb"].as_f64().unwrap() * 1024.0 / peak,
             r["valid"],
         );
+        let errors: Vec<String> = r["errors"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, n)| n.as_u64() != Some(0))
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cpu: Vec<String> = r["intervals"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .map(|i| format!("{:.0}", i["cpu_pct"].as_f64().unwrap_or(0.0)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        println!(
+            "    CPU % per {} s interval: {}",
+            r["interval_s"],
+            cpu.join(" ")
+        );
+        println!(
+            "    errors: {}; invalid: {}",
+            if errors.is_empty() {
+                "none".into()
+            } else {
+                errors.join(", ")
+            },
+            r["invalid_reasons"]
+        );
     }
 
+    if !parts.contains('c') {
+        return;
+    }
     // (c) httperf with the same sessions (no shaping: httperf has none)
     // the workload's range requests cannot be exported to httperf (no Range
     // header): give it whole-file chunks of the same size and timing instead
