@@ -10,6 +10,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::dist::WeightedIndex;
+use crate::error::{Problems, SpecError};
+use crate::limits;
 use crate::script::{ByteRange, Request, Session, SessionHeader, Wait};
 use crate::spec::{
     Ladder, Layout, Placement, Popularity, RepresentationChoice, Selection, Spec, StartPosition,
@@ -270,14 +272,7 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
         })
         .collect();
 
-    // durations by rank (index 0 = rank 1)
-    let mut durations: Vec<f64> = (0..n)
-        .map(|_| round_ms(c.duration.sample(&mut r)))
-        .collect();
-    let median = round_ms(c.duration.median());
-    for d in durations.iter_mut().take(c.median_duration_top as usize) {
-        *d = median;
-    }
+    let durations = draw_durations(spec, &mut r);
 
     // which ranks have which representation
     let mut has = vec![vec![false; c.representations.len()]; n];
@@ -388,6 +383,101 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
     }
 }
 
+/// Title durations by rank (index 0 = rank 1): the first draws of the
+/// catalog stream.
+fn draw_durations(spec: &Spec, r: &mut ChaCha8Rng) -> Vec<f64> {
+    let c = &spec.catalog;
+    let mut durations: Vec<f64> = (0..c.titles)
+        .map(|_| round_ms(c.duration.sample(r)))
+        .collect();
+    let median = round_ms(c.duration.median());
+    for d in durations.iter_mut().take(c.median_duration_top as usize) {
+        *d = median;
+    }
+    durations
+}
+
+/// Estimates what the catalog of a spec (every value already in bounds, see
+/// [`Spec::validate`]) would hold, and reports each size over its limit in
+/// [`crate::limits`]: request units of one title, of the whole catalog, and
+/// bytes of the file set. Draws the real title durations (one `f64` per
+/// title), so the estimate is exact up to which titles get a representation
+/// of share below 1 (counted by its share). Nothing larger is allocated.
+pub fn size_problems(spec: &Spec) -> Problems {
+    let mut p = Problems::default();
+    let c = &spec.catalog;
+    let req_s = spec.sessions.request_s;
+    let mut r = rng(spec.measurement.seed, CATALOG_STREAM);
+    let durations = draw_durations(spec, &mut r);
+    let pad_units = c
+        .storage
+        .pad_s
+        .map_or(1.0, |p| (p / req_s).round().max(1.0));
+    let per_chunk = c
+        .storage
+        .chunk_s
+        .map_or(1.0, |ch| (ch / req_s).round().max(1.0));
+    let mut longest = (0.0f64, 0.0f64, 0usize);
+    let mut all_units = 0.0f64;
+    for (rank0, &d) in durations.iter().enumerate() {
+        let units = ((d / req_s) - 1e-9).ceil().max(1.0);
+        let padded = (units / pad_units).ceil() * pad_units;
+        let stored = match c.storage.layout {
+            Layout::Chunked => (padded / per_chunk).ceil() * per_chunk,
+            Layout::Single => padded,
+        };
+        if stored > longest.1 {
+            longest = (d, stored, rank0 + 1);
+        }
+        all_units += stored;
+    }
+    let (dur, most, rank) = longest;
+    if most > limits::MAX_TITLE_UNITS as f64 {
+        p.push(
+            "catalog.duration",
+            format!(
+                "the title of rank {rank} lasts {dur} s: {most} requests of {req_s} s (padding and whole chunks included), more than the limit of {} per title and representation",
+                limits::MAX_TITLE_UNITS
+            ),
+        );
+    }
+    let shares: f64 = match c.ladder {
+        Ladder::Nested => c.representations.iter().map(|r| r.share.min(1.0)).sum(),
+        Ladder::Partition => 1.0,
+    };
+    let units = all_units * shares;
+    if units > limits::MAX_CATALOG_UNITS as f64 {
+        p.push(
+            "catalog",
+            format!(
+                "{} titles x {} representation(s) would make about {units:.0} requests of {req_s} s to store, more than the limit of {}; lower catalog.titles or the durations, or raise sessions.request_s",
+                c.titles,
+                c.representations.len(),
+                limits::MAX_CATALOG_UNITS
+            ),
+        );
+    }
+    let mut bytes = 0.0f64;
+    for rep in &c.representations {
+        let request_bytes = (req_s * rep.bitrate_kbps * 125.0).round().max(1.0);
+        let share = match c.ladder {
+            Ladder::Nested => rep.share.min(1.0),
+            Ladder::Partition => rep.share,
+        };
+        bytes += all_units * share * request_bytes;
+    }
+    if bytes > limits::MAX_FILESET_BYTES as f64 {
+        p.push(
+            "catalog",
+            format!(
+                "the file set would take about {bytes:.3e} bytes, more than the limit of {} (1 PiB)",
+                limits::MAX_FILESET_BYTES
+            ),
+        );
+    }
+    p
+}
+
 fn round_ms(s: f64) -> f64 {
     (s * 1000.0).round() / 1000.0
 }
@@ -414,7 +504,23 @@ fn largest_remainder(n: usize, shares: &[f64]) -> Vec<usize> {
 }
 
 /// Constructs the whole workload from a validated spec.
+///
+/// # Panics
+///
+/// When the sessions would make more than [`limits::MAX_REQUESTS`] requests
+/// (or the spec was never checked): use [`try_construct`] for a spec from a
+/// user.
 pub fn construct(spec: &Spec) -> Workload {
+    try_construct(spec, "spec").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Constructs the whole workload from a spec, checking it first (`origin`
+/// names it in errors): every value in bounds, the catalog within its size
+/// limits (see [`size_problems`]), and the sessions' requests at most
+/// [`limits::MAX_REQUESTS`] (counted while they are drawn, before anything
+/// per request is allocated).
+pub fn try_construct(spec: &Spec, origin: &str) -> Result<Workload, SpecError> {
+    spec.check(origin)?;
     let catalog = build_catalog(spec);
     let s = &spec.sessions;
     let mut r = rng(spec.measurement.seed, SESSION_STREAM);
@@ -474,6 +580,7 @@ pub fn construct(spec: &Spec) -> Workload {
         .collect();
 
     let mut sessions = Vec::with_capacity(s.count as usize);
+    let mut total_requests = 0u64;
     for id in 0..s.count {
         let class = classes.sample(&mut r);
         let wanted = match &s.representation {
@@ -517,6 +624,23 @@ pub fn construct(spec: &Spec) -> Workload {
         };
         let want = ((frac * t.duration_s / s.request_s) - 1e-9).ceil().max(0.0) as u32;
         let count = want.max(s.min_requests).min(tr.requests - start).max(1);
+        total_requests += count as u64;
+        if total_requests > limits::MAX_REQUESTS {
+            let mut problems = Problems::default();
+            problems.push(
+                "sessions.count",
+                format!(
+                    "the first {} of {} sessions already make {total_requests} requests, more than the limit of {}; lower sessions.count",
+                    id + 1,
+                    s.count,
+                    limits::MAX_REQUESTS
+                ),
+            );
+            return Err(SpecError::Invalid {
+                file: origin.to_string(),
+                problems,
+            });
+        }
         sessions.push(GenSession {
             id,
             class: class as u16,
@@ -527,12 +651,12 @@ pub fn construct(spec: &Spec) -> Workload {
         });
     }
     let stats = compute_stats(spec, &catalog, &sessions);
-    Workload {
+    Ok(Workload {
         spec: spec.clone(),
         catalog,
         sessions,
         stats,
-    }
+    })
 }
 
 /// Highest representation within `headroom x down_kbps` (all when the link is

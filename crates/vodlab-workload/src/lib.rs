@@ -3,7 +3,8 @@
 //! The workload side of vodlab: a TOML workload specification ([`spec`]),
 //! the distributions it uses ([`dist`]), built-in presets that reproduce
 //! published workloads ([`presets`]), deterministic construction of a catalog,
-//! sessions and statistics ([`construct`]), the session-script formats
+//! sessions and statistics ([`construct`]), the bounds on every input
+//! ([`limits`]), the session-script formats
 //! ([`script`]) and the on-disk workload directory ([`output`]).
 //!
 //! Nothing here touches the network or the clock; files are read and written
@@ -15,11 +16,12 @@ pub mod construct;
 pub mod content;
 pub mod dist;
 pub mod error;
+pub mod limits;
 pub mod output;
 pub mod presets;
 pub mod script;
 pub mod spec;
 
-pub use construct::{construct, Catalog, Stats, Workload};
+pub use construct::{construct, try_construct, Catalog, Stats, Workload};
 pub use error::{BuildError, SpecError};
 pub use spec::{Overrides, Spec};

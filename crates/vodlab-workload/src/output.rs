@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::construct::Workload;
 use crate::error::BuildError;
-use crate::script::{parse_script, write_vodlab_session, ParseError, Script};
+use crate::script::{parse_script_bytes, write_vodlab_session, ParseError, Script};
 
 /// Name of the manifest that marks a directory as a vodlab workload.
 pub const MANIFEST: &str = "workload.json";
@@ -158,13 +158,14 @@ pub enum ReadError {
     },
 }
 
-/// Reads and parses one session-script file (any accepted dialect).
+/// Reads and parses one session-script file (any accepted dialect); a byte
+/// that is not UTF-8 is an error naming its line and column.
 pub fn read_script_file(path: &Path) -> Result<Script, ReadError> {
-    let text = fs::read_to_string(path).map_err(|source| ReadError::Io {
+    let bytes = fs::read(path).map_err(|source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_script(&text).map_err(|e| ReadError::Parse(e.in_file(path.display().to_string())))
+    parse_script_bytes(&bytes).map_err(|e| ReadError::Parse(e.in_file(path.display().to_string())))
 }
 
 /// Reads a workload directory's manifest.

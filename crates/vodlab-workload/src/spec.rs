@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dist::Distribution;
 use crate::error::{Problems, SpecError};
+use crate::limits::{self, is_path_name, is_token_name};
 
 /// Tolerance for shares and mixes that must sum to one.
 pub const SHARE_TOLERANCE: f64 = 1e-6;
@@ -309,6 +310,9 @@ impl Default for Measurement {
     }
 }
 
+/// Largest `--scale` factor.
+pub const MAX_SCALE: f64 = 1_000_000.0;
+
 /// Command-line adjustments applied on top of a specification.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
@@ -349,16 +353,33 @@ impl Spec {
     /// Reads, parses and validates a specification file.
     pub fn from_file(path: &Path) -> Result<Self, SpecError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+        let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
             file: file.clone(),
             source,
         })?;
-        Self::from_toml_str(&text, &file)
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            let (line, column) = crate::script::utf8_position(&bytes, e.valid_up_to());
+            SpecError::Parse {
+                file: file.clone(),
+                line,
+                column,
+                path: ".".to_string(),
+                reason: format!(
+                    "invalid UTF-8 (byte 0x{:02x}); a specification is UTF-8 text",
+                    bytes[e.valid_up_to()]
+                ),
+            }
+        })?;
+        Self::from_toml_str(text, &file)
     }
 
     /// Validates, turning problems into [`SpecError::Invalid`].
     pub fn check(&self, origin: &str) -> Result<(), SpecError> {
-        let problems = self.validate();
+        let mut problems = self.validate();
+        if problems.is_empty() {
+            // only a spec whose every value is in bounds is worth estimating
+            problems = crate::construct::size_problems(self);
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -371,15 +392,46 @@ impl Spec {
 
     /// Applies command-line overrides and re-validates.
     pub fn apply(&mut self, o: &Overrides, origin: &str) -> Result<(), SpecError> {
+        let mut problems = Problems::default();
         if let Some(f) = o.scale {
-            let mut problems = Problems::default();
-            if !(f.is_finite() && f > 0.0) {
-                problems.push("--scale", format!("must be a number > 0, got {f}"));
-                return Err(SpecError::Invalid {
-                    file: origin.to_string(),
-                    problems,
-                });
+            if !(f.is_finite() && f > 0.0 && f <= MAX_SCALE) {
+                problems.push(
+                    "--scale",
+                    format!("must be a number > 0 and at most {MAX_SCALE}, got {f}"),
+                );
+            } else {
+                for (key, v, max) in [
+                    ("catalog.titles", self.catalog.titles, limits::MAX_TITLES),
+                    ("sessions.count", self.sessions.count, limits::MAX_SESSIONS),
+                ] {
+                    let scaled = (v as f64 * f).round();
+                    if scaled > max as f64 {
+                        problems.push(
+                            "--scale",
+                            format!("{f} makes {key} {scaled}, more than the limit of {max}"),
+                        );
+                    }
+                }
             }
+        }
+        for (flag, v, max) in [
+            ("--titles", o.titles, limits::MAX_TITLES),
+            ("--sessions", o.sessions, limits::MAX_SESSIONS),
+        ] {
+            match v {
+                Some(n) if n == 0 || n > max => {
+                    problems.push(flag, format!("must be between 1 and {max}, got {n}"))
+                }
+                _ => {}
+            }
+        }
+        if !problems.is_empty() {
+            return Err(SpecError::Invalid {
+                file: origin.to_string(),
+                problems,
+            });
+        }
+        if let Some(f) = o.scale {
             let s = |v: u32| ((v as f64 * f).round() as u32).max(1);
             self.catalog.titles = s(self.catalog.titles);
             self.sessions.count = s(self.sessions.count);
@@ -421,9 +473,26 @@ impl Spec {
     /// Every problem with the specification, with key paths.
     pub fn validate(&self) -> Problems {
         let mut p = Problems::default();
+        if !self.name.is_empty() && !is_path_name(&self.name) {
+            p.push(
+                "name",
+                format!(
+                    "{:?} must use only A-Z a-z 0-9 _ . -, not start with `.`, and have at most {} characters",
+                    self.name,
+                    limits::MAX_NAME_LEN
+                ),
+            );
+        }
         let c = &self.catalog;
-        if c.titles == 0 {
-            p.push("catalog.titles", "must be at least 1");
+        if c.titles == 0 || c.titles > limits::MAX_TITLES {
+            p.push(
+                "catalog.titles",
+                format!(
+                    "must be between 1 and {}, got {}",
+                    limits::MAX_TITLES,
+                    c.titles
+                ),
+            );
         }
         match &c.popularity {
             Popularity::Zipf { alpha } => {
@@ -431,6 +500,14 @@ impl Spec {
                     p.push(
                         "catalog.popularity.alpha",
                         format!("alpha must be a finite number >= 0, got {alpha}"),
+                    );
+                } else if *alpha > limits::MAX_ZIPF_ALPHA {
+                    p.push(
+                        "catalog.popularity.alpha",
+                        format!(
+                            "alpha must be at most {}, got {alpha}",
+                            limits::MAX_ZIPF_ALPHA
+                        ),
                     );
                 }
             }
@@ -482,6 +559,28 @@ impl Spec {
                 "measurement.shard_sessions",
                 "must be at least 1 (or unset)",
             );
+        } else if self.shard_count() > limits::MAX_SHARDS {
+            p.push(
+                "measurement.shard_sessions",
+                format!(
+                    "{} sessions in shards of {} make {} script files, more than the limit of {}",
+                    self.sessions.count,
+                    m.shard_sessions.unwrap_or(0),
+                    self.shard_count(),
+                    limits::MAX_SHARDS
+                ),
+            );
+        }
+        for (key, v) in [
+            ("measurement.ramp_up_sessions", m.ramp_up_sessions),
+            ("measurement.ramp_down_sessions", m.ramp_down_sessions),
+        ] {
+            if v > limits::MAX_SESSIONS {
+                p.push(
+                    key,
+                    format!("must be at most {}, got {v}", limits::MAX_SESSIONS),
+                );
+            }
         }
         p
     }
@@ -495,20 +594,26 @@ impl Spec {
             );
             return;
         }
+        if reps.len() > limits::MAX_REPRESENTATIONS {
+            p.push(
+                "catalog.representations",
+                format!(
+                    "has {} representations, more than the limit of {}",
+                    reps.len(),
+                    limits::MAX_REPRESENTATIONS
+                ),
+            );
+        }
         let mut names = BTreeSet::new();
         for (i, r) in reps.iter().enumerate() {
             let at = format!("catalog.representations[{i}]");
-            if r.name.is_empty()
-                || !r
-                    .name
-                    .chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch))
-            {
+            if !is_path_name(&r.name) {
                 p.push(
                     format!("{at}.name"),
                     format!(
-                        "`{}` must be non-empty and use only A-Z a-z 0-9 _ . -",
-                        r.name
+                        "{:?} must be 1 to {} characters from A-Z a-z 0-9 _ . - and not start with `.` (it becomes a path component)",
+                        r.name,
+                        limits::MAX_NAME_LEN
                     ),
                 );
             }
@@ -518,10 +623,17 @@ impl Spec {
                     format!("duplicate representation `{}`", r.name),
                 );
             }
-            if !(r.bitrate_kbps.is_finite() && r.bitrate_kbps > 0.0) {
+            if !(r.bitrate_kbps.is_finite()
+                && r.bitrate_kbps > 0.0
+                && r.bitrate_kbps <= limits::MAX_BITRATE_KBPS)
+            {
                 p.push(
                     format!("{at}.bitrate_kbps"),
-                    format!("must be > 0, got {}", r.bitrate_kbps),
+                    format!(
+                        "must be > 0 and at most {} (1 Gbit/s), got {}",
+                        limits::MAX_BITRATE_KBPS,
+                        r.bitrate_kbps
+                    ),
                 );
             }
             if !(r.share > 0.0 && r.share <= 1.0) {
@@ -565,8 +677,11 @@ impl Spec {
                 "layout = \"single\" stores one file per title; remove chunk_s",
             ),
             (Layout::Chunked, Some(c)) => {
-                if !(c.is_finite() && c > 0.0) {
-                    p.push("catalog.storage.chunk_s", format!("must be > 0, got {c}"));
+                if !(c.is_finite() && c > 0.0 && c <= limits::MAX_CHUNK_S) {
+                    p.push(
+                        "catalog.storage.chunk_s",
+                        format!("must be > 0 and at most {}, got {c}", limits::MAX_CHUNK_S),
+                    );
                 } else if req > 0.0 && !is_multiple(c, req) {
                     p.push(
                         "catalog.storage.chunk_s",
@@ -579,8 +694,11 @@ impl Spec {
             (Layout::Single, None) => {}
         }
         if let Some(pad) = s.pad_s {
-            if !(pad.is_finite() && pad > 0.0) {
-                p.push("catalog.storage.pad_s", format!("must be > 0, got {pad}"));
+            if !(pad.is_finite() && pad > 0.0 && pad <= limits::MAX_SECONDS) {
+                p.push(
+                    "catalog.storage.pad_s",
+                    format!("must be > 0 and at most {}, got {pad}", limits::MAX_SECONDS),
+                );
             } else if req > 0.0 && !is_multiple(pad, req) {
                 p.push(
                     "catalog.storage.pad_s",
@@ -599,8 +717,15 @@ impl Spec {
 
     fn validate_sessions(&self, p: &mut Problems) {
         let s = &self.sessions;
-        if s.count == 0 {
-            p.push("sessions.count", "must be at least 1");
+        if s.count == 0 || s.count > limits::MAX_SESSIONS {
+            p.push(
+                "sessions.count",
+                format!(
+                    "must be between 1 and {}, got {}",
+                    limits::MAX_SESSIONS,
+                    s.count
+                ),
+            );
         }
         s.viewing_fraction.validate("sessions.viewing_fraction", p);
         if s.viewing_fraction.quantile(1.0) > 1.0 + 1e-9 {
@@ -618,21 +743,39 @@ impl Spec {
                 );
             }
         }
-        if !(s.request_s.is_finite() && s.request_s > 0.0) {
+        if !(s.request_s.is_finite()
+            && s.request_s >= limits::MIN_REQUEST_S
+            && s.request_s <= limits::MAX_REQUEST_S)
+        {
             p.push(
                 "sessions.request_s",
-                format!("must be > 0, got {}", s.request_s),
+                format!(
+                    "must be between {} and {} seconds, got {}",
+                    limits::MIN_REQUEST_S,
+                    limits::MAX_REQUEST_S,
+                    s.request_s
+                ),
             );
         }
         if let Some(pacing) = s.pacing_s {
-            if !(pacing.is_finite() && pacing >= 0.0) {
-                p.push("sessions.pacing_s", format!("must be >= 0, got {pacing}"));
+            if !(0.0..=limits::MAX_SECONDS).contains(&pacing) {
+                p.push(
+                    "sessions.pacing_s",
+                    format!(
+                        "must be >= 0 and at most {} seconds, got {pacing}",
+                        limits::MAX_SECONDS
+                    ),
+                );
             }
         }
-        if !(s.timeout_s.is_finite() && s.timeout_s > 0.0) {
+        if !(s.timeout_s.is_finite() && s.timeout_s > 0.0 && s.timeout_s <= limits::MAX_SECONDS) {
             p.push(
                 "sessions.timeout_s",
-                format!("must be > 0, got {}", s.timeout_s),
+                format!(
+                    "must be > 0 and at most {} seconds, got {}",
+                    limits::MAX_SECONDS,
+                    s.timeout_s
+                ),
             );
         }
         if s.min_requests == 0 {
@@ -692,10 +835,13 @@ impl Spec {
                 }
             }
             RepresentationChoice::Rule { headroom } => {
-                if !(headroom.is_finite() && *headroom > 0.0) {
+                if !(headroom.is_finite() && *headroom > 0.0 && *headroom <= limits::MAX_HEADROOM) {
                     p.push(
                         "sessions.representation.headroom",
-                        format!("must be > 0, got {headroom}"),
+                        format!(
+                            "must be > 0 and at most {}, got {headroom}",
+                            limits::MAX_HEADROOM
+                        ),
                     );
                 }
             }
@@ -707,14 +853,28 @@ impl Spec {
             p.push("clients", "needs at least one client class");
             return;
         }
+        if self.clients.len() > limits::MAX_CLIENT_CLASSES {
+            p.push(
+                "clients",
+                format!(
+                    "has {} classes, more than the limit of {}",
+                    self.clients.len(),
+                    limits::MAX_CLIENT_CLASSES
+                ),
+            );
+        }
         let mut names = BTreeSet::new();
         let mut sum = 0.0;
         for (i, c) in self.clients.iter().enumerate() {
             let at = format!("clients[{i}]");
-            if c.name.is_empty() || c.name.chars().any(|ch| ch.is_whitespace() || ch == '=') {
+            if !is_token_name(&c.name) {
                 p.push(
                     format!("{at}.name"),
-                    format!("`{}` must be non-empty without spaces or `=`", c.name),
+                    format!(
+                        "{:?} must be 1 to {} printable ASCII characters without spaces, `=`, `#`, quotes or `\\` (it becomes script text)",
+                        c.name,
+                        limits::MAX_NAME_LEN
+                    ),
                 );
             }
             if !names.insert(c.name.as_str()) {
@@ -729,13 +889,16 @@ impl Spec {
                     format!("must be >= 0, got {}", c.share),
                 );
             }
-            for (key, v) in [
-                ("down_kbps", c.down_kbps),
-                ("up_kbps", c.up_kbps),
-                ("delay_ms", c.delay_ms),
+            for (key, v, max) in [
+                ("down_kbps", c.down_kbps, limits::MAX_LINK_KBPS),
+                ("up_kbps", c.up_kbps, limits::MAX_LINK_KBPS),
+                ("delay_ms", c.delay_ms, limits::MAX_DELAY_MS),
             ] {
-                if !(v.is_finite() && v >= 0.0) {
-                    p.push(format!("{at}.{key}"), format!("must be >= 0, got {v}"));
+                if !(v.is_finite() && v >= 0.0 && v <= max) {
+                    p.push(
+                        format!("{at}.{key}"),
+                        format!("must be >= 0 and at most {max}, got {v}"),
+                    );
                 }
             }
             sum += c.share;

@@ -10,7 +10,8 @@ use vodlab_workload::script::{
 fn seconds() -> impl Strategy<Value = f64> {
     prop_oneof![
         (1u32..100_000).prop_map(|ms| ms as f64 / 1000.0),
-        (0.001f64..1e6),
+        // at most limits::MAX_SECONDS, the bound the parser enforces
+        (0.001f64..86_400.0),
     ]
 }
 
@@ -29,7 +30,8 @@ fn request(first: bool) -> impl Strategy<Value = Request> {
         0u32..4,
         prop::collection::vec("[A-Za-z-]{1,10}: [ -~]{0,20}", 0..3),
         prop::option::of("[ -~\n\t]{0,30}"),
-        prop::option::of(any::<u64>()),
+        // at most limits::MAX_BYTE, the bound the parser enforces
+        prop::option::of(0..=vodlab_workload::limits::MAX_BYTE),
         any::<bool>(),
     )
         .prop_map(

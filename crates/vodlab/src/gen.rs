@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use vodlab_workload::construct::construct;
+use vodlab_workload::construct::try_construct;
+use vodlab_workload::limits::MAX_SHARDS;
 use vodlab_workload::output::write_workload;
 use vodlab_workload::{presets, Overrides, Spec, Stats};
 
@@ -83,7 +84,10 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
         &origin,
     )?;
     if let Some(n) = a.shards {
-        anyhow::ensure!(n >= 1, "--shards must be at least 1");
+        anyhow::ensure!(
+            (1..=MAX_SHARDS).contains(&n),
+            "--shards must be between 1 and {MAX_SHARDS}, got {n}"
+        );
         spec.measurement.shard_sessions = Some(spec.sessions.count.div_ceil(n).max(1));
         anyhow::ensure!(
             spec.shard_count() == n,
@@ -92,7 +96,7 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let dir = a.output.as_ref().expect("clap requires -o");
-    let workload = construct(&spec);
+    let workload = try_construct(&spec, &origin)?;
     let manifest = write_workload(dir, &workload, a.force)
         .with_context(|| format!("writing the workload to {}", dir.display()))?;
     let elapsed = started.elapsed();

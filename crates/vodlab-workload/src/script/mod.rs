@@ -10,7 +10,7 @@
 mod parse;
 mod write;
 
-pub use parse::{parse_script, ParseError, ParseErrorKind};
+pub use parse::{parse_script, parse_script_bytes, utf8_position, ParseError, ParseErrorKind};
 pub use write::{
     export_cloudsuite, export_h2load, export_httperf, write_vodlab, write_vodlab_session,
     ExportReport,
@@ -127,7 +127,8 @@ pub struct ByteRange {
 impl ByteRange {
     /// Number of bytes, when bounded.
     pub fn len(&self) -> Option<u64> {
-        self.end.map(|e| e - self.start + 1)
+        self.end
+            .map(|e| e.saturating_sub(self.start).saturating_add(1))
     }
 
     /// True for the impossible empty range (never produced by the parser).

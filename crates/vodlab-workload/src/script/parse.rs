@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::{ByteRange, Method, Request, Script, Session, SessionHeader, Wait};
+use crate::limits::{MAX_BYTE, MAX_CONNECTIONS_PER_SESSION, MAX_SCRIPT_BITRATE_BPS, MAX_SECONDS};
 
 /// What kind of mistake a parse error is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub enum ParseErrorKind {
     UnterminatedQuote,
     /// A line or key in a place where it has no meaning.
     Misplaced,
+    /// Bytes that are not UTF-8 text.
+    InvalidUtf8,
 }
 
 /// A parse error with its 1-based line and column.
@@ -47,6 +50,39 @@ impl ParseError {
 struct Token {
     column: usize,
     text: String,
+}
+
+/// 1-based line and column (in characters) of byte `offset` of `bytes`,
+/// whose first `offset` bytes are valid UTF-8 (as `Utf8Error::valid_up_to`
+/// guarantees).
+pub fn utf8_position(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = std::str::from_utf8(&before[start..]).map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Parses a session script given as bytes: bytes that are not UTF-8 are an
+/// error naming the line and column of the first bad byte.
+pub fn parse_script_bytes(bytes: &[u8]) -> Result<Script, ParseError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let (line, column) = utf8_position(bytes, at);
+        err(
+            line,
+            column,
+            ParseErrorKind::InvalidUtf8,
+            format!(
+                "invalid UTF-8 (byte 0x{:02x}); a session script is UTF-8 text",
+                bytes[at]
+            ),
+        )
+    })?;
+    parse_script(text)
 }
 
 /// Parses a session script in any of the accepted dialects.
@@ -155,7 +191,9 @@ impl Parser {
                 "title" => h.title = Some(value.to_string()),
                 "rank" => h.rank = Some(num(n, col, key, value)?),
                 "rep" => h.rep = Some(value.to_string()),
-                "bitrate" => h.bitrate_bps = Some(num(n, col, key, value)?),
+                "bitrate" => {
+                    h.bitrate_bps = Some(bounded(n, col, key, value, MAX_SCRIPT_BITRATE_BPS)?)
+                }
                 "request_s" => h.request_s = Some(seconds(n, col, key, value, false)?),
                 "server" => h.server = Some(value.to_string()),
                 "port" => h.port = Some(num(n, col, key, value)?),
@@ -219,6 +257,14 @@ impl Parser {
                 "an indented (burst) line needs a request before it in the same session",
             ));
         }
+        if let Some(i) = path_tok.text.chars().position(|c| c.is_control()) {
+            return Err(err(
+                n,
+                path_tok.column + i,
+                ParseErrorKind::BadValue,
+                "a control character in a request path",
+            ));
+        }
         let mut req = Request {
             path: path_tok.text.clone(),
             burst,
@@ -273,7 +319,11 @@ impl Parser {
                     }
                     after = Some((w, col, name));
                 }
-                "conn" => req.conn = num(n, col, key, value)?,
+                "conn" => {
+                    req.conn =
+                        bounded(n, col, key, value, (MAX_CONNECTIONS_PER_SESSION - 1) as u64)?
+                            as u32
+                }
                 "method" => {
                     req.method = Method::parse(value).ok_or_else(|| {
                         err(
@@ -311,6 +361,7 @@ impl Parser {
                         // a single byte range given as a header (CloudSuite's
                         // `headers='Range: bytes=A-B'`) is the request's range
                         if let Some(g) = range_header(h) {
+                            check_range(n, col, &g)?;
                             if req.range.is_some() {
                                 return Err(err(
                                     n,
@@ -332,7 +383,7 @@ impl Parser {
                     }
                     req.headers.push(format!("Cookie: {v}"));
                 }
-                "size" => req.size = Some(num(n, col, key, value)?),
+                "size" => req.size = Some(bounded(n, col, key, value, MAX_BYTE)?),
                 "http" => match value {
                     "1.0" => req.http10 = true,
                     "1.1" => req.http10 = false,
@@ -446,19 +497,46 @@ fn num<T: std::str::FromStr>(n: usize, col: usize, key: &str, v: &str) -> Result
     })
 }
 
+/// A non-negative integer at most `max`.
+fn bounded(n: usize, col: usize, key: &str, v: &str, max: u64) -> Result<u64, ParseError> {
+    match v.parse::<u64>() {
+        Ok(x) if x <= max => Ok(x),
+        _ => Err(err(
+            n,
+            col,
+            ParseErrorKind::BadValue,
+            format!("`{key}={v}`: expected an integer from 0 to {max}"),
+        )),
+    }
+}
+
+/// Seconds, `> 0` (`positive`) or `>= 0`, and at most [`MAX_SECONDS`].
 fn seconds(n: usize, col: usize, key: &str, v: &str, positive: bool) -> Result<f64, ParseError> {
     match v.parse::<f64>() {
-        Ok(s) if s.is_finite() && (s > 0.0 || (!positive && s == 0.0)) => Ok(s),
+        Ok(s) if s.is_finite() && (s > 0.0 || (!positive && s == 0.0)) && s <= MAX_SECONDS => Ok(s),
         _ => Err(err(
             n,
             col,
             ParseErrorKind::BadValue,
             format!(
-                "`{key}={v}`: expected seconds as a number {}",
+                "`{key}={v}`: expected seconds as a number {} and at most {MAX_SECONDS}",
                 if positive { "> 0" } else { ">= 0" }
             ),
         )),
     }
+}
+
+/// Both ends of a range at most [`MAX_BYTE`].
+fn check_range(n: usize, col: usize, g: &ByteRange) -> Result<(), ParseError> {
+    if g.start > MAX_BYTE || g.end.is_some_and(|e| e > MAX_BYTE) {
+        return Err(err(
+            n,
+            col,
+            ParseErrorKind::BadValue,
+            format!("a byte range beyond the largest offset, {MAX_BYTE}"),
+        ));
+    }
+    Ok(())
 }
 
 fn on_off(n: usize, col: usize, v: &str) -> Result<bool, ParseError> {
@@ -515,7 +593,9 @@ fn range(n: usize, col: usize, v: &str) -> Result<ByteRange, ParseError> {
         }
         Some(e)
     };
-    Ok(ByteRange { start, end })
+    let g = ByteRange { start, end };
+    check_range(n, col, &g)?;
+    Ok(g)
 }
 
 /// Removes httperf-style quoting: `'...'`, `"..."` and backslash escapes
@@ -615,6 +695,7 @@ impl fmt::Display for ParseErrorKind {
             ParseErrorKind::BadValue => "bad value",
             ParseErrorKind::UnterminatedQuote => "unterminated quote",
             ParseErrorKind::Misplaced => "misplaced",
+            ParseErrorKind::InvalidUtf8 => "invalid UTF-8",
         })
     }
 }
