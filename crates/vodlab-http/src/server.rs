@@ -104,6 +104,114 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
     }
 }
 
+/// How a request's body is delimited (RFC 9112 section 6.3), as
+/// [`check_request`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFraming {
+    /// No body: neither `Content-Length` nor `Transfer-Encoding`.
+    None,
+    /// `Content-Length: N` (one value, or repeated identical values).
+    Length(u64),
+    /// `Transfer-Encoding: chunked` (the only coding accepted; its length is
+    /// unknown until the last chunk).
+    Chunked,
+}
+
+impl BodyFraming {
+    /// Whether a body follows the head (`Content-Length: 0` has none).
+    pub fn has_body(self) -> bool {
+        !matches!(self, BodyFraming::None | BodyFraming::Length(0))
+    }
+}
+
+/// Checks what a server must check before trusting a parsed head, and
+/// brings its target to origin form:
+///
+/// - HTTP/1.1 without `Host`, or with more than one `Host` field → 400
+///   (RFC 9112 section 3.2);
+/// - `Content-Length` values that differ (in one field as a list, or over
+///   several fields) or are not decimal numbers → 400; `Content-Length`
+///   together with `Transfer-Encoding` → 400; a `Transfer-Encoding` other
+///   than exactly `chunked`, or any on HTTP/1.0 → 400 (section 6.3, the
+///   request-smuggling rules: the server answers and closes);
+/// - an absolute-form target (`http://host/path?q`) becomes its origin form
+///   (`/path?q`; `/` when it has no path), section 3.2.2.
+///
+/// Returns how the body is delimited; the caller must read and discard it
+/// (or close) before it reads the next head.
+pub fn check_request(head: &mut Head) -> Result<BodyFraming, Reject> {
+    let hosts = head.headers.iter().filter(|(k, _)| k == "host").count();
+    if hosts > 1 || (hosts == 0 && head.http11) {
+        return Err(Reject::BadRequest);
+    }
+    let mut length: Option<u64> = None;
+    let mut te: Option<&str> = None;
+    for (k, v) in &head.headers {
+        match k.as_str() {
+            "content-length" => {
+                for item in v.split(',') {
+                    let item = item.trim();
+                    if item.is_empty()
+                        || item.len() > 19
+                        || !item.bytes().all(|b| b.is_ascii_digit())
+                    {
+                        return Err(Reject::BadRequest);
+                    }
+                    let n: u64 = item.parse().map_err(|_| Reject::BadRequest)?;
+                    if length.is_some_and(|l| l != n) {
+                        return Err(Reject::BadRequest);
+                    }
+                    length = Some(n);
+                }
+            }
+            "transfer-encoding" => {
+                if te.is_some() {
+                    return Err(Reject::BadRequest);
+                }
+                te = Some(v.as_str());
+            }
+            _ => {}
+        }
+    }
+    let framing = match (length, te) {
+        (Some(_), Some(_)) => return Err(Reject::BadRequest),
+        (None, Some(t)) if head.http11 && t.trim().eq_ignore_ascii_case("chunked") => {
+            BodyFraming::Chunked
+        }
+        (None, Some(_)) => return Err(Reject::BadRequest),
+        (Some(n), None) => BodyFraming::Length(n),
+        (None, None) => BodyFraming::None,
+    };
+    if let Some(origin) = origin_form(&head.target) {
+        head.target = origin;
+    }
+    Ok(framing)
+}
+
+/// The origin form of an absolute-form target (`http://host:80/a?b` →
+/// `/a?b`, `https://host` → `/`); `None` for any other form. An empty
+/// authority is not absolute form.
+pub fn origin_form(target: &str) -> Option<String> {
+    let scheme_len = if target.len() >= 7 && target[..7].eq_ignore_ascii_case("http://") {
+        7
+    } else if target.len() >= 8 && target[..8].eq_ignore_ascii_case("https://") {
+        8
+    } else {
+        return None;
+    };
+    let rest = &target[scheme_len..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if end == 0 {
+        return None;
+    }
+    let tail = &rest[end..];
+    Some(match tail.as_bytes().first() {
+        Some(b'/') => tail.to_string(),
+        Some(_) => format!("/{tail}"),
+        None => "/".to_string(),
+    })
+}
+
 /// The reason phrase of a status code (RFC 9110 section 15); `""` for codes
 /// without one here (the phrase is optional on the wire).
 pub fn reason(status: u16) -> &'static str {
@@ -326,6 +434,93 @@ mod tests {
             [Reject::BadRequest, Reject::TooLarge, Reject::Version].map(Reject::status),
             [400, 431, 505]
         );
+    }
+
+    fn checked(text: &str) -> (Result<BodyFraming, Reject>, String) {
+        let mut h = parse_head(text.as_bytes()).unwrap().unwrap();
+        let r = check_request(&mut h);
+        (r, h.target)
+    }
+
+    #[test]
+    fn framing_follows_rfc_9112_section_6_3() {
+        let f = |extra: &str| checked(&format!("GET /a HTTP/1.1\r\nHost: x\r\n{extra}\r\n")).0;
+        assert_eq!(f(""), Ok(BodyFraming::None));
+        assert_eq!(f("Content-Length: 0\r\n"), Ok(BodyFraming::Length(0)));
+        assert_eq!(f("Content-Length: 12\r\n"), Ok(BodyFraming::Length(12)));
+        // identical repeats are one length
+        assert_eq!(
+            f("Content-Length: 5\r\nContent-Length: 5\r\n"),
+            Ok(BodyFraming::Length(5))
+        );
+        assert_eq!(f("Content-Length: 5, 5\r\n"), Ok(BodyFraming::Length(5)));
+        assert_eq!(
+            f("Transfer-Encoding: chunked\r\n"),
+            Ok(BodyFraming::Chunked)
+        );
+        assert_eq!(
+            f("Transfer-Encoding: Chunked \r\n"),
+            Ok(BodyFraming::Chunked)
+        );
+        for bad in [
+            "Content-Length: 0\r\nContent-Length: 40\r\n",
+            "Content-Length: 40\r\nContent-Length: 0\r\n",
+            "Content-Length: 5, 6\r\n",
+            "Content-Length: -1\r\n",
+            "Content-Length: +5\r\n",
+            "Content-Length: 0x10\r\n",
+            "Content-Length: \r\n",
+            "Content-Length: 99999999999999999999\r\n",
+            "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+            "Transfer-Encoding: gzip\r\n",
+            "Transfer-Encoding: gzip, chunked\r\n",
+            "Transfer-Encoding: chunked, chunked\r\n",
+            "Transfer-Encoding: xchunked\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        ] {
+            assert_eq!(f(bad), Err(Reject::BadRequest), "{bad:?}");
+        }
+        // Transfer-Encoding on HTTP/1.0 cannot be trusted
+        assert_eq!(
+            checked("POST /a HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n").0,
+            Err(Reject::BadRequest)
+        );
+        assert!(!BodyFraming::None.has_body() && !BodyFraming::Length(0).has_body());
+        assert!(BodyFraming::Length(1).has_body() && BodyFraming::Chunked.has_body());
+    }
+
+    #[test]
+    fn host_is_required_once_and_absolute_targets_are_served() {
+        assert_eq!(
+            checked("GET /a HTTP/1.1\r\n\r\n").0,
+            Err(Reject::BadRequest)
+        );
+        assert_eq!(
+            checked("GET /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n").0,
+            Err(Reject::BadRequest)
+        );
+        assert_eq!(
+            checked("GET /a HTTP/1.1\r\nHost: x\r\nhost: x\r\n\r\n").0,
+            Err(Reject::BadRequest)
+        );
+        // HTTP/1.0 needs none
+        assert_eq!(
+            checked("GET /a HTTP/1.0\r\n\r\n"),
+            (Ok(BodyFraming::None), "/a".to_string())
+        );
+        for (target, origin) in [
+            ("http://example.com/v.mp4?x=1", "/v.mp4?x=1"),
+            ("HTTP://example.com:8080/t1/a.m4s", "/t1/a.m4s"),
+            ("https://h", "/"),
+            ("http://h?q", "/?q"),
+            ("/plain", "/plain"),
+            ("*", "*"),
+            ("http:///nohost", "http:///nohost"),
+        ] {
+            let (r, t) = checked(&format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n"));
+            assert_eq!((r, t.as_str()), (Ok(BodyFraming::None), origin), "{target}");
+        }
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub mod defaults {
     pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
     /// Longest idle time between requests on a persistent connection.
     pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+    /// Longest time a response may make no progress (the kernel accepts no
+    /// byte of it) before the connection is closed.
+    pub const SEND_TIMEOUT: Duration = Duration::from_secs(60);
     /// Most simultaneous connections.
     pub const MAX_CONNECTIONS: usize = 10_000;
     /// How long shutdown waits for responses in flight.
@@ -200,7 +203,12 @@ pub struct Config {
     /// Longest idle time between requests on a persistent connection.
     #[serde(with = "secs")]
     pub idle_timeout: Duration,
-    /// Most simultaneous connections.
+    /// Longest time a response may make no progress (no byte accepted by
+    /// the socket) before the connection is closed.
+    #[serde(with = "secs")]
+    pub send_timeout: Duration,
+    /// Most simultaneous connections (at the cap, the connection waiting
+    /// longest for a request head is shed for a new one).
     pub max_connections: usize,
     /// How long shutdown waits for responses in flight.
     #[serde(with = "secs")]
@@ -224,6 +232,7 @@ impl Default for Config {
             helpers_per_device: defaults::HELPERS_PER_DEVICE,
             header_timeout: defaults::HEADER_TIMEOUT,
             idle_timeout: defaults::IDLE_TIMEOUT,
+            send_timeout: defaults::SEND_TIMEOUT,
             max_connections: defaults::MAX_CONNECTIONS,
             grace: defaults::GRACE,
             access_log: None,
@@ -267,6 +276,7 @@ impl Config {
             "must be > 0",
         )?;
         range(!self.idle_timeout.is_zero(), "idle_timeout", "must be > 0")?;
+        range(!self.send_timeout.is_zero(), "send_timeout", "must be > 0")?;
         range(self.max_connections > 0, "max_connections", "must be > 0")?;
         range(!self.tick.is_zero(), "tick", "must be > 0")?;
         match self.prefetch_policy {
@@ -359,6 +369,13 @@ mod tests {
                 ..Config::default()
             }),
             "header_timeout"
+        );
+        assert_eq!(
+            field(Config {
+                send_timeout: Duration::ZERO,
+                ..Config::default()
+            }),
+            "send_timeout"
         );
         assert_eq!(
             field(Config {

@@ -3,10 +3,14 @@
 //! probes and prefetches through the controller).
 //!
 //! States: [`ConnState::ReadingHead`] (idle timeout until the first byte of
-//! a request, then the header timeout) → [`ConnState::Responding`] (route,
-//! open, plan, execute) → back to reading when the connection is kept, or
-//! [`ConnState::Rejecting`] (an unparsable head: answer and close) →
-//! [`ConnState::Closing`] with the reason.
+//! a request, then the header timeout as a deadline for the whole head; a
+//! body left by the previous request is drained first) →
+//! [`ConnState::Responding`] (route, open, plan, execute; every wait for the
+//! socket bounded by the send timeout) → back to reading when the
+//! connection is kept, or [`ConnState::Rejecting`] (an unparsable or
+//! untrustworthy head: answer and close) → [`ConnState::Closing`] with the
+//! reason. While it reads a head the connection may be shed by the accept
+//! loop at the connection cap ([`crate::limits::HeadQueue`]).
 
 use std::fmt;
 use std::fs::File;
@@ -18,12 +22,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
-use vodlab_http::server::{parse_head, Head, Reject, MAX_HEAD};
+use tokio::sync::{watch, Notify};
+use vodlab_http::server::{check_request, parse_head, Head, Reject, MAX_HEAD};
 
 use crate::config::IoMode;
 use crate::controller::{clip, RequestInfo, SessionState};
 use crate::error::ServeError;
+use crate::limits::{body_action, BodyAction, HeadTimer};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::{chain_of, cmcd_bitrate};
 use crate::server::{kind_index, State};
@@ -68,6 +73,10 @@ pub enum CloseReason {
     Aborted,
     /// An unparsable head was answered.
     Rejected,
+    /// Shed at the connection cap while it waited for a head.
+    Shed,
+    /// The response made no progress for the send timeout (a stalled reader).
+    SendTimeout,
 }
 
 /// The connection's state.
@@ -75,8 +84,8 @@ pub enum CloseReason {
 pub enum ConnState {
     /// Waiting for (the rest of) a request head.
     ReadingHead,
-    /// A request to answer.
-    Responding(Box<Head>),
+    /// A request to answer, and what to do with its body.
+    Responding(Box<Head>, BodyAction),
     /// A head that could not be parsed.
     Rejecting(Reject),
     /// The end.
@@ -101,10 +110,23 @@ struct Conn<'a> {
     out: Vec<u8>,
     first: bool,
     session: SessionState,
+    /// Body bytes of the previous request still to drop.
+    discard: u64,
+    timer: HeadTimer,
+    shed: Arc<Notify>,
+    /// Read (and drop) what the client still sends before closing, so the
+    /// answer is not destroyed by a reset.
+    linger: bool,
 }
 
 /// Serves one connection to its end.
-pub(crate) async fn run(sock: TcpStream, id: u64, st: &State, stop: watch::Receiver<bool>) {
+pub(crate) async fn run(
+    sock: TcpStream,
+    id: u64,
+    st: &State,
+    stop: watch::Receiver<bool>,
+    accepted: Instant,
+) {
     let mut c = Conn {
         sock,
         id,
@@ -114,12 +136,16 @@ pub(crate) async fn run(sock: TcpStream, id: u64, st: &State, stop: watch::Recei
         out: Vec::with_capacity(512),
         first: true,
         session: SessionState::default(),
+        discard: 0,
+        timer: HeadTimer::first(accepted),
+        shed: Arc::new(Notify::new()),
+        linger: false,
     };
     let mut state = ConnState::ReadingHead;
     loop {
         state = match state {
             ConnState::ReadingHead => c.read_head().await,
-            ConnState::Responding(head) => c.respond(&head).await,
+            ConnState::Responding(head, body) => c.respond(&head, body).await,
             ConnState::Rejecting(r) => c.reject(r).await,
             ConnState::Closing(reason) => {
                 c.close(reason).await;
@@ -134,43 +160,78 @@ impl Conn<'_> {
         *self.stop.borrow()
     }
 
-    /// Reads until a head is complete: the idle timeout until its first
-    /// byte (on a kept connection), then the header timeout.
+    /// Reads until a head is complete, while the connection is sheddable
+    /// at the connection cap.
     async fn read_head(&mut self) -> ConnState {
         if self.stopping() {
             return ConnState::Closing(CloseReason::Stopped);
         }
+        let ticket = self.st.heads.lock().expect("lock").enter(self.shed.clone());
+        let next = self.read_head_inner().await;
+        let kept = self.st.heads.lock().expect("lock").leave(ticket);
+        match next {
+            ConnState::Closing(_) => next,
+            // shed while its head completed: it closes all the same
+            _ if !kept => ConnState::Closing(CloseReason::Shed),
+            _ => next,
+        }
+    }
+
+    /// Drops the rest of the previous request's body, then reads until a
+    /// head is complete: the idle timeout until its first byte (on a kept
+    /// connection), then the header timeout as one deadline for the whole
+    /// head (later bytes do not extend it).
+    async fn read_head_inner(&mut self) -> ConnState {
         loop {
-            match parse_head(&self.buf) {
-                Ok(Some(h)) => {
-                    self.buf.drain(..h.len);
-                    self.first = false;
-                    return ConnState::Responding(Box::new(h));
-                }
-                Ok(None) => {}
-                Err(r) => return ConnState::Rejecting(r),
+            if self.discard > 0 && !self.buf.is_empty() {
+                let k = self.discard.min(self.buf.len() as u64);
+                self.buf.drain(..k as usize);
+                self.discard -= k;
             }
-            let limit = if self.buf.is_empty() && !self.first {
-                self.st.cfg.idle_timeout
-            } else {
-                self.st.cfg.header_timeout
-            };
+            if self.discard == 0 {
+                match parse_head(&self.buf) {
+                    Ok(Some(mut h)) => {
+                        self.buf.drain(..h.len);
+                        self.first = false;
+                        return match check_request(&mut h) {
+                            Ok(framing) => {
+                                let body = body_action(framing, h.header("expect").is_some());
+                                ConnState::Responding(Box::new(h), body)
+                            }
+                            Err(r) => ConnState::Rejecting(r),
+                        };
+                    }
+                    Ok(None) => {}
+                    Err(r) => return ConnState::Rejecting(r),
+                }
+            }
+            if !self.buf.is_empty() {
+                // a pipelined head's first bytes came with the previous request
+                self.timer.bytes_arrived(Instant::now());
+            }
+            let deadline = self
+                .timer
+                .deadline(self.st.cfg.header_timeout, self.st.cfg.idle_timeout);
             let mut tmp = [0u8; 4096];
             let mut stop = self.stop.clone();
-            let idle = self.buf.is_empty();
+            let idle = self.buf.is_empty() && self.discard == 0;
             let read = tokio::select! {
-                r = tokio::time::timeout(limit, self.sock.read(&mut tmp)) => r,
+                r = tokio::time::timeout_at(deadline.into(), self.sock.read(&mut tmp)) => r,
                 _ = stop.changed(), if idle => return ConnState::Closing(CloseReason::Stopped),
+                _ = self.shed.notified() => return ConnState::Closing(CloseReason::Shed),
             };
             match read {
                 Ok(Ok(0)) | Ok(Err(_)) => return ConnState::Closing(CloseReason::PeerClosed),
-                Ok(Ok(n)) => self.buf.extend_from_slice(&tmp[..n]),
+                Ok(Ok(n)) => {
+                    self.buf.extend_from_slice(&tmp[..n]);
+                    self.timer.bytes_arrived(Instant::now());
+                }
                 Err(_) => {
-                    let counted = !self.buf.is_empty() || self.first;
+                    let counted = self.timer.in_head();
                     return ConnState::Closing(CloseReason::Timeout { counted });
                 }
             }
-            if self.buf.len() > MAX_HEAD + 4096 {
+            if self.discard == 0 && self.buf.len() > MAX_HEAD + 4096 {
                 return ConnState::Rejecting(Reject::TooLarge);
             }
         }
@@ -185,9 +246,15 @@ impl Conn<'_> {
             conn: self.id,
         };
         let p = plan::plan_error(&ServeError::Head(r), false, &ctx);
-        let _ = self.execute(&p, None, "").await;
+        let sent = self.execute(&p, None, "").await;
         self.count(&p);
-        ConnState::Closing(CloseReason::Rejected)
+        self.linger = true;
+        match sent.result {
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                ConnState::Closing(CloseReason::SendTimeout)
+            }
+            _ => ConnState::Closing(CloseReason::Rejected),
+        }
     }
 
     fn count(&self, p: &ResponsePlan) {
@@ -199,9 +266,9 @@ impl Conn<'_> {
     }
 
     /// Routes, opens, plans and executes one request.
-    async fn respond(&mut self, head: &Head) -> ConnState {
+    async fn respond(&mut self, head: &Head, body: BodyAction) -> ConnState {
         let t0 = Instant::now();
-        let keep = head.keep_alive() && !self.stopping();
+        let keep = head.keep_alive() && !self.stopping() && body != BodyAction::Close;
         let is_head = head.method == "HEAD";
         let date = self.st.date();
         let ctx = PlanCtx {
@@ -247,8 +314,23 @@ impl Conn<'_> {
         self.st.counters.requests.fetch_add(1, Ordering::Relaxed);
         log_line(self.st, self.id, head, &p, &sent, t0.elapsed());
         match sent.result {
-            Ok(()) if keep && p.keep_alive => ConnState::ReadingHead,
-            Ok(()) => ConnState::Closing(CloseReason::Done),
+            Ok(()) if keep && p.keep_alive => {
+                self.timer = HeadTimer::next(Instant::now());
+                if let BodyAction::Discard(n) = body {
+                    // the body is part of this request: the header deadline covers it
+                    self.discard = n;
+                    self.timer.bytes_arrived(Instant::now());
+                }
+                ConnState::ReadingHead
+            }
+            Ok(()) => {
+                // a body not drained, or one that may still come: read it off before closing
+                self.linger = body != BodyAction::Keep;
+                ConnState::Closing(CloseReason::Done)
+            }
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                ConnState::Closing(CloseReason::SendTimeout)
+            }
             Err(_) => ConnState::Closing(CloseReason::Aborted),
         }
     }
@@ -262,16 +344,45 @@ impl Conn<'_> {
             CloseReason::Aborted => {
                 c.aborted.fetch_add(1, Ordering::Relaxed);
             }
+            CloseReason::SendTimeout => {
+                c.send_timeouts.fetch_add(1, Ordering::Relaxed);
+            }
+            CloseReason::Shed => {
+                c.shed.fetch_add(1, Ordering::Relaxed);
+            }
             _ => {}
         }
-        if matches!(
-            reason,
-            CloseReason::Done | CloseReason::Aborted | CloseReason::Rejected | CloseReason::Stopped
-        ) {
-            let _ = self.sock.shutdown().await;
+        match reason {
+            CloseReason::Done
+            | CloseReason::Aborted
+            | CloseReason::Rejected
+            | CloseReason::Stopped => {
+                let _ = self.sock.shutdown().await;
+                if self.linger {
+                    self.linger_close().await;
+                }
+            }
+            CloseReason::SendTimeout => reset_on_close(&self.sock),
+            _ => {}
         }
         let wasted = self.session.finish();
         c.wasted_prefetch_bytes.fetch_add(wasted, Ordering::Relaxed);
+    }
+
+    /// After the answer to a request whose body was not drained: drop what
+    /// the client still sends (at most 64 KiB, for at most a second) so
+    /// that closing with unread bytes does not reset the connection and
+    /// destroy the answer before the client reads it.
+    async fn linger_close(&mut self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        let mut left = 64 * 1024usize;
+        let mut tmp = [0u8; 4096];
+        while left > 0 {
+            match tokio::time::timeout_at(deadline, self.sock.read(&mut tmp)).await {
+                Ok(Ok(n)) if n > 0 => left = left.saturating_sub(n),
+                _ => return,
+            }
+        }
     }
 
     /// Sends a plan: the head (held with MSG_MORE when file bytes follow at
@@ -289,7 +400,7 @@ impl Conn<'_> {
                 // the header goes out with the first body bytes (MSG_MORE), as nginx's TCP_NOPUSH does
                 let r = *r;
                 let res = async {
-                    write_more(&mut self.sock, &self.out).await?;
+                    write_more(&mut self.sock, &self.out, self.st.cfg.send_timeout).await?;
                     sent.cache = self.prepare(f, r.offset, r.len, chain).await;
                     send_file(&mut self.sock, self.st, f.file, r.offset, r.len).await?;
                     sent.file_bytes = r.len;
@@ -299,26 +410,27 @@ impl Conn<'_> {
                 res
             }
             (Body::Multipart { parts, closing }, Some(f)) => {
+                let limit = self.st.cfg.send_timeout;
                 let res = async {
-                    self.sock.write_all(&self.out).await?;
+                    write_all(&self.sock, &self.out, limit).await?;
                     for part in parts {
-                        self.sock.write_all(&part.head).await?;
+                        write_all(&self.sock, &part.head, limit).await?;
                         let r = part.range;
                         sent.cache = self.prepare(f, r.offset, r.len, chain).await;
                         send_file(&mut self.sock, self.st, f.file, r.offset, r.len).await?;
-                        self.sock.write_all(b"\r\n").await?;
+                        write_all(&self.sock, b"\r\n", limit).await?;
                         sent.file_bytes += r.len;
                     }
-                    self.sock.write_all(closing).await
+                    write_all(&self.sock, closing, limit).await
                 }
                 .await;
                 res
             }
             (Body::Bytes(b), _) => {
                 self.out.extend_from_slice(b);
-                self.sock.write_all(&self.out).await
+                write_all(&self.sock, &self.out, self.st.cfg.send_timeout).await
             }
-            _ => self.sock.write_all(&self.out).await,
+            _ => write_all(&self.sock, &self.out, self.st.cfg.send_timeout).await,
         };
         sent
     }
@@ -405,7 +517,7 @@ async fn send_file(
     let end = off + len;
     let sfd = sock.as_raw_fd();
     while off < end {
-        sock.writable().await?;
+        writable(sock, st.cfg.send_timeout).await?;
         let n = ((end - off) as usize).min(1 << 20);
         let res = if st.cfg.io == IoMode::Vanilla {
             let f = file.clone();
@@ -448,11 +560,61 @@ async fn send_file(
     Ok(())
 }
 
+/// Waits until the socket takes bytes again, at most `limit`: every wait of
+/// a response is bounded by the send timeout, and each byte the kernel
+/// accepts starts a new wait, so the rule is "no progress for `limit`", not
+/// a total time. (Linux reports a socket writable only once a third of its
+/// send buffer is free, so one unit of progress is a real amount of data,
+/// not a byte a reader trickles.)
+async fn writable(sock: &TcpStream, limit: Duration) -> io::Result<()> {
+    match tokio::time::timeout(limit, sock.writable()).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "send timeout: the client read nothing",
+        )),
+    }
+}
+
+/// Writes all of `data`, each wait bounded by the send timeout.
+async fn write_all(sock: &TcpStream, mut data: &[u8], limit: Duration) -> io::Result<()> {
+    while !data.is_empty() {
+        writable(sock, limit).await?;
+        match sock.try_write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Makes the coming close reset the connection (SO_LINGER 0): a stalled
+/// reader's unsent data is dropped at once instead of staying queued in the
+/// kernel.
+fn reset_on_close(sock: &TcpStream) {
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: an open socket and a live option value of the right size
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
 /// Writes `data` with MSG_MORE, so the kernel holds it for the data that follows.
-async fn write_more(sock: &mut TcpStream, mut data: &[u8]) -> io::Result<()> {
+async fn write_more(sock: &mut TcpStream, mut data: &[u8], limit: Duration) -> io::Result<()> {
     let fd = sock.as_raw_fd();
     while !data.is_empty() {
-        sock.writable().await?;
+        writable(sock, limit).await?;
         let r = sock.try_io(Interest::WRITABLE, || {
             // SAFETY: a live buffer of the given length on an open socket
             let n = unsafe {

@@ -86,7 +86,9 @@ impl Root {
                 resolve: u64,
             }
             let how = OpenHow {
-                flags: (libc::O_RDONLY | libc::O_CLOEXEC) as u64,
+                // O_NONBLOCK: opening a FIFO without a writer must not block
+                // the worker thread (and every connection behind it)
+                flags: (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64,
                 mode: 0,
                 resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
             };
@@ -117,7 +119,11 @@ impl Root {
             }
             self.no_openat2.store(true, Ordering::Relaxed);
         }
-        let f = File::open(path)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
         if inside_root(&self.canonical, path) {
             Ok(f)
         } else {
@@ -149,6 +155,19 @@ mod tests {
         assert_eq!(e.status(), 404);
         let e = root.open_file(&d.path().join("a.mp4/x")).unwrap_err();
         assert_eq!(e.status(), 404);
+        // a FIFO without a writer: opened at once (O_NONBLOCK) and refused as not regular
+        let fifo = d.path().join("fifo.mp4");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a live NUL-terminated path
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let t = std::time::Instant::now();
+        let (_, m) = root.open_file(&fifo).unwrap();
+        assert_eq!(m.kind, FileKind::Other);
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        root.no_openat2.store(true, Ordering::Relaxed); // the fallback path too
+        let (_, m) = root.open_file(&fifo).unwrap();
+        assert_eq!(m.kind, FileKind::Other);
+        root.no_openat2.store(false, Ordering::Relaxed);
         // unreadable: 403, unless we are root (who reads anything)
         let p = d.path().join("secret.mp4");
         std::fs::write(&p, b"x").unwrap();

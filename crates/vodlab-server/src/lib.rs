@@ -20,6 +20,7 @@ mod conn;
 pub mod controller;
 pub mod error;
 pub mod files;
+pub mod limits;
 pub mod plan;
 pub mod prefetch;
 pub mod range;

@@ -309,6 +309,10 @@ pub fn plan(head: &Head, file: &FileMeta, ctx: &PlanCtx) -> ResponsePlan {
     if file.kind != FileKind::Regular {
         return plan_error(&ServeError::NotRegular, is_head, ctx);
     }
+    if names_a_directory(&head.target) {
+        // `/file.txt/`: a file is not a directory
+        return plan_error(&ServeError::NotFound, is_head, ctx);
+    }
     let size = file.size;
     let mut h = ResponseHead::new(200);
     common(&mut h, ctx);
@@ -397,6 +401,12 @@ pub fn plan(head: &Head, file: &FileMeta, ctx: &PlanCtx) -> ResponsePlan {
         offset,
         length,
     }
+}
+
+/// Whether a target's path ends in a slash (also percent-encoded).
+pub fn names_a_directory(target: &str) -> bool {
+    let path = target.split(['?', '#']).next().unwrap_or("");
+    path.ends_with('/') || path.len() >= 3 && path[path.len() - 3..].eq_ignore_ascii_case("%2f")
 }
 
 /// Encodes the plan's head into `out` (appended; the caller reuses it).

@@ -215,6 +215,28 @@ fn head_has_the_get_head_and_no_body() {
 }
 
 #[test]
+fn a_file_named_as_a_directory_is_not_found() {
+    for target in ["/v.mp4/", "/v.mp4/?x=1", "/v.mp4%2F", "/v.mp4%2f#f"] {
+        let h = parse_head(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .unwrap()
+            .unwrap();
+        let p = plan(&h, &file(), &ctx());
+        assert_eq!((p.status(), p.kind), (404, ResponseKind::Error), "{target}");
+    }
+    assert!(!names_a_directory("/v.mp4?next=/"));
+    assert_eq!(get("").status(), 200);
+    // a directory stays 403 with or without the slash
+    let dir = FileMeta {
+        kind: FileKind::Directory,
+        ..file()
+    };
+    let h = parse_head(b"GET /t1/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap()
+        .unwrap();
+    assert_eq!(plan(&h, &dir, &ctx()).status(), 403);
+}
+
+#[test]
 fn routing_refuses_without_the_file() {
     let root = Path::new("/srv/v");
     assert!(matches!(

@@ -17,11 +17,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 pub use crate::config::{Config, IoMode};
 use crate::controller::{PrefetchController, PrefetchCore};
 use crate::files::Root;
+use crate::limits::HeadQueue;
 use crate::plan::ResponseKind;
 use crate::prefetch::{DeviceStats, Helpers, Prober};
 
@@ -52,6 +53,14 @@ pub struct Counters {
     pub aborted: AtomicU64,
     /// Connections closed for a slow or missing request head.
     pub header_timeouts: AtomicU64,
+    /// Connections closed because their response made no progress for the
+    /// send timeout (stalled readers).
+    pub send_timeouts: AtomicU64,
+    /// Connections waiting for a head that were shed, at the connection
+    /// cap, to make room for a new one.
+    pub shed: AtomicU64,
+    /// Connections answered 503 and closed at the cap (none to shed).
+    pub refused_at_cap: AtomicU64,
     /// Responses by kind, indexed by [`kind_index`].
     pub kinds: [AtomicU64; 6],
 }
@@ -124,6 +133,12 @@ pub struct StatsView {
     pub aborted: u64,
     /// Slow or missing heads.
     pub header_timeouts: u64,
+    /// Stalled readers closed by the send timeout.
+    pub send_timeouts: u64,
+    /// Connections waiting for a head shed at the connection cap.
+    pub shed: u64,
+    /// Connections answered 503 at the cap.
+    pub refused_at_cap: u64,
     /// Responses by kind.
     pub responses: ResponseCounts,
     /// Per storage device.
@@ -139,6 +154,8 @@ pub struct State {
     pub(crate) helpers: Helpers,
     pub(crate) prober: Prober,
     pub(crate) prefetch: Mutex<PrefetchCore>,
+    /// Connections waiting for a request head, oldest first (shed at the cap).
+    pub(crate) heads: Mutex<HeadQueue<Arc<Notify>>>,
     started: Instant,
     pub(crate) log: Option<Mutex<io::BufWriter<File>>>,
     date: Mutex<(u64, String)>,
@@ -201,6 +218,9 @@ impl State {
             errors: c.errors.load(Ordering::Relaxed),
             aborted: c.aborted.load(Ordering::Relaxed),
             header_timeouts: c.header_timeouts.load(Ordering::Relaxed),
+            send_timeouts: c.send_timeouts.load(Ordering::Relaxed),
+            shed: c.shed.load(Ordering::Relaxed),
+            refused_at_cap: c.refused_at_cap.load(Ordering::Relaxed),
             responses: ResponseCounts {
                 full: k(0),
                 range: k(1),
@@ -276,6 +296,7 @@ impl Server {
             helpers: Helpers::new(cfg.helpers_per_device),
             prober: Prober::default(),
             prefetch: Mutex::new(PrefetchCore::new(controller)),
+            heads: Mutex::new(HeadQueue::default()),
             root,
             counters: Counters::default(),
             started: Instant::now(),
@@ -343,6 +364,15 @@ async fn periodic(st: Arc<State>, mut stop: watch::Receiver<bool>) {
     }
 }
 
+/// How long a connection accepted at the cap waits for the permit of the
+/// connection shed for it before it is answered 503.
+const SHED_WAIT: Duration = Duration::from_secs(2);
+
+/// Accepts connections. Below the cap each gets a permit and its task. At
+/// the cap the connection that has waited longest for a request head is
+/// shed (closed) to make room; when every connection is busy with a
+/// response, the new one is answered 503 and closed. On shutdown the
+/// listener is closed at once, so new clients see a refused connection.
 async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(st.cfg.max_connections));
     let mut conns = tokio::task::JoinSet::new();
@@ -350,35 +380,45 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
     loop {
         tokio::select! {
             _ = stop.changed() => break,
-            permit = permits.clone().acquire_owned() => {
-                let permit = permit.expect("semaphore open");
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = stop.changed() => break,
-                };
-                match accepted {
-                    Ok((sock, _peer)) => {
-                        let _ = sock.set_nodelay(true);
-                        let id = st.counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
-                        let st2 = st.clone();
-                        let stop2 = stop.clone();
-                        conns.spawn(async move {
-                            st2.counters.open.fetch_add(1, Ordering::Relaxed);
-                            crate::conn::run(sock, id, &st2, stop2).await;
-                            st2.counters.open.fetch_sub(1, Ordering::Relaxed);
-                            drop(permit);
-                        });
-                    }
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning
-                        eprintln!("vodlab serve: accept: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+            accepted = listener.accept() => match accepted {
+                Ok((sock, _peer)) => {
+                    let at = Instant::now();
+                    let _ = sock.set_nodelay(true);
+                    match permits.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            spawn_conn(&mut conns, sock, &st, &stop, permit, at);
+                        }
+                        Err(_) => {
+                            let victim = st.heads.lock().expect("lock").shed_oldest();
+                            match victim {
+                                Some(n) => {
+                                    n.notify_one();
+                                    let permits = permits.clone();
+                                    let st2 = st.clone();
+                                    let stop2 = stop.clone();
+                                    conns.spawn(async move {
+                                        match tokio::time::timeout(SHED_WAIT, permits.acquire_owned()).await {
+                                            Ok(Ok(permit)) => serve(sock, &st2, stop2, permit, at).await,
+                                            _ => refuse(sock, &st2),
+                                        }
+                                    });
+                                }
+                                None => refuse(sock, &st),
+                            }
+                        }
                     }
                 }
-            }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning
+                    st.log_error(&format_args!("accept: {e}"));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
+    // stop accepting at once: connections arriving during the grace are refused, not left hanging
+    drop(listener);
     // graceful: connections see the stop flag between requests; wait for them
     let deadline = tokio::time::sleep(st.cfg.grace);
     tokio::pin!(deadline);
@@ -389,4 +429,39 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
         }
     }
     let _ = ticks.await;
+}
+
+fn spawn_conn(
+    conns: &mut tokio::task::JoinSet<()>,
+    sock: tokio::net::TcpStream,
+    st: &Arc<State>,
+    stop: &watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+    at: Instant,
+) {
+    let st2 = st.clone();
+    let stop2 = stop.clone();
+    conns.spawn(async move { serve(sock, &st2, stop2, permit, at).await });
+}
+
+async fn serve(
+    sock: tokio::net::TcpStream,
+    st: &State,
+    stop: watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+    at: Instant,
+) {
+    let id = st.counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
+    st.counters.open.fetch_add(1, Ordering::Relaxed);
+    crate::conn::run(sock, id, st, stop, at).await;
+    st.counters.open.fetch_sub(1, Ordering::Relaxed);
+    drop(permit);
+}
+
+/// Answers 503 without waiting (what the socket buffer takes) and closes.
+fn refuse(sock: tokio::net::TcpStream, st: &State) {
+    st.counters.refused_at_cap.fetch_add(1, Ordering::Relaxed);
+    let _ = sock.try_write(
+        b"HTTP/1.1 503 Service Unavailable\r\nServer: vodlab\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n",
+    );
 }

@@ -44,7 +44,13 @@ pub struct ServeArgs {
     /// Time allowed for a complete request head, seconds (slowloris guard).
     #[arg(long, default_value_t = defaults::HEADER_TIMEOUT.as_secs_f64())]
     pub header_timeout: f64,
-    /// Most simultaneous connections.
+    /// Seconds a response may make no progress (the client reads nothing)
+    /// before the connection is closed; a slow but reading client is never
+    /// cut (see docs/serve.md).
+    #[arg(long, default_value_t = defaults::SEND_TIMEOUT.as_secs_f64())]
+    pub send_timeout: f64,
+    /// Most simultaneous connections; at the cap the connection waiting
+    /// longest for a request head is shed for a new one.
     #[arg(long, default_value_t = defaults::MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// Seconds between statistics lines on stderr (0 = none).
@@ -106,6 +112,7 @@ impl ServeArgs {
             access_log: self.access_log.clone(),
             idle_timeout: seconds("keepalive", self.keepalive)?,
             header_timeout: seconds("header-timeout", self.header_timeout)?,
+            send_timeout: seconds("send-timeout", self.send_timeout)?,
             max_connections: self.max_connections,
             stats_interval: seconds("stats-interval", self.stats_interval)?,
             ..Config::default()
@@ -192,6 +199,13 @@ mod tests {
             .unwrap_err()
             .contains("helpers_per_device"));
         assert!(parse(&["--keepalive", "-1"]).is_err());
+        assert!(parse(&["--send-timeout", "0"])
+            .unwrap_err()
+            .contains("send_timeout"));
+        assert_eq!(
+            parse(&["--send-timeout", "2.5"]).unwrap().send_timeout,
+            Duration::from_millis(2500)
+        );
         let c = parse(&["--io", "vanilla", "--keepalive", "5"]).unwrap();
         assert_eq!(
             (c.io, c.idle_timeout),
