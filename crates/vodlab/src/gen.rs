@@ -74,6 +74,11 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
         (None, Some(f)) => (Spec::from_file(f)?, f.display().to_string()),
         (None, None) => anyhow::bail!("give --preset NAME or --spec FILE (see --list-presets)"),
     };
+    if a.shards.is_some() {
+        // --shards replaces shard_sessions (set below from the final count),
+        // so the bound on shards must not judge the spec's own shard size
+        spec.measurement.shard_sessions = None;
+    }
     spec.apply(
         &Overrides {
             seed: a.seed,

@@ -135,6 +135,54 @@ fn split_nums(s: &str, what: &str) -> anyhow::Result<Vec<f64>> {
         .collect()
 }
 
+/// Longest `--duration` and step or ramp length, seconds (a week).
+pub(crate) const MAX_RUN_S: f64 = 7.0 * 86_400.0;
+/// Lowest and highest arrival rate, sessions per second.
+pub(crate) const RATE_BOUNDS: (f64, f64) = (0.001, 1_000_000.0);
+/// Bounds of `--interval`, seconds.
+pub(crate) const INTERVAL_BOUNDS: (f64, f64) = (0.1, 3_600.0);
+/// Highest `--late-threshold-ms`.
+pub(crate) const MAX_LATE_THRESHOLD_MS: f64 = 60_000.0;
+/// Highest `--ramp-up` / `--ramp-down`.
+pub(crate) const MAX_RAMP: usize = 1_000_000_000;
+
+/// `v` when it is a number in `lo..=hi`, else an error naming `what`.
+fn within(what: &str, v: f64, lo: f64, hi: f64) -> anyhow::Result<f64> {
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        bail!("{what} must be a number from {lo} to {hi}, got {v}")
+    }
+}
+
+/// Checks every rate and length of an arrival process against the bounds
+/// ([`RATE_BOUNDS`], [`MAX_RUN_S`]), so no schedule time overflows.
+fn check_arrival_bounds(arr: &Arrivals) -> anyhow::Result<()> {
+    let (lo, hi) = RATE_BOUNDS;
+    match arr {
+        Arrivals::Poisson { rate } | Arrivals::Constant { rate } => {
+            within("--rate", *rate, lo, hi)?;
+        }
+        Arrivals::Steps { steps } => {
+            for (i, (d, r)) in steps.iter().enumerate() {
+                within(
+                    &format!("--steps: step {} seconds", i + 1),
+                    *d,
+                    0.001,
+                    MAX_RUN_S,
+                )?;
+                within(&format!("--steps: step {} rate", i + 1), *r, lo, hi)?;
+            }
+        }
+        Arrivals::Ramp { from, to, over_s } => {
+            within("--ramp-rate FROM", *from, lo, hi)?;
+            within("--ramp-rate TO", *to, lo, hi)?;
+            within("--ramp-rate SECONDS", *over_s, 0.001, MAX_RUN_S)?;
+        }
+    }
+    Ok(())
+}
+
 fn arrivals(a: &RunArgs) -> anyhow::Result<Arrivals> {
     let arr = if let Some(steps) = &a.steps {
         let steps = steps
@@ -163,6 +211,7 @@ fn arrivals(a: &RunArgs) -> anyhow::Result<Arrivals> {
     };
     arr.validate()
         .map_err(|e| anyhow::anyhow!("arrivals: {e}"))?;
+    check_arrival_bounds(&arr)?;
     Ok(arr)
 }
 
@@ -188,7 +237,30 @@ pub(crate) fn raise_nofile() -> u64 {
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let arrivals = arrivals(&a)?;
-    anyhow::ensure!(a.interval > 0.0, "--interval must be > 0");
+    within(
+        "--interval",
+        a.interval,
+        INTERVAL_BOUNDS.0,
+        INTERVAL_BOUNDS.1,
+    )?;
+    let max_duration = match a.duration {
+        Some(d) if d > 0.0 && d <= MAX_RUN_S => Some(Duration::from_secs_f64(d)),
+        Some(d) => bail!(
+            "--duration must be a number of seconds > 0 and at most {MAX_RUN_S} (a week), got {d}"
+        ),
+        None => None,
+    };
+    let late_threshold_ms = within(
+        "--late-threshold-ms",
+        a.late_threshold_ms,
+        0.0,
+        MAX_LATE_THRESHOLD_MS,
+    )?;
+    for (flag, v) in [("--ramp-up", a.ramp_up), ("--ramp-down", a.ramp_down)] {
+        if let Some(n) = v {
+            anyhow::ensure!(n <= MAX_RAMP, "{flag} must be at most {MAX_RAMP}, got {n}");
+        }
+    }
     let (hostport, host) = parse_target(&a.target)?;
     let mut work = LoadedWorkload::open(&a.workload)
         .with_context(|| format!("loading the workload {}", a.workload.display()))?;
@@ -222,23 +294,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     cfg.pacing = !a.no_pacing;
     cfg.max_sessions = a.sessions;
     cfg.late_pacing = a.late_pacing;
-    cfg.max_duration = match a.duration {
-        Some(d) => Some(
-            Duration::try_from_secs_f64(d)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .with_context(|| format!("--duration {d}: give a positive number of seconds"))?,
-        ),
-        None => None,
-    };
-    cfg.late_threshold = Duration::try_from_secs_f64(a.late_threshold_ms / 1000.0)
-        .ok()
-        .with_context(|| {
-            format!(
-                "--late-threshold-ms {}: give a non-negative number of milliseconds",
-                a.late_threshold_ms
-            )
-        })?;
+    cfg.max_duration = max_duration;
+    cfg.late_threshold = Duration::from_secs_f64(late_threshold_ms / 1000.0);
     anyhow::ensure!(
         (0.0..=1.0).contains(&a.check_bytes),
         "--check-bytes must be between 0 and 1"
@@ -271,10 +328,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let progress = (!a.quiet).then(|| spawn_progress(live.clone(), total as u64));
     let work = Arc::new(work);
+    // SIGINT (Ctrl-C) and SIGTERM (kill, a supervisor, a CI timeout) both
+    // stop the run; the results so far are written, marked incomplete
+    let mut term = {
+        let _in_runtime = rt.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?
+    };
     let results = rt.block_on(async {
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nvodlab run: interrupted; writing the results so far");
+            let name = tokio::select! {
+                r = tokio::signal::ctrl_c() => r.ok().map(|_| "SIGINT"),
+                r = term.recv() => r.map(|_| "SIGTERM"),
+            };
+            if let Some(name) = name {
+                eprintln!("\nvodlab run: interrupted by {name}; writing the results so far");
                 let _ = cancel_tx.send(true);
             }
         });

@@ -29,6 +29,18 @@ fn small_workload(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 
 #[test]
 fn an_interrupted_run_writes_its_results_marked_incomplete() {
+    interrupted_run_writes_incomplete_results(libc::SIGINT);
+}
+
+/// A supervisor, `timeout(1)` or a CI job stops a run with SIGTERM: the
+/// results so far must be written as for Ctrl-C (before the fix the process
+/// died with no results.json).
+#[test]
+fn a_run_stopped_by_sigterm_writes_its_results_marked_incomplete() {
+    interrupted_run_writes_incomplete_results(libc::SIGTERM);
+}
+
+fn interrupted_run_writes_incomplete_results(signal: i32) {
     let t = tempfile::tempdir().unwrap();
     let (w, root) = small_workload(t.path());
     let nginx = Nginx::start(&root);
@@ -57,12 +69,13 @@ fn an_interrupted_run_writes_its_results_marked_incomplete() {
         .unwrap();
     std::thread::sleep(Duration::from_secs(3));
     // SAFETY: signalling the child we started, by its PID
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let res = child.wait_with_output().unwrap();
     assert_eq!(
         res.status.code(),
         Some(1),
-        "--strict exits 1 on incomplete results"
+        "--strict exits 1 on incomplete results (signal {signal}): {}",
+        String::from_utf8_lossy(&res.stderr)
     );
     let r: serde_json::Value = common::results(&out);
     assert_eq!(r["complete"], false);
