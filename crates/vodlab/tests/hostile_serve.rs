@@ -434,8 +434,10 @@ fn slowloris_at_the_connection_cap_does_not_starve_new_clients() {
         st["refused_at_cap"]
     );
     assert_eq!(served, BENIGN, "the benign client was starved");
+    // while 10,000 connects flood the accept queue a benign SYN may be dropped
+    // and retried (1 s, then 3 s): bounded, never starved
     assert!(
-        worst < Duration::from_secs(3),
+        worst < Duration::from_secs(5),
         "benign request took {worst:?}"
     );
     assert!(
