@@ -341,3 +341,70 @@ fn absurd_run_flags_are_errors_not_panics() {
         "{e}"
     );
 }
+
+/// The session driver saturates waits and deadlines a script could not carry
+/// any more (the parser bounds them) but a library user might: a pacing of
+/// 1e300 s, an infinite think time and a NaN or 1e300 s timeout drive a
+/// session to its end without a panic, each wait lasting at most about a
+/// century.
+#[test]
+fn the_session_driver_saturates_absurd_waits_and_timeouts() {
+    use std::time::{Duration, Instant};
+    use vodlab_client::driver::{Action, DriverConfig, Event, SessionDriver};
+    use vodlab_client::exchange::Response;
+    use vodlab_workload::script::{Request, Session, Wait};
+
+    let req = |timeout_s: Option<f64>, wait: Wait| Request {
+        timeout_s,
+        wait,
+        ..Request::get("/a")
+    };
+    let session = Session {
+        requests: vec![
+            req(Some(1e300), Wait::None),
+            req(Some(f64::NAN), Wait::Pacing(1e300)),
+            req(None, Wait::Think(f64::INFINITY)),
+            req(Some(f64::INFINITY), Wait::Pacing(f64::NAN)),
+        ],
+        ..Session::default()
+    };
+    let start = Instant::now();
+    let mut d = SessionDriver::new(&session, None, DriverConfig::default(), start);
+    let mut now = start;
+    let mut waits = 0;
+    let outcome = loop {
+        match d.poll_action(now) {
+            Some(Action::Connect { conn }) => d.handle(now, Event::Connected { conn }),
+            Some(Action::Send { conn, .. }) => d.handle(
+                now,
+                Event::Response {
+                    conn,
+                    response: Response {
+                        status: 200,
+                        keep_alive: true,
+                        ..Response::default()
+                    },
+                },
+            ),
+            Some(Action::Finished(o)) => break o,
+            Some(_) => {}
+            None => {
+                let next = d.poll_timeout().expect("a pending session has a deadline");
+                assert!(next > now, "time must advance");
+                assert!(
+                    next.duration_since(now) <= Duration::from_secs(101 * 365 * 86_400),
+                    "a wait saturates at about a century"
+                );
+                now = next;
+                waits += 1;
+                assert!(waits < 100, "the session never ends");
+            }
+        }
+    };
+    assert_eq!(outcome.completed, 4, "{outcome:?}");
+    assert!(outcome.failure.is_none(), "{outcome:?}");
+    assert!(
+        waits >= 2,
+        "the absurd pacing and think times were waited out"
+    );
+}
