@@ -238,7 +238,7 @@ fn smuggled_bodies_are_never_parsed_as_requests() {
     let big = 1 << 20;
     let mut req =
         format!("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: {big}\r\n\r\n").into_bytes();
-    req.extend(std::iter::repeat(b'x').take(128 << 10));
+    req.extend(std::iter::repeat_n(b'x', 128 << 10));
     let e = exchange(s.addr, &req);
     assert_eq!(statuses(&e), [405], "{}", e.text);
     assert!(e.closed);
@@ -307,7 +307,7 @@ fn raise_nofile() -> u64 {
         libc::setrlimit(libc::RLIMIT_NOFILE, &l);
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
     }
-    l.rlim_cur as u64
+    l.rlim_cur
 }
 
 /// The connection was closed by the server (EOF or reset), without blocking.
