@@ -176,27 +176,22 @@ fn absurd_gen_flags_are_errors_naming_the_flag() {
     assert!(e.contains("--scale"), "{e}");
     let e = g(&["--shards", "4294967295"]);
     assert!(e.contains("--shards") && e.contains("1024"), "{e}");
-    // many sessions need --shards (600 a shard would make 1,667 files) ...
-    let e = g(&["--sessions", "1000000"]);
+    // a spec's own shard size making too many files is refused ...
+    let text = replace(&preset(), "shard_sessions = 600", "shard_sessions = 1");
+    let text = replace(&text, "count = 7200", "count = 1000");
+    let e = clean_error(&gen_spec(t.path(), &text, &["--sessions", "1500"]));
     assert!(
         e.contains("measurement.shard_sessions") && e.contains("1024"),
         "{e}"
     );
-    // ... which the bound on shards then accepts
-    let o = vodlab(&[
-        "gen",
-        "--preset",
-        "youtube-2011",
-        "-o",
-        out,
-        "--sessions",
-        "1000000",
-        "--shards",
-        "12",
-        "--json",
-    ]);
+    // ... unless --shards replaces it
+    let o = gen_spec(
+        t.path(),
+        &text,
+        &["--sessions", "1500", "--shards", "12", "--json"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(Path::new(out).join("sessions/shard-11.vsl").exists());
+    assert!(t.path().join("out/sessions/shard-11.vsl").exists());
 }
 
 #[test]
