@@ -615,3 +615,56 @@ fn connections_during_shutdown_are_refused_not_hung() {
         "the response in flight completed"
     );
 }
+
+#[test]
+fn at_the_cap_an_idle_connection_is_shed_and_a_busy_one_is_not() {
+    let root = root_with_files();
+    let s = Running::start(root.path(), |c| c.max_connections = 1);
+    // an idle keep-alive connection holds the only slot: a new client sheds it
+    let mut idle = TcpStream::connect(s.addr).unwrap();
+    idle.write_all(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut b = [0u8; 4096];
+    idle.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    assert!(idle.read(&mut b).unwrap() > 0);
+    let e = exchange(s.addr, NEXT.as_bytes());
+    assert_eq!(statuses(&e), [200], "{}", e.text);
+    assert!(
+        matches!(idle.read(&mut b), Ok(0) | Err(_)),
+        "the idle one was shed"
+    );
+    // a connection busy with a response (a reader that does not read) is not shed: 503 instead
+    let mut busy = TcpStream::connect(s.addr).unwrap();
+    busy.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let e = exchange(s.addr, NEXT.as_bytes());
+    assert_eq!(statuses(&e), [503], "{}", e.text);
+    assert_eq!(e.responses[0].header("retry-after"), Some("1"));
+    drop(busy);
+    // the slot comes back once the busy connection ends
+    let t = Instant::now();
+    loop {
+        let e = exchange(s.addr, NEXT.as_bytes());
+        if statuses(&e) == [200] {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "{}", e.text);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // (with one slot, the stats request may meet the last connection still closing)
+    let t = Instant::now();
+    let st = loop {
+        let e = exchange(
+            s.addr,
+            b"GET /vodlab/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        if statuses(&e) == [200] {
+            break serde_json::from_slice::<serde_json::Value>(&e.responses[0].body).unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "{}", e.text);
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(st["shed"].as_u64().unwrap() >= 1, "{st}");
+    assert!(st["refused_at_cap"].as_u64().unwrap() >= 1, "{st}");
+}
