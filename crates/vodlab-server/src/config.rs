@@ -15,6 +15,12 @@ pub mod defaults {
 
     /// Bytes a `fixed` prefetch reads (4 MiB).
     pub const PREFETCH_BYTES: u64 = 4 << 20;
+    /// Most bytes one prefetch reads (16 MiB): a larger decision, or a
+    /// larger range, is read in prefetches of this size, one at a time per
+    /// connection.
+    pub const MAX_PREFETCH: u64 = 16 << 20;
+    /// Largest `max_prefetch` [`super::Config::validate`] accepts (1 GiB).
+    pub const MAX_PREFETCH_LIMIT: u64 = 1 << 30;
     /// Prefetch helper threads per storage device (1 = serialized).
     pub const HELPERS_PER_DEVICE: usize = 1;
     /// Longest wait for a complete request head.
@@ -195,6 +201,10 @@ pub struct Config {
     pub io: IoMode,
     /// Prefetch controller in ASAP mode (`fixed:4M`).
     pub prefetch_policy: PolicySpec,
+    /// Most bytes one prefetch reads; a connection has at most one prefetch
+    /// queued or being read, so this bounds what one connection can make the
+    /// helpers read ahead of what it sends.
+    pub max_prefetch: u64,
     /// Prefetch helper threads per device (1 = serialized).
     pub helpers_per_device: usize,
     /// Longest wait for a complete request head.
@@ -229,6 +239,7 @@ impl Default for Config {
             root: PathBuf::from("."),
             io: IoMode::Asap,
             prefetch_policy: PolicySpec::default(),
+            max_prefetch: defaults::MAX_PREFETCH,
             helpers_per_device: defaults::HELPERS_PER_DEVICE,
             header_timeout: defaults::HEADER_TIMEOUT,
             idle_timeout: defaults::IDLE_TIMEOUT,
@@ -269,6 +280,11 @@ impl Config {
             (1..=defaults::MAX_HELPERS_PER_DEVICE).contains(&self.helpers_per_device),
             "helpers_per_device",
             "must be 1 to 64",
+        )?;
+        range(
+            (4096..=defaults::MAX_PREFETCH_LIMIT).contains(&self.max_prefetch),
+            "max_prefetch",
+            "must be 4 KiB to 1 GiB",
         )?;
         range(
             !self.header_timeout.is_zero(),
@@ -356,6 +372,15 @@ mod tests {
             }),
             "helpers_per_device"
         );
+        for bad in [0, 4095, (1 << 30) + 1] {
+            assert_eq!(
+                field(Config {
+                    max_prefetch: bad,
+                    ..Config::default()
+                }),
+                "max_prefetch"
+            );
+        }
         assert_eq!(
             field(Config {
                 max_connections: 0,

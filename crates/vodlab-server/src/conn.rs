@@ -25,12 +25,13 @@ use tokio::net::TcpStream;
 use tokio::sync::{watch, Notify};
 use vodlab_http::server::{check_request, parse_head, Head, Reject, MAX_HEAD};
 
+use crate::asap::{FileCtx, RangeIo};
 use crate::config::IoMode;
-use crate::controller::{clip, RequestInfo, SessionState};
+use crate::controller::SessionState;
 use crate::error::ServeError;
 use crate::limits::{body_action, BodyAction, HeadTimer};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
-use crate::request::{chain_of, cmcd_bitrate};
+use crate::request::chain_of;
 use crate::server::{kind_index, State};
 
 /// Whether a range was in the page cache when it was sent.
@@ -385,6 +386,30 @@ impl Conn<'_> {
         }
     }
 
+    /// Sends one file range: in ASAP mode through [`crate::asap`] (probe,
+    /// controller, prefetch, bytes sent as they are read), else with
+    /// `sendfile` on the blocking pool.
+    async fn send_range(
+        &mut self,
+        f: &FileCtx<'_>,
+        off: u64,
+        len: u64,
+        chain: &str,
+    ) -> io::Result<CacheOutcome> {
+        if self.st.cfg.io != IoMode::Asap {
+            send_file(&mut self.sock, self.st, f.file, off, len).await?;
+            return Ok(CacheOutcome::None);
+        }
+        let mut io = RangeIo {
+            sock: &mut self.sock,
+            st: self.st,
+            session: &mut self.session,
+            conn: self.id,
+        };
+        let (cache, res) = io.send_range(f, off, len, chain).await;
+        res.map(|()| cache)
+    }
+
     /// Sends a plan: the head (held with MSG_MORE when file bytes follow at
     /// once), then the body.
     async fn execute(&mut self, p: &ResponsePlan, file: Option<&FileCtx<'_>>, chain: &str) -> Sent {
@@ -401,8 +426,7 @@ impl Conn<'_> {
                 let r = *r;
                 let res = async {
                     write_more(&mut self.sock, &self.out, self.st.cfg.send_timeout).await?;
-                    sent.cache = self.prepare(f, r.offset, r.len, chain).await;
-                    send_file(&mut self.sock, self.st, f.file, r.offset, r.len).await?;
+                    sent.cache = self.send_range(f, r.offset, r.len, chain).await?;
                     sent.file_bytes = r.len;
                     Ok(())
                 }
@@ -416,8 +440,7 @@ impl Conn<'_> {
                     for part in parts {
                         write_all(&self.sock, &part.head, limit).await?;
                         let r = part.range;
-                        sent.cache = self.prepare(f, r.offset, r.len, chain).await;
-                        send_file(&mut self.sock, self.st, f.file, r.offset, r.len).await?;
+                        sent.cache = self.send_range(f, r.offset, r.len, chain).await?;
                         write_all(&self.sock, b"\r\n", limit).await?;
                         sent.file_bytes += r.len;
                     }
@@ -434,80 +457,12 @@ impl Conn<'_> {
         };
         sent
     }
-
-    /// In ASAP mode: account the range to the session, probe, ask the
-    /// controller, and prefetch through the device's helper if it says so.
-    async fn prepare(&mut self, f: &FileCtx<'_>, a: u64, len: u64, chain: &str) -> CacheOutcome {
-        let st = self.st;
-        if st.cfg.io != IoMode::Asap {
-            return CacheOutcome::None;
-        }
-        let overlap = self.session.account(f.key, a, len);
-        let resident = st.prober.resident(f.file, a, len);
-        let c = &st.counters;
-        if resident {
-            c.probe_hits.fetch_add(1, Ordering::Relaxed);
-        } else {
-            c.probe_misses.fetch_add(1, Ordering::Relaxed);
-        }
-        let session: std::borrow::Cow<'_, str> = match f.head.header("x-vodlab-session") {
-            Some(s) if !s.is_empty() => s.into(),
-            _ => format!("c{}", self.id).into(),
-        };
-        let req = RequestInfo {
-            session: &session,
-            file: f.key,
-            offset: a,
-            length: len,
-            file_size: f.size,
-            bitrate_bps: cmcd_bitrate(f.head),
-            resident,
-        };
-        let chain = (!chain.is_empty()).then_some(chain);
-        let before = st.prefetch.lock().expect("lock").before_send(
-            Instant::now(),
-            &req,
-            &mut self.session,
-            chain,
-            overlap,
-        );
-        if let Some((_, unused)) = before.evicted {
-            c.prefetch_evictions.fetch_add(1, Ordering::Relaxed);
-            c.eviction_time_us
-                .fetch_add(unused.as_micros() as u64, Ordering::Relaxed);
-        }
-        if let Some((off, n)) = clip(before.decision, f.size) {
-            if let Ok(report) = st.helpers.prefetch(f.file.clone(), off, n).await {
-                st.prefetch.lock().expect("lock").read_complete(
-                    Instant::now(),
-                    report.bytes,
-                    report.duration,
-                );
-            }
-            let wasted = self
-                .session
-                .record_prefetch(Instant::now(), f.key, off, n, len.min(n));
-            c.wasted_prefetch_bytes.fetch_add(wasted, Ordering::Relaxed);
-        }
-        if resident {
-            CacheOutcome::Hit
-        } else {
-            CacheOutcome::Miss
-        }
-    }
-}
-
-struct FileCtx<'a> {
-    file: &'a Arc<File>,
-    key: u64,
-    size: u64,
-    head: &'a Head,
 }
 
 /// sendfile(2) from the file to the socket. Vanilla runs every call on the
 /// blocking pool (the page-cache read may wait for the disk); ASAP calls it
 /// inline, because the range was probed or prefetched.
-async fn send_file(
+pub(crate) async fn send_file(
     sock: &mut TcpStream,
     st: &State,
     file: &Arc<File>,

@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod asap;
 pub mod config;
 mod conn;
 pub mod controller;

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio::sync::oneshot;
+use tokio::sync::watch;
 
 const PROBE_STRIDE: u64 = 128 * 1024;
 
@@ -126,11 +126,20 @@ impl Prober {
     }
 }
 
+/// Bytes of a prefetch's first read: the connection may send them while
+/// the helper reads on, so a range starts after this much, not after the
+/// whole prefetch.
+pub const FIRST_PIECE: u64 = 128 * 1024;
+/// Bytes of each later read of a prefetch; between two, the helper reports
+/// progress and checks whether the prefetch was cancelled.
+pub const PIECE: u64 = 1 << 20;
+
 struct Job {
     file: Arc<File>,
     offset: u64,
     len: u64,
-    done: oneshot::Sender<ReadReport>,
+    progress: watch::Sender<Progress>,
+    cancelled: Arc<AtomicBool>,
 }
 
 /// A completed prefetch read, as the helper timed it.
@@ -140,6 +149,86 @@ pub struct ReadReport {
     pub bytes: u64,
     /// Time the helper spent reading (not the time queued).
     pub duration: Duration,
+}
+
+/// How far a prefetch has come.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes from the prefetch's offset now in the page cache.
+    pub read: u64,
+    /// The report once the read is over.
+    pub done: Option<ReadReport>,
+}
+
+/// Why a prefetch ended without a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the prefetch was dropped by its helper")]
+pub struct Lost;
+
+/// A queued or running prefetch. Dropping it before its read is done
+/// cancels it: the helper drops it from the queue, or stops a read it has
+/// begun at the next piece ([`PIECE`]). Awaiting it waits for the report.
+#[derive(Debug)]
+pub struct Pending {
+    rx: watch::Receiver<Progress>,
+    cancelled: Arc<AtomicBool>,
+    offset: u64,
+    len: u64,
+}
+
+impl Pending {
+    /// First byte.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// End (exclusive).
+    pub fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+
+    /// Progress now.
+    pub fn progress(&self) -> Progress {
+        *self.rx.borrow()
+    }
+
+    /// Waits until the progress changes; `Err` when the helper dropped the
+    /// prefetch (it never will report).
+    pub async fn changed(&mut self) -> Result<(), Lost> {
+        self.rx.changed().await.map_err(|_| Lost)
+    }
+
+    /// Cancels the prefetch (also done by dropping it unfinished).
+    pub fn cancel(&self) {
+        if self.rx.borrow().done.is_none() {
+            self.cancelled.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Waits for the report.
+    pub async fn finished(mut self) -> Result<ReadReport, Lost> {
+        loop {
+            if let Some(r) = self.progress().done {
+                return Ok(r);
+            }
+            self.changed().await?;
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl std::future::IntoFuture for Pending {
+    type Output = Result<ReadReport, Lost>;
+    type IntoFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.finished())
+    }
 }
 
 /// Per-device statistics.
@@ -159,6 +248,10 @@ pub struct DeviceStats {
     pub queue_length: u64,
     /// Fraction of wall time since the first read that a helper was reading.
     pub busy_fraction: f64,
+    /// Queued prefetches dropped unread because their connection had gone.
+    pub cancelled: u64,
+    /// Prefetch reads stopped part-way because their connection went away.
+    pub stopped: u64,
 }
 
 #[derive(Default)]
@@ -169,6 +262,8 @@ struct Queue {
     busy_ns: u128,
     first: Option<Instant>,
     stop: bool,
+    cancelled: u64,
+    stopped: u64,
 }
 
 struct Device {
@@ -211,25 +306,30 @@ impl Helpers {
             .clone()
     }
 
-    /// Queues a prefetch of `[offset, offset + len)`; the receiver gets the
-    /// read's report when the data is in the page cache (or the read failed).
-    pub fn prefetch(
-        &self,
-        file: Arc<File>,
-        offset: u64,
-        len: u64,
-    ) -> oneshot::Receiver<ReadReport> {
+    /// Queues a prefetch of `[offset, offset + len)`. The handle follows
+    /// its progress (the first [`FIRST_PIECE`] bytes are reported before
+    /// the rest is read) and, awaited, gives the read's report when the
+    /// data is in the page cache (or the read failed). Dropping the handle
+    /// unfinished cancels the prefetch.
+    pub fn prefetch(&self, file: Arc<File>, offset: u64, len: u64) -> Pending {
         let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = watch::channel(Progress::default());
+        let cancelled = Arc::new(AtomicBool::new(false));
         let d = self.device(dev);
         d.queue.lock().expect("lock").jobs.push_back(Job {
             file,
             offset,
             len,
-            done: tx,
+            progress: tx,
+            cancelled: cancelled.clone(),
         });
         d.cv.notify_one();
-        rx
+        Pending {
+            rx,
+            cancelled,
+            offset,
+            len,
+        }
     }
 
     /// Statistics of every device.
@@ -255,12 +355,18 @@ impl Helpers {
                     } else {
                         0.0
                     },
-                    queue_length: q.jobs.len() as u64,
+                    queue_length: q
+                        .jobs
+                        .iter()
+                        .filter(|j| !j.cancelled.load(Ordering::Relaxed))
+                        .count() as u64,
                     busy_fraction: if wall > 0.0 {
                         (busy / wall / self.per_device as f64).min(1.0)
                     } else {
                         0.0
                     },
+                    cancelled: q.cancelled,
+                    stopped: q.stopped,
                 }
             })
             .collect();
@@ -278,41 +384,157 @@ impl Helpers {
 }
 
 fn helper(d: Arc<Device>) {
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; PIECE as usize];
     loop {
         let job = {
             let mut q = d.queue.lock().expect("lock");
             loop {
-                if let Some(j) = q.jobs.pop_front() {
-                    break j;
+                match q.jobs.pop_front() {
+                    // its connection has gone: nobody will send what it reads
+                    Some(j) if j.cancelled.load(Ordering::Relaxed) => q.cancelled += 1,
+                    Some(j) => break j,
+                    None if q.stop => return,
+                    None => q = d.cv.wait(q).expect("lock"),
                 }
-                if q.stop {
-                    return;
-                }
-                q = d.cv.wait(q).expect("lock");
             }
         };
-        let t0 = Instant::now();
-        let mut off = job.offset;
-        let end = job.offset + job.len;
-        while off < end {
-            let n = ((end - off) as usize).min(buf.len());
+        let (report, stopped) = read_job(&job, &mut buf);
+        {
+            let mut q = d.queue.lock().expect("lock");
+            q.first.get_or_insert(Instant::now() - report.duration);
+            q.reads += 1;
+            q.bytes += report.bytes;
+            q.busy_ns += report.duration.as_nanos();
+            q.stopped += u64::from(stopped);
+        }
+        job.progress.send_modify(|p| p.done = Some(report));
+    }
+}
+
+/// Reads a job piece by piece into the page cache, publishing progress
+/// after each piece; stops early when the job is cancelled. Returns the
+/// report and whether it stopped early.
+fn read_job(job: &Job, buf: &mut [u8]) -> (ReadReport, bool) {
+    let t0 = Instant::now();
+    let mut off = job.offset;
+    let end = job.offset + job.len;
+    let mut stopped = false;
+    while off < end {
+        if job.cancelled.load(Ordering::Relaxed) {
+            stopped = true;
+            break;
+        }
+        let piece = if off == job.offset {
+            FIRST_PIECE
+        } else {
+            PIECE
+        };
+        let piece_end = end.min(off + piece);
+        let mut failed = false;
+        while off < piece_end {
+            let n = ((piece_end - off) as usize).min(buf.len());
             match job.file.read_at(&mut buf[..n], off) {
-                Ok(0) | Err(_) => break,
+                Ok(0) | Err(_) => {
+                    failed = true;
+                    break;
+                }
                 Ok(k) => off += k as u64,
             }
         }
-        let took = t0.elapsed();
-        {
-            let mut q = d.queue.lock().expect("lock");
-            q.first.get_or_insert(t0);
-            q.reads += 1;
-            q.bytes += off - job.offset;
-            q.busy_ns += took.as_nanos();
+        let read = off - job.offset;
+        job.progress.send_modify(|p| p.read = read);
+        if failed {
+            break;
         }
-        let _ = job.done.send(ReadReport {
-            bytes: off - job.offset,
-            duration: took,
+    }
+    let report = ReadReport {
+        bytes: off - job.offset,
+        duration: t0.elapsed().max(Duration::from_nanos(1)),
+    };
+    (report, stopped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device() -> Arc<Device> {
+        Arc::new(Device {
+            queue: Mutex::new(Queue::default()),
+            cv: Condvar::new(),
+        })
+    }
+
+    fn queue(d: &Device, file: &Arc<File>, offset: u64, len: u64) -> Pending {
+        let (tx, rx) = watch::channel(Progress::default());
+        let cancelled = Arc::new(AtomicBool::new(false));
+        d.queue.lock().unwrap().jobs.push_back(Job {
+            file: file.clone(),
+            offset,
+            len,
+            progress: tx,
+            cancelled: cancelled.clone(),
         });
+        Pending {
+            rx,
+            cancelled,
+            offset,
+            len,
+        }
+    }
+
+    /// The helper is busy (here: not started) while four connections queue
+    /// prefetches and two of them hang up: those two are dropped unread.
+    #[test]
+    fn queued_prefetches_of_connections_gone_are_dropped_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; 3 << 20]).unwrap();
+        let f = Arc::new(File::open(&p).unwrap());
+        let d = device();
+        let a = queue(&d, &f, 0, 1 << 20);
+        let gone1 = queue(&d, &f, 0, 3 << 20);
+        let gone2 = queue(&d, &f, 1 << 20, 2 << 20);
+        let b = queue(&d, &f, 2 << 20, 1 << 20);
+        drop(gone1);
+        drop(gone2);
+        d.queue.lock().unwrap().stop = true;
+        // runs the queue on this thread and returns when it is empty
+        helper(d.clone());
+        let q = d.queue.lock().unwrap();
+        assert_eq!(
+            (q.reads, q.bytes, q.cancelled, q.stopped),
+            (2, 2 << 20, 2, 0)
+        );
+        drop(q);
+        for (h, n) in [(a, 1 << 20), (b, 1 << 20)] {
+            let pr = h.progress();
+            assert_eq!(pr.read, n);
+            assert_eq!(pr.done.map(|r| r.bytes), Some(n));
+        }
+    }
+
+    #[test]
+    fn a_read_cancelled_while_running_stops_at_the_next_piece() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; 4 << 20]).unwrap();
+        let f = Arc::new(File::open(&p).unwrap());
+        let d = device();
+        let h = queue(&d, &f, 0, 4 << 20);
+        let job = d.queue.lock().unwrap().jobs.pop_front().unwrap();
+        let mut buf = vec![0u8; PIECE as usize];
+        // taken off the queue (started), then its connection goes
+        drop(h);
+        let (report, stopped) = read_job(&job, &mut buf);
+        assert!(stopped);
+        assert_eq!(report.bytes, 0);
+        // not cancelled: every piece published, the first one short
+        let h = queue(&d, &f, 0, 4 << 20);
+        let job = d.queue.lock().unwrap().jobs.pop_front().unwrap();
+        let (report, stopped) = read_job(&job, &mut buf);
+        assert!(!stopped);
+        assert_eq!(report.bytes, 4 << 20);
+        assert_eq!(h.progress().read, 4 << 20);
     }
 }

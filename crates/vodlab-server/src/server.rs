@@ -127,6 +127,12 @@ pub struct StatsView {
     pub mean_prefetch_to_eviction_ms: f64,
     /// Prefetched bytes never requested before the connection closed.
     pub wasted_prefetch_bytes: u64,
+    /// Queued prefetches dropped unread because their connection had gone
+    /// (the sum of the devices' `cancelled`).
+    pub prefetch_cancelled: u64,
+    /// Prefetch reads stopped part-way because their connection went away
+    /// (the sum of the devices' `stopped`).
+    pub prefetch_stopped: u64,
     /// Error responses.
     pub errors: u64,
     /// Responses cut by the client.
@@ -195,7 +201,10 @@ impl State {
         let up = self.started.elapsed().as_secs_f64();
         let ev = c.prefetch_evictions.load(Ordering::Relaxed);
         let k = |i: usize| c.kinds[i].load(Ordering::Relaxed);
+        let devices = self.helpers.stats();
         StatsView {
+            prefetch_cancelled: devices.iter().map(|d| d.cancelled).sum(),
+            prefetch_stopped: devices.iter().map(|d| d.stopped).sum(),
             io: self.cfg.io,
             prefetch_policy: self.cfg.prefetch_policy.to_string(),
             prefetch_bytes: self.cfg.prefetch_policy.fixed_bytes().unwrap_or(0),
@@ -229,7 +238,7 @@ impl State {
                 stats: k(4),
                 error: k(5),
             },
-            devices: self.helpers.stats(),
+            devices,
         }
     }
 }

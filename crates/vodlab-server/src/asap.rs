@@ -1,0 +1,254 @@
+//! ASAP executor of one file range: probe, ask the controller, prefetch
+//! through the device's helper, and send each byte once it is in the page
+//! cache, so `sendfile` never waits for the disk on a runtime thread.
+//!
+//! - **Bytes go out as they are read.** The helper reads a prefetch in
+//!   pieces (the first [`FIRST_PIECE`] bytes, then [`PIECE`]s) and
+//!   publishes its progress after each; the connection sends what is
+//!   resident and waits for the next piece. The time to the first byte of
+//!   an uncached range is the first piece's read, not the whole prefetch's;
+//!   the disk still reads each prefetch as one serialized run of big reads
+//!   (ASAP's point), only the socket is fed while it does.
+//! - **A response never completes before its prefetch.** When a prefetch
+//!   reaches past the range (read-ahead the controller asked for), the
+//!   range's last [`HOLD`] bytes wait for the whole read, so a client's next
+//!   request finds the read-ahead resident and the controller has heard of
+//!   the read (`on_read_complete`) before that request, as before.
+//! - **One prefetch per connection, at most `max_prefetch` bytes.** A
+//!   decision is clipped to `Config::max_prefetch`; a range larger than
+//!   that is read in prefetches of that size, the next queued when the
+//!   previous one is read (so the disk works while the socket drains), never
+//!   two at once. The helpers' queues hold at most one prefetch per
+//!   connection.
+//! - **A connection that goes away cancels its prefetch.** While it waits
+//!   for a read the connection watches its socket: a client that closes it
+//!   (FIN or reset, as nginx takes a client's EOF while it waits for an
+//!   upstream) ends the response, and the prefetch is dropped from the
+//!   queue unread or stopped at its next piece (`cancelled`, `stopped` in
+//!   the device statistics). So does a client that goes away mid-send.
+
+use std::fs::File;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use vodlab_http::server::Head;
+
+use crate::conn::{send_file, CacheOutcome};
+use crate::controller::{clip, PrefetchDecision, RequestInfo, SessionState};
+use crate::prefetch::{Lost, Pending, ReadReport};
+#[cfg(doc)]
+use crate::prefetch::{FIRST_PIECE, PIECE};
+use crate::request::cmcd_bitrate;
+use crate::server::State;
+
+/// Bytes at the end of a range held back until a prefetch reaching past
+/// the range is complete.
+pub const HOLD: u64 = 4096;
+
+/// The file a range is sent from.
+pub(crate) struct FileCtx<'a> {
+    pub(crate) file: &'a Arc<File>,
+    pub(crate) key: u64,
+    pub(crate) size: u64,
+    pub(crate) head: &'a Head,
+}
+
+/// What a connection lends the executor of a range.
+pub(crate) struct RangeIo<'a, 'b> {
+    pub(crate) sock: &'a mut TcpStream,
+    pub(crate) st: &'b State,
+    pub(crate) session: &'a mut SessionState,
+    pub(crate) conn: u64,
+}
+
+/// The prefetch of a connection in flight.
+struct Flight {
+    pending: Pending,
+    start: u64,
+    len: u64,
+}
+
+impl RangeIo<'_, '_> {
+    /// Sends `[off, off + len)` of the file in ASAP mode (see the module
+    /// note). Returns the probe's outcome and how sending went.
+    pub(crate) async fn send_range(
+        &mut self,
+        f: &FileCtx<'_>,
+        off: u64,
+        len: u64,
+        chain: &str,
+    ) -> (CacheOutcome, io::Result<()>) {
+        let (resident, decision) = self.decide(f, off, len, chain);
+        let cache = if resident {
+            CacheOutcome::Hit
+        } else {
+            CacheOutcome::Miss
+        };
+        (cache, self.stream(f, off, len, resident, decision).await)
+    }
+
+    /// Accounts the range to the session, probes, and asks the controller.
+    fn decide(
+        &mut self,
+        f: &FileCtx<'_>,
+        a: u64,
+        len: u64,
+        chain: &str,
+    ) -> (bool, PrefetchDecision) {
+        let st = self.st;
+        let overlap = self.session.account(f.key, a, len);
+        let resident = st.prober.resident(f.file, a, len);
+        let c = &st.counters;
+        if resident {
+            c.probe_hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            c.probe_misses.fetch_add(1, Ordering::Relaxed);
+        }
+        let session: std::borrow::Cow<'_, str> = match f.head.header("x-vodlab-session") {
+            Some(s) if !s.is_empty() => s.into(),
+            _ => format!("c{}", self.conn).into(),
+        };
+        let req = RequestInfo {
+            session: &session,
+            file: f.key,
+            offset: a,
+            length: len,
+            file_size: f.size,
+            bitrate_bps: cmcd_bitrate(f.head),
+            resident,
+        };
+        let chain = (!chain.is_empty()).then_some(chain);
+        let before = st.prefetch.lock().expect("lock").before_send(
+            Instant::now(),
+            &req,
+            self.session,
+            chain,
+            overlap,
+        );
+        if let Some((_, unused)) = before.evicted {
+            c.prefetch_evictions.fetch_add(1, Ordering::Relaxed);
+            c.eviction_time_us
+                .fetch_add(unused.as_micros() as u64, Ordering::Relaxed);
+        }
+        (resident, before.decision)
+    }
+
+    fn start(&self, f: &FileCtx<'_>, start: u64, len: u64) -> Flight {
+        Flight {
+            pending: self.st.helpers.prefetch(f.file.clone(), start, len),
+            start,
+            len,
+        }
+    }
+
+    /// A prefetch read is over: the controller hears of it, the session
+    /// remembers it (with the bytes of `[off, end)` it covers as used).
+    fn finished(&mut self, f: &FileCtx<'_>, fl: &Flight, report: ReadReport, off: u64, end: u64) {
+        let now = Instant::now();
+        self.st
+            .prefetch
+            .lock()
+            .expect("lock")
+            .read_complete(now, report.bytes, report.duration);
+        let used = end.min(fl.start + fl.len).saturating_sub(off.max(fl.start));
+        let wasted = self
+            .session
+            .record_prefetch(now, f.key, fl.start, fl.len, used);
+        self.st
+            .counters
+            .wasted_prefetch_bytes
+            .fetch_add(wasted, Ordering::Relaxed);
+    }
+
+    /// Sends the range as its bytes become resident, with at most one
+    /// prefetch of at most `max_prefetch` bytes in flight.
+    async fn stream(
+        &mut self,
+        f: &FileCtx<'_>,
+        off: u64,
+        len: u64,
+        resident: bool,
+        decision: PrefetchDecision,
+    ) -> io::Result<()> {
+        let st = self.st;
+        let bound = st.cfg.max_prefetch;
+        let end = off + len;
+        let mut pos = off;
+        // bytes from `pos` known to be in the page cache end here
+        let mut ready = if resident { end } else { off };
+        let mut flight = clip(decision, f.size).map(|(o, n)| self.start(f, o, n.min(bound)));
+        // watch the socket for the client going away while it waits, until
+        // it sends something else (a pipelined request)
+        let mut watch_gone = true;
+        loop {
+            if let Some(fl) = &flight {
+                let pr = fl.pending.progress();
+                if fl.start <= ready {
+                    ready = ready.max(fl.start + pr.read);
+                }
+                if let Some(report) = pr.done {
+                    let fl = flight.take().expect("in flight");
+                    self.finished(f, &fl, report, off, end);
+                }
+            }
+            if pos >= end && flight.is_none() {
+                return Ok(());
+            }
+            // a response does not complete before a prefetch reaching past it
+            let limit = match &flight {
+                Some(fl) if fl.start + fl.len > end => end.saturating_sub(HOLD).max(pos),
+                _ => end,
+            };
+            let avail = ready.min(limit);
+            if avail > pos {
+                if flight.is_none() && ready < end {
+                    // the next part of a large range: read while this one is sent
+                    let n = (end - ready).min(bound);
+                    if st.prober.resident(f.file, ready, n) {
+                        ready += n;
+                    } else {
+                        flight = Some(self.start(f, ready, n));
+                    }
+                }
+                // on an error the flight is dropped: its prefetch is cancelled
+                send_file(self.sock, st, f.file, pos, avail - pos).await?;
+                pos = avail;
+                continue;
+            }
+            match &mut flight {
+                Some(fl) => {
+                    let sock = &*self.sock;
+                    tokio::select! {
+                        r = fl.pending.changed() => if let Err(Lost) = r {
+                            // the helper is gone (shutdown): what is not read is read by sendfile
+                            flight = None;
+                            ready = end;
+                        },
+                        r = sock.ready(Interest::READABLE), if watch_gone => match r {
+                            Ok(r) if r.is_read_closed() || r.is_error() => {
+                                return Err(io::Error::new(
+                                    io::ErrorKind::ConnectionAborted,
+                                    "the client went away while its range was read",
+                                ));
+                            }
+                            Ok(_) => watch_gone = false,
+                            Err(e) => return Err(e),
+                        },
+                    }
+                }
+                None => {
+                    let n = (end - pos).min(bound);
+                    if st.prober.resident(f.file, pos, n) {
+                        ready = pos + n;
+                    } else {
+                        flight = Some(self.start(f, pos, n));
+                    }
+                }
+            }
+        }
+    }
+}

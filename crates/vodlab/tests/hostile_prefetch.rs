@@ -1,0 +1,219 @@
+//! `vodlab serve --io asap` against prefetch abuse (issue "Hostile clients,
+//! hostile servers, hostile files"): clients asking for big uncached files
+//! and hanging up must not make the helper read for nobody, and an
+//! open-ended range (`Range: bytes=0-`, what a `<video>` element sends) on
+//! an uncached file must start before its whole prefetch is read. Files are
+//! written to the real disk (not tmpfs) and dropped from the page cache.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use vodlab_server::server::StatsView;
+use vodlab_server::{Config, Server};
+
+struct Running {
+    rt: tokio::runtime::Runtime,
+    server: Option<Server>,
+    addr: SocketAddr,
+}
+
+impl Running {
+    fn start(root: &Path, tweak: impl FnOnce(&mut Config)) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut cfg = Config::new(root.to_path_buf());
+        cfg.stats_interval = Duration::ZERO;
+        tweak(&mut cfg);
+        let server = rt
+            .block_on(Server::start(cfg, "127.0.0.1:0".parse().unwrap()))
+            .unwrap();
+        let addr = server.addr;
+        Self {
+            rt,
+            server: Some(server),
+            addr,
+        }
+    }
+
+    fn stats(&self) -> StatsView {
+        self.server.as_ref().unwrap().state.stats()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            self.rt.block_on(s.shutdown());
+        }
+    }
+}
+
+/// Writes a file and drops it from the page cache.
+fn cold_file(path: &Path, len: usize) {
+    fs::write(path, vec![0x5au8; len]).unwrap();
+    cool(path);
+}
+
+fn cool(path: &Path) {
+    let f = fs::File::open(path).unwrap();
+    f.sync_all().unwrap(); // DONTNEED drops clean pages only
+                           // SAFETY: advisory call on an open descriptor
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+fn helper_bytes(s: &StatsView) -> u64 {
+    s.devices.iter().map(|d| d.bytes).sum()
+}
+
+/// Four clients ask for uncached 32 MiB files and hang up at once: their
+/// prefetches are dropped from the queue or stopped at the next piece, so
+/// the helper reads a few MiB instead of 128 (before: every byte of every
+/// file, for nobody).
+#[test]
+fn clients_hanging_up_cancel_their_prefetches() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for i in 0..4 {
+        cold_file(&dir.path().join(format!("big{i}.mp4")), 32 << 20);
+    }
+    let srv = Running::start(dir.path(), |_| {});
+    for i in 0..4 {
+        let mut c = TcpStream::connect(srv.addr).unwrap();
+        write!(c, "GET /big{i}.mp4 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        // hang up without reading
+        drop(c);
+    }
+    // wait until every prefetch is accounted for (read, dropped or stopped)
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let s = loop {
+        let s = srv.stats();
+        let settled = s.devices.iter().all(|d| d.queue_length == 0)
+            && s.aborted + s.requests >= 4
+            && s.prefetch_cancelled + s.prefetch_stopped >= 4;
+        if settled || Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!(
+        "DBG bytes {} c {} s {}",
+        helper_bytes(&s),
+        s.prefetch_cancelled,
+        s.prefetch_stopped
+    );
+    assert_eq!(s.probe_misses, 4, "files not cooled? {s:?}");
+    assert_eq!(
+        s.prefetch_cancelled + s.prefetch_stopped,
+        4,
+        "every prefetch of a client gone is dropped or stopped: {s:?}"
+    );
+    // a few pieces at most: far below one file (16 MiB per prefetch, 128 MiB asked)
+    assert!(
+        helper_bytes(&s) < 16 << 20,
+        "the helper read {} bytes for clients that had gone: {s:?}",
+        helper_bytes(&s)
+    );
+    // and the server still serves
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    c.write_all(
+        b"GET /big0.mp4 HTTP/1.1\r\nHost: x\r\nRange: bytes=0-99\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).unwrap();
+    assert!(
+        out.starts_with(b"HTTP/1.1 206"),
+        "{:?}",
+        String::from_utf8_lossy(&out)
+    );
+    assert!(out.ends_with(&[0x5a; 100]));
+}
+
+/// Sends `req`, returns the time to the first byte of the response and the
+/// whole response.
+fn timed(addr: SocketAddr, req: &str) -> (Duration, Vec<u8>) {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let t0 = Instant::now();
+    c.write_all(req.as_bytes()).unwrap();
+    let mut out = vec![0u8; 1 << 20];
+    let n = c.read(&mut out).unwrap();
+    let ttfb = t0.elapsed();
+    out.truncate(n);
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest).unwrap();
+    out.extend_from_slice(&rest);
+    let _ = c.shutdown(Shutdown::Both);
+    (ttfb, out)
+}
+
+/// `Range: bytes=0-` on an uncached 48 MiB file with one 48 MiB prefetch:
+/// the first bytes leave after the helper's first piece, not after the
+/// whole read (before: the time to first byte was the whole prefetch's).
+/// Measured against the helper's own time for that read in the same run,
+/// so a slow or busy machine scales both.
+#[test]
+fn an_open_ended_range_starts_before_its_prefetch_is_read() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let len = 48usize << 20;
+    cold_file(&dir.path().join("movie.mp4"), len);
+    let srv = Running::start(dir.path(), |c| c.max_prefetch = 48 << 20);
+    let (ttfb, resp) = timed(
+        srv.addr,
+        "GET /movie.mp4 HTTP/1.1\r\nHost: x\r\nRange: bytes=0-\r\nConnection: close\r\n\r\n",
+    );
+    let text = String::from_utf8_lossy(&resp[..resp.len().min(300)]).to_string();
+    assert!(text.starts_with("HTTP/1.1 206"), "{text}");
+    let head = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(resp.len() - head, len, "the whole file after the head");
+    let s = srv.stats();
+    assert_eq!(s.probe_misses, 1, "file not cooled? {s:?}");
+    let d = &s.devices[0];
+    assert_eq!((d.reads, d.bytes), (1, len as u64), "{s:?}");
+    let read = Duration::from_secs_f64(d.mean_ms_per_read / 1e3);
+    assert!(
+        ttfb * 2 < read,
+        "time to first byte {ttfb:?}, the whole prefetch took {read:?}"
+    );
+}
+
+/// A range inside a longer prefetch still completes only when the prefetch
+/// has: the client's next request, even on another connection sent the
+/// moment the first response is complete, finds the read-ahead in the cache.
+#[test]
+fn a_short_range_completes_with_its_read_ahead() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    cold_file(&dir.path().join("seg.mp4"), 8 << 20);
+    let srv = Running::start(dir.path(), |_| {});
+    for (a, b) in [(0, 262_143), (262_144, 4_194_303)] {
+        let mut c = TcpStream::connect(srv.addr).unwrap();
+        write!(
+            c,
+            "GET /seg.mp4 HTTP/1.1\r\nHost: x\r\nRange: bytes={a}-{b}\r\n\r\n"
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 65536];
+        let want = b - a + 1;
+        loop {
+            let n = c.read(&mut tmp).unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&tmp[..n]);
+            if let Some(h) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                if buf.len() - h - 4 == want {
+                    break;
+                }
+            }
+        }
+    }
+    let s = srv.stats();
+    // the first range missed and read 4 MiB ahead; the second found them
+    assert_eq!((s.probe_misses, s.probe_hits), (1, 1), "{s:?}");
+    assert_eq!(helper_bytes(&s), 4 << 20);
+}
