@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -69,6 +70,15 @@ pub enum FilesetError {
     /// A root without a manifest where one is needed.
     #[error("{0}: no {MANIFEST}: not a vodlab file set (create one with `vodlab fileset create`)")]
     NotAFileset(PathBuf),
+    /// A path of the set names something other than a regular file (a
+    /// FIFO, a device, a directory): never opened for I/O, so it cannot block.
+    #[error("{path}: is {kind}, not a regular file")]
+    NotAFile {
+        /// Path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
     /// The manifest is malformed.
     #[error("{path}: {reason}")]
     Manifest {
@@ -77,6 +87,44 @@ pub enum FilesetError {
         /// Why.
         reason: String,
     },
+}
+
+/// What a non-regular file-system object is, for messages.
+fn kind_of(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens a file of the set for reading, refusing anything but a regular
+/// file. `O_NONBLOCK` makes the open of a FIFO without a writer (or of a
+/// device) return at once instead of blocking; the type is then checked on
+/// the descriptor, so nothing can swap it between check and use.
+fn open_regular(path: &Path) -> Result<File, FilesetError> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io_err(path))?;
+    let ft = f.metadata().map_err(io_err(path))?.file_type();
+    if !ft.is_file() {
+        return Err(FilesetError::NotAFile {
+            path: path.to_path_buf(),
+            kind: kind_of(ft),
+        });
+    }
+    Ok(f)
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FilesetError + '_ {
@@ -307,10 +355,12 @@ fn resume_point(root: &Path, seed: u64, list: &[Entry]) -> usize {
 fn tail_ok(path: &Path, seed: u64, e: &Entry) -> bool {
     let n = e.size.min(content::BLOCK as u64);
     let mut buf = vec![0u8; n as usize];
-    let ok = File::open(path).and_then(|mut f| {
-        f.seek(SeekFrom::Start(e.size - n))?;
-        f.read_exact(&mut buf)
-    });
+    let ok = open_regular(path)
+        .map_err(io::Error::other)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(e.size - n))?;
+            f.read_exact(&mut buf)
+        });
     ok.is_ok() && content::check(seed, file_key(&e.rel), e.size - n, &buf).is_ok()
 }
 
@@ -337,12 +387,22 @@ fn write_files(
                     if let Some(dir) = p.parent() {
                         fs::create_dir_all(dir).map_err(io_err(dir))?;
                     }
+                    // a FIFO in the way: O_NONBLOCK makes its open fail (no
+                    // reader) or return, and the type check refuses it
                     let f = OpenOptions::new()
                         .write(true)
                         .create(true)
                         .truncate(true)
+                        .custom_flags(libc::O_NONBLOCK)
                         .open(&p)
                         .map_err(io_err(&p))?;
+                    let ft = f.metadata().map_err(io_err(&p))?.file_type();
+                    if !ft.is_file() {
+                        return Err(FilesetError::NotAFile {
+                            path: p,
+                            kind: kind_of(ft),
+                        });
+                    }
                     file = Some((p, f));
                 }
                 Msg::Data(buf) => {
@@ -442,15 +502,23 @@ pub fn verify(
     for e in &list {
         rep.files += 1;
         let path = root.join(&e.rel);
-        let mut f = match File::open(&path) {
+        let mut f = match open_regular(&path) {
             Ok(f) => f,
-            Err(err) => {
+            Err(FilesetError::NotAFile { kind, .. }) => {
                 rep.damaged.push(Damage {
                     rel: e.rel.clone(),
-                    problem: format!("cannot open: {err}"),
+                    problem: format!("{kind}, not a regular file"),
                 });
                 continue;
             }
+            Err(FilesetError::Io { source, .. }) => {
+                rep.damaged.push(Damage {
+                    rel: e.rel.clone(),
+                    problem: format!("cannot open: {source}"),
+                });
+                continue;
+            }
+            Err(other) => return Err(other),
         };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len != e.size {
@@ -563,7 +631,7 @@ fn read_chunks<'a>(
     for c in chunks {
         if open.as_ref().is_none_or(|(p, _)| *p != c.rel) {
             let p = root.join(&c.rel);
-            open = Some((c.rel.clone(), File::open(&p).map_err(io_err(&p))?));
+            open = Some((c.rel.clone(), open_regular(&p)?));
         }
         let (_, f) = open.as_mut().expect("open");
         f.seek(SeekFrom::Start(c.start))
@@ -603,7 +671,7 @@ pub fn cool(root: &Path, catalog: &Catalog) -> Result<u64, FilesetError> {
     let mut n = 0;
     for e in entries(catalog) {
         let p = root.join(&e.rel);
-        let f = File::open(&p).map_err(io_err(&p))?;
+        let f = open_regular(&p)?;
         // SAFETY: advisory call on an open descriptor
         let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         if rc != 0 {
@@ -644,7 +712,7 @@ pub fn seqread(
 
 /// Bytes of `path` resident in the page cache (mincore over a mapping).
 pub fn resident_bytes(path: &Path) -> io::Result<u64> {
-    let f = File::open(path)?;
+    let f = open_regular(path).map_err(io::Error::other)?;
     let len = f.metadata()?.len() as usize;
     if len == 0 {
         return Ok(0);

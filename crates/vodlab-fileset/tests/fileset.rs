@@ -265,3 +265,69 @@ fn cool_evicts_warm_reads_the_popular_chunks_and_seqread_reads_each_once() {
     assert_eq!(rep.bytes, top.iter().map(|(c, _)| c.len).sum::<u64>());
     assert!(rep.mib_per_s() > 0.0);
 }
+
+/// Runs `f` on a thread and fails the test if it has not returned in 10 s
+/// (a FIFO open or read would block forever).
+fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked on a FIFO for more than 10 s")
+}
+
+#[test]
+fn a_fifo_in_the_set_is_a_named_error_and_never_blocks() {
+    let t = tmp();
+    let w = workload("youtube-2011", 5);
+    make(t.path(), &w);
+    let list = entries(&w.catalog);
+    let victim = list[list.len() / 2].rel.clone();
+    let path = t.path().join(&victim);
+    fs::remove_file(&path).unwrap();
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+
+    let root = t.path().to_path_buf();
+    let catalog = w.catalog.clone();
+    let rep = within_10s(move || verify(&root, &catalog, None, 1, &mut |_, _| {})).unwrap();
+    assert_eq!(rep.files, list.len() as u64);
+    assert_eq!(rep.damaged.len(), 1, "{:?}", rep.damaged);
+    assert_eq!(rep.damaged[0].rel, victim);
+    assert!(
+        rep.damaged[0].problem.contains("FIFO"),
+        "{}",
+        rep.damaged[0].problem
+    );
+
+    let root = t.path().to_path_buf();
+    let catalog = w.catalog.clone();
+    let e = within_10s(move || cool(&root, &catalog)).unwrap_err();
+    assert!(
+        matches!(&e, FilesetError::NotAFile { path: p, .. } if p.ends_with(&victim)),
+        "{e}"
+    );
+    assert!(e.to_string().contains("FIFO"), "{e}");
+
+    let p2 = path.clone();
+    let e = within_10s(move || resident_bytes(&p2)).unwrap_err();
+    assert!(e.to_string().contains("FIFO"), "{e}");
+
+    // create (resuming) replaces nothing it cannot write: it refuses the FIFO by name
+    let root = t.path().to_path_buf();
+    let w2 = w.clone();
+    let e = within_10s(move || {
+        create(
+            &root,
+            &w2.spec.name,
+            w2.spec.measurement.seed,
+            &w2.catalog,
+            &CreateOptions::default(),
+            &mut |_, _| {},
+        )
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains(&victim), "{e}");
+}
