@@ -63,6 +63,23 @@ fn step(what: &str, cmd: &mut Command) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// Bounds of `--scale` (the workload preset's size factor; `vodlab gen`
+/// then checks the counts it makes against its own limits).
+pub const SCALE_BOUNDS: (f64, f64) = (1e-6, 1_000.0);
+
+/// Checks bench's own numbers: `--scale` within [`SCALE_BOUNDS`],
+/// `--sessions` from 1 to the workload limit.
+fn check_bounds(a: &BenchArgs) -> anyhow::Result<()> {
+    crate::capacity::within("--scale", a.scale, SCALE_BOUNDS.0, SCALE_BOUNDS.1)?;
+    crate::capacity::within_int(
+        "--sessions",
+        a.sessions.into(),
+        1,
+        vodlab_workload::limits::MAX_SESSIONS.into(),
+    )?;
+    Ok(())
+}
+
 pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     // bench's own defaults where the user gave none: sessions without pacing
     // or link emulation (each downloads as fast as the server lets it), short points
@@ -84,6 +101,7 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
         a.search.no_pacing = true;
         a.search.no_shaping = true;
     }
+    check_bounds(&a)?;
     let cfg = a.search.config()?;
     let exe = std::env::current_exe()?;
     let tmp;

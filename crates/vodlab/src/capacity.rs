@@ -94,19 +94,83 @@ pub struct SearchArgs {
     pub quiet: bool,
 }
 
+/// Bounds of the search flags, checked at parse time (docs/experiments.md).
+pub mod bounds {
+    pub(crate) use crate::run::{MAX_LATE_THRESHOLD_MS, RATE_BOUNDS};
+    /// Highest `--step xF` factor.
+    pub const MAX_STEP_FACTOR: f64 = 1_000.0;
+    /// Bounds of `--precision`.
+    pub const PRECISION: (f64, f64) = (0.001, 0.9);
+    /// Most `--repeats`.
+    pub const MAX_REPEATS: u64 = 100;
+    /// Most `--max-points`.
+    pub const MAX_POINTS: u64 = 1_000;
+    /// Bounds of `--window`, seconds (a day at most).
+    pub const WINDOW_S: (f64, f64) = (0.1, 86_400.0);
+    /// Longest `--drain`, seconds.
+    pub const MAX_DRAIN_S: f64 = 86_400.0;
+    /// Longest `--pause`, seconds.
+    pub const MAX_PAUSE_S: f64 = 3_600.0;
+}
+
+/// `v` when it is a number in `lo..=hi`, else an error naming the flag and
+/// the bound (NaN and infinities are outside every bound).
+pub(crate) fn within(flag: &str, v: f64, lo: f64, hi: f64) -> anyhow::Result<f64> {
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        bail!("{flag} must be a number from {lo} to {hi}, got {v}")
+    }
+}
+
+/// `v` when it is in `lo..=hi`, else an error naming the flag and the bound.
+pub(crate) fn within_int(flag: &str, v: u64, lo: u64, hi: u64) -> anyhow::Result<u64> {
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        bail!("{flag} must be from {lo} to {hi}, got {v}")
+    }
+}
+
 impl SearchArgs {
-    /// The search settings these arguments describe.
+    /// The search settings these arguments describe; every number is
+    /// checked against its bound ([`bounds`]) first.
     pub fn config(&self) -> anyhow::Result<SearchConfig> {
+        use bounds::*;
+        let (lo, hi) = RATE_BOUNDS;
+        within("--start", self.start, lo, hi)?;
+        within("--min-rate", self.min_rate, lo, hi)?;
+        within("--max-rate", self.max_rate, lo, hi)?;
+        within("--precision", self.precision, PRECISION.0, PRECISION.1)?;
+        within_int("--repeats", self.repeats.into(), 1, MAX_REPEATS)?;
+        within_int("--max-points", self.max_points as u64, 1, MAX_POINTS)?;
+        within("--window", self.window, WINDOW_S.0, WINDOW_S.1)?;
+        within("--drain", self.drain, 0.0, MAX_DRAIN_S)?;
+        within("--pause", self.pause, 0.0, MAX_PAUSE_S)?;
+        within("--check-bytes", self.check_bytes, 0.0, 1.0)?;
+        within(
+            "--late-threshold-ms",
+            self.late_threshold_ms,
+            0.0,
+            MAX_LATE_THRESHOLD_MS,
+        )?;
         let step = if let Some(f) = self.step.strip_prefix(['x', '*']) {
-            Step::Mul(
-                f.parse()
-                    .with_context(|| format!("--step `{}`: `{f}` is not a number", self.step))?,
-            )
+            let f: f64 = f
+                .parse()
+                .with_context(|| format!("--step `{}`: `{f}` is not a number", self.step))?;
+            if !(f > 1.0 && f <= MAX_STEP_FACTOR) {
+                bail!(
+                    "--step `{}`: the factor must be a number above 1 and at most {MAX_STEP_FACTOR}",
+                    self.step
+                );
+            }
+            Step::Mul(f)
         } else if let Some(d) = self.step.strip_prefix('+') {
-            Step::Add(
-                d.parse()
-                    .with_context(|| format!("--step `{}`: `{d}` is not a number", self.step))?,
-            )
+            let d: f64 = d
+                .parse()
+                .with_context(|| format!("--step `{}`: `{d}` is not a number", self.step))?;
+            within(&format!("--step `{}`: the increment", self.step), d, lo, hi)?;
+            Step::Add(d)
         } else {
             bail!(
                 "--step `{}`: use xF (multiply, e.g. x2) or +D (add, e.g. +0.5)",
@@ -124,16 +188,6 @@ impl SearchArgs {
             criterion: Criterion::parse(&self.criterion)?,
         };
         cfg.validate()?;
-        anyhow::ensure!(self.window > 0.0, "--window must be > 0");
-        anyhow::ensure!(self.drain >= 0.0, "--drain must be >= 0");
-        anyhow::ensure!(
-            (0.0..=1.0).contains(&self.check_bytes),
-            "--check-bytes must be between 0 and 1"
-        );
-        anyhow::ensure!(
-            self.late_threshold_ms.is_finite() && self.late_threshold_ms >= 0.0,
-            "--late-threshold-ms must be >= 0"
-        );
         Ok(cfg)
     }
 

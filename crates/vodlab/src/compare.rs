@@ -115,8 +115,14 @@ fn seqread(
     })
 }
 
+/// Most `--workers` of a compared server.
+pub const MAX_WORKERS: u64 = 1_024;
+
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.search.config()?;
+    if let Some(w) = a.workers {
+        crate::capacity::within_int("--workers", w as u64, 1, MAX_WORKERS)?;
+    }
     let kinds = a
         .servers
         .iter()
