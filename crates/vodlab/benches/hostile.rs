@@ -1,0 +1,560 @@
+//! A benign client of `vodlab serve` with and without an attack running
+//! beside it (`cargo bench -p vodlab --bench hostile`; needs h2load from
+//! nghttp2-client): 10,000 slowloris connections, each sending a partial
+//! request head and one more byte every 2 s, and 1,000 slow readers, each
+//! asking for a 256 MiB file through a 4 KiB receive buffer and reading 8
+//! bytes a second. Attackers the server closes (header deadline, send
+//! timeout) reconnect at once, so the attack stays at its size; the starts
+//! are spread over the timeouts so the server closes them evenly.
+//!
+//! The benign client is `h2load --h1 -c 16` fetching a cached 1 MiB file;
+//! its per-request log gives the latency percentiles. Rounds alternate
+//! unattacked and attacked in the same process and server; the figures are
+//! the medians and the ratios attacked/unattacked (targets: throughput loss
+//! < 5 %, p99 within 2x). The server's memory is its RSS before and during
+//! the attack, per open connection. Nothing is asserted about the figures
+//! (a shared machine is noisy); the bench fails if the server dies or the
+//! benign client gets any error.
+//!
+//! Environment: BENCH_ROUNDS (3), BENCH_REQUESTS (benign requests per
+//! round, 30000), BENCH_SLOWLORIS (10000), BENCH_SLOW_READERS (1000),
+//! BENCH_HEADER_TIMEOUT (10 s), BENCH_SEND_TIMEOUT (10 s).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{free_port, require};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use vodlab_client::engine::cpu_seconds_of;
+
+const SMALL: &str = "/1m.bin";
+const BIG: &str = "/256m.bin";
+/// Benign connections.
+const BENIGN_CONNS: usize = 16;
+/// A slowloris connection sends one byte this often.
+const DRIBBLE: Duration = Duration::from_secs(2);
+/// A slow reader's receive buffer, and what it reads each second.
+const READER_RCVBUF: u32 = 4096;
+const READER_BYTES: usize = 8;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Raises this process's descriptor limit to its hard limit (the server,
+/// started afterwards, inherits it); returns it.
+fn raise_nofile() -> u64 {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a live rlimit struct
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+    }
+    l.rlim_cur
+}
+
+/// A `/proc/PID/status` field in KiB (VmRSS, VmHWM).
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let s = fs::read_to_string(format!("/proc/{pid}/status")).expect("server status");
+    s.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
+/// Kernel memory of all TCP sockets on the machine, KiB (both ends of
+/// loopback, and anything else running).
+fn tcp_mem_kib() -> u64 {
+    let s = fs::read_to_string("/proc/net/sockstat").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("TCP:"))
+        .and_then(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let i = w.iter().position(|x| *x == "mem")?;
+            w.get(i + 1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |pages| pages * 4)
+}
+
+struct Serve(Child);
+
+impl Serve {
+    fn alive(&mut self) {
+        if let Ok(Some(st)) = self.0.try_wait() {
+            panic!("vodlab serve died: {st}");
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // SAFETY: signalling the child we started, by its PID
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET /vodlab/stats` (retried for up to 10 s: under attack a connect may
+/// need a SYN retry).
+fn stats(addr: SocketAddr) -> serde_json::Value {
+    let t = Instant::now();
+    loop {
+        let got = (|| -> std::io::Result<serde_json::Value> {
+            let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
+            c.set_read_timeout(Some(Duration::from_secs(5)))?;
+            c.write_all(b"GET /vodlab/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+            let mut out = Vec::new();
+            c.read_to_end(&mut out)?;
+            let at = out
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .ok_or(std::io::ErrorKind::InvalidData)?;
+            serde_json::from_slice(&out[at + 4..]).map_err(|e| e.into())
+        })();
+        match got {
+            Ok(v) => return v,
+            Err(e) => assert!(t.elapsed() < Duration::from_secs(10), "stats: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn counter(st: &serde_json::Value, k: &str) -> u64 {
+    st[k].as_u64().unwrap_or_else(|| panic!("{k} in {st}"))
+}
+
+/// What the attackers have done.
+#[derive(Default)]
+struct AttackCounts {
+    /// Attacker connections open now (bench side).
+    open: AtomicI64,
+    /// Connects, first ones and reconnects.
+    connects: AtomicU64,
+    /// Connections the server ended.
+    closed_by_server: AtomicU64,
+    /// Body bytes the slow readers received.
+    reader_bytes: AtomicU64,
+}
+
+/// One slowloris connection, reconnected whenever the server ends it.
+async fn slowloris(addr: SocketAddr, start: Duration, c: Arc<AttackCounts>) {
+    tokio::time::sleep(start).await;
+    let mut buf = [0u8; 512];
+    loop {
+        let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        c.connects.fetch_add(1, Ordering::Relaxed);
+        c.open.fetch_add(1, Ordering::Relaxed);
+        let mut ok = s
+            .write_all(format!("GET {SMALL} HTTP/1.1\r\nHost: x\r\nX-a: ").as_bytes())
+            .await
+            .is_ok();
+        let mut next = tokio::time::Instant::now() + DRIBBLE;
+        while ok {
+            tokio::select! {
+                r = s.read(&mut buf) => ok = matches!(r, Ok(n) if n > 0),
+                _ = tokio::time::sleep_until(next) => {
+                    next += DRIBBLE;
+                    ok = s.write_all(b"a").await.is_ok();
+                }
+            }
+        }
+        c.open.fetch_sub(1, Ordering::Relaxed);
+        c.closed_by_server.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One slow reader, reconnected whenever the server ends it.
+async fn slow_reader(addr: SocketAddr, start: Duration, c: Arc<AttackCounts>) {
+    tokio::time::sleep(start).await;
+    let mut buf = [0u8; READER_BYTES];
+    loop {
+        let s = async {
+            let sock = tokio::net::TcpSocket::new_v4()?;
+            sock.set_recv_buffer_size(READER_RCVBUF)?;
+            let mut s = sock.connect(addr).await?;
+            s.write_all(format!("GET {BIG} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+                .await?;
+            std::io::Result::Ok(s)
+        }
+        .await;
+        let Ok(mut s) = s else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        c.connects.fetch_add(1, Ordering::Relaxed);
+        c.open.fetch_add(1, Ordering::Relaxed);
+        loop {
+            let t = tokio::time::Instant::now();
+            match tokio::time::timeout(Duration::from_secs(1), s.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(n)) => {
+                    c.reader_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    tokio::time::sleep_until(t + Duration::from_secs(1)).await;
+                }
+                Err(_) => {}
+            }
+        }
+        c.open.fetch_sub(1, Ordering::Relaxed);
+        c.closed_by_server.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The attack: its own runtime (one worker thread); dropping it closes
+/// every attacker connection.
+struct Attack {
+    rt: tokio::runtime::Runtime,
+    counts: Arc<AttackCounts>,
+}
+
+impl Attack {
+    fn start(addr: SocketAddr, slowloris_n: usize, readers_n: usize, spread: Duration) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("attack runtime");
+        let counts = Arc::new(AttackCounts::default());
+        let total = (slowloris_n + readers_n).max(1);
+        // interleaved, evenly spread starts
+        for i in 0..total {
+            let start = spread.mul_f64(i as f64 / total as f64);
+            let c = counts.clone();
+            if i * readers_n / total != (i + 1) * readers_n / total {
+                rt.spawn(slow_reader(addr, start, c));
+            } else {
+                rt.spawn(slowloris(addr, start, c));
+            }
+        }
+        Self { rt, counts }
+    }
+
+    fn stop(self) {
+        self.rt.shutdown_timeout(Duration::from_secs(5));
+    }
+}
+
+/// One benign run.
+struct Benign {
+    req_per_s: f64,
+    mib_per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    /// Cores the server used while the benign client ran.
+    server_cores: f64,
+}
+
+fn h2load(h2: &Path, port: u16, pid: u32, n: usize, log: &Path) -> Benign {
+    let (c0, t0) = (cpu_seconds_of(Some(pid)), Instant::now());
+    let out = Command::new(h2)
+        .args(["--h1", "-t", "1", "-c", &BENIGN_CONNS.to_string()])
+        .args(["-n", &n.to_string()])
+        .arg(format!("--log-file={}", log.display()))
+        .arg(format!("http://127.0.0.1:{port}{SMALL}"))
+        .output()
+        .expect("run h2load");
+    let server_cores = (cpu_seconds_of(Some(pid)) - c0) / t0.elapsed().as_secs_f64();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "h2load failed: {text}");
+    let field = |line: &str, word: &str| -> Option<f64> {
+        let l = text.lines().find(|l| l.starts_with(line))?;
+        let w: Vec<&str> = l.split([' ', ',']).filter(|w| !w.is_empty()).collect();
+        let i = w.iter().position(|x| *x == word)?;
+        w.get(i - 1)?.parse().ok()
+    };
+    // requests: N total, N started, N done, N succeeded, 0 failed, 0 errored, 0 timeout
+    let ok = field("requests:", "succeeded").unwrap_or(0.0) as usize;
+    let bad = ["failed", "errored", "timeout"]
+        .iter()
+        .map(|w| field("requests:", w).unwrap_or(f64::NAN))
+        .sum::<f64>();
+    assert!(
+        ok == n && bad == 0.0,
+        "the benign client got errors:\n{text}"
+    );
+    assert_eq!(field("status codes:", "2xx"), Some(n as f64), "{text}");
+    // finished in 7.64s, 3928.63 req/s, 3.84GB/s (or 496.20ms)
+    let secs = text
+        .lines()
+        .find_map(|l| {
+            let d = l.strip_prefix("finished in ")?.split(',').next()?;
+            match d.strip_suffix("ms") {
+                Some(ms) => ms.parse::<f64>().ok().map(|v| v / 1000.0),
+                None => d.strip_suffix('s')?.parse().ok(),
+            }
+        })
+        .unwrap_or_else(|| panic!("no duration in h2load output:\n{text}"));
+    let mut times: Vec<f64> = fs::read_to_string(log)
+        .expect("h2load log")
+        .lines()
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            assert_eq!(c.get(1).copied(), Some("200"), "h2load log line {l}");
+            c.get(2)?.parse::<f64>().ok()
+        })
+        .collect();
+    assert_eq!(times.len(), n, "h2load log lines");
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)] / 1000.0;
+    Benign {
+        req_per_s: n as f64 / secs,
+        mib_per_s: n as f64 / secs, // 1 MiB per request
+        p50_ms: pct(0.50),
+        p99_ms: pct(0.99),
+        server_cores,
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let rounds = env("BENCH_ROUNDS", 3).max(1);
+    let requests = env("BENCH_REQUESTS", 30_000);
+    let n_slowloris = env("BENCH_SLOWLORIS", 10_000);
+    let n_readers = env("BENCH_SLOW_READERS", 1_000);
+    let header_timeout = env("BENCH_HEADER_TIMEOUT", 10);
+    let send_timeout = env("BENCH_SEND_TIMEOUT", 10);
+    let attackers = n_slowloris + n_readers;
+    let cap = attackers + attackers / 10 + 1_000;
+    let h2 = require("h2load", "nghttp2-client");
+    let limit = raise_nofile() as usize;
+    // the server holds the attackers, their files and the benign client; so does this process
+    assert!(
+        limit > cap + n_readers + 256,
+        "descriptor limit {limit} too low for {attackers} attackers (cap {cap})"
+    );
+
+    let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let root = t.path().join("root");
+    fs::create_dir(&root).expect("root");
+    let block: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    fs::write(root.join(&SMALL[1..]), &block).expect("1 MiB file");
+    {
+        let mut f = fs::File::create(root.join(&BIG[1..])).expect("256 MiB file");
+        for _ in 0..256 {
+            f.write_all(&block).expect("write");
+        }
+    }
+    // read once so both are cached
+    for f in [SMALL, BIG] {
+        let _ = fs::read(root.join(&f[1..])).expect("read");
+    }
+
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let mut serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_vodlab"))
+            .args(["serve", "--root", root.to_str().expect("utf-8")])
+            .args(["--listen", &addr.to_string()])
+            .args(["--header-timeout", &header_timeout.to_string()])
+            .args(["--send-timeout", &send_timeout.to_string()])
+            .args(["--max-connections", &cap.to_string()])
+            .args(["--stats-interval", "0"])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start vodlab serve"),
+    );
+    let pid = serve.0.id();
+    let t0 = Instant::now();
+    while TcpStream::connect(addr).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "vodlab serve did not start"
+        );
+        serve.alive();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!(
+        "vodlab serve (asap, 2 threads on {} cores): --header-timeout {header_timeout} \
+         --send-timeout {send_timeout} --max-connections {cap}; attack: {n_slowloris} slowloris \
+         (a byte every {}s), {n_readers} slow readers ({} B receive buffer, {READER_BYTES} B/s of {BIG}); \
+         benign: h2load --h1 -t 1 -c {BENIGN_CONNS} -n {requests} {SMALL}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        DRIBBLE.as_secs(),
+        READER_RCVBUF,
+    );
+    // warm-up: a short benign run, not counted
+    let _ = h2load(
+        &h2,
+        port,
+        pid,
+        requests / 10 + 1,
+        &t.path().join("warm.log"),
+    );
+
+    let tcp_limits = {
+        let v: Vec<u64> = fs::read_to_string("/proc/sys/net/ipv4/tcp_mem")
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .map(|pages: u64| pages * 4)
+            .collect();
+        (
+            v.first().copied().unwrap_or(0),
+            v.get(1).copied().unwrap_or(0),
+            v.get(2).copied().unwrap_or(0),
+        )
+    };
+    let spread = Duration::from_secs(header_timeout.max(send_timeout) as u64);
+    let (mut calm, mut hit) = (Vec::new(), Vec::new());
+    let mut per_conn_kib = Vec::new();
+    for round in 0..rounds {
+        // unattacked
+        let quiet = stats(addr);
+        let rss_before = status_kib(pid, "VmRSS");
+        let tcp_before = tcp_mem_kib();
+        let open_before = counter(&quiet, "open_connections");
+        let b = h2load(
+            &h2,
+            port,
+            pid,
+            requests,
+            &t.path().join(format!("c{round}.log")),
+        );
+        serve.alive();
+        println!(
+            "round {round} unattacked: {:.0} req/s ({:.0} MiB/s), p50 {:.2} ms, p99 {:.2} ms; \
+             server {:.2} cores",
+            b.req_per_s, b.mib_per_s, b.p50_ms, b.p99_ms, b.server_cores
+        );
+        calm.push(b);
+
+        // attacked: ramp up over the longer timeout, then until (nearly) all are open
+        let st0 = stats(addr);
+        let attack = Attack::start(addr, n_slowloris, n_readers, spread);
+        let t_ramp = Instant::now();
+        std::thread::sleep(spread + Duration::from_secs(1));
+        while (attack.counts.open.load(Ordering::Relaxed) as usize) < attackers * 99 / 100 {
+            assert!(
+                t_ramp.elapsed() < spread + Duration::from_secs(60),
+                "the attack did not reach {attackers} connections: {} open",
+                attack.counts.open.load(Ordering::Relaxed)
+            );
+            serve.alive();
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let under = stats(addr);
+        let rss_during = status_kib(pid, "VmRSS");
+        let tcp_during = tcp_mem_kib();
+        let open_during = counter(&under, "open_connections");
+        // sample the attack's size while the benign client runs
+        let sampling = Arc::new(AtomicBool::new(true));
+        let sampler = {
+            let (c, go) = (attack.counts.clone(), sampling.clone());
+            std::thread::spawn(move || {
+                let (mut v, mut tcp_max) = (Vec::new(), 0);
+                while go.load(Ordering::Relaxed) {
+                    v.push(c.open.load(Ordering::Relaxed));
+                    tcp_max = tcp_max.max(tcp_mem_kib());
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                (v, tcp_max)
+            })
+        };
+        let (me0, t_me) = (cpu_seconds_of(None), Instant::now());
+        let b = h2load(
+            &h2,
+            port,
+            pid,
+            requests,
+            &t.path().join(format!("a{round}.log")),
+        );
+        sampling.store(false, Ordering::Relaxed);
+        let attack_cores = (cpu_seconds_of(None) - me0) / t_me.elapsed().as_secs_f64();
+        let (sizes, tcp_max) = sampler.join().expect("sampler");
+        serve.alive();
+        let st1 = stats(addr);
+        let rss_peak = status_kib(pid, "VmRSS").max(rss_during);
+        let d = |k: &str| counter(&st1, k) - counter(&st0, k);
+        let kib = (rss_during as f64 - rss_before as f64)
+            / (open_during as f64 - open_before as f64).max(1.0);
+        println!(
+            "round {round} attacked:   {:.0} req/s ({:.0} MiB/s), p50 {:.2} ms, p99 {:.2} ms; \
+             server {:.2} cores, attackers {attack_cores:.2} cores; attackers open min {} mean {:.0} (server open_connections {open_during}); \
+             closed by the server this round: {} header timeouts, {} send timeouts, {} shed, \
+             {} refused; attacker connects {}, slow readers got {} KiB",
+            b.req_per_s,
+            b.mib_per_s,
+            b.p50_ms,
+            b.p99_ms,
+            b.server_cores,
+            sizes.iter().min().copied().unwrap_or(0),
+            sizes.iter().sum::<i64>() as f64 / sizes.len().max(1) as f64,
+            d("header_timeouts"),
+            d("send_timeouts"),
+            d("shed"),
+            d("refused_at_cap"),
+            attack.counts.connects.load(Ordering::Relaxed),
+            attack.counts.reader_bytes.load(Ordering::Relaxed) / 1024,
+        );
+        println!(
+            "round {round} memory: server RSS {rss_before} KiB with {open_before} connections, \
+             {rss_during} KiB with {open_during} ({kib:.1} KiB per connection), {rss_peak} KiB \
+             after the benign run; kernel TCP memory (whole machine, both ends) {tcp_before} -> \
+             {tcp_during} KiB ({:.1} KiB per attacker connection), at most {tcp_max} KiB during \
+             the benign run (tcp_mem pressure / high: {} / {} KiB)",
+            (tcp_during as f64 - tcp_before as f64) / attackers.max(1) as f64,
+            tcp_limits.1,
+            tcp_limits.2,
+        );
+        hit.push(b);
+        per_conn_kib.push(kib);
+        attack.stop();
+        // let the server notice the closes before the next calm round
+        let t_drain = Instant::now();
+        while counter(&stats(addr), "open_connections") > 8 {
+            assert!(
+                t_drain.elapsed() < Duration::from_secs(30),
+                "attack connections still open on the server 30 s after the attack"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        serve.alive();
+    }
+    let m = |v: &[Benign], f: fn(&Benign) -> f64| median(v.iter().map(f).collect());
+    let (c_rps, a_rps) = (m(&calm, |b| b.req_per_s), m(&hit, |b| b.req_per_s));
+    let (c_p99, a_p99) = (m(&calm, |b| b.p99_ms), m(&hit, |b| b.p99_ms));
+    let (c_p50, a_p50) = (m(&calm, |b| b.p50_ms), m(&hit, |b| b.p50_ms));
+    let loss = 1.0 - a_rps / c_rps;
+    let p99_ratio = a_p99 / c_p99;
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    println!(
+        "median of {rounds} rounds: unattacked {c_rps:.0} req/s, p50 {c_p50:.2} ms, p99 {c_p99:.2} ms; \
+         attacked ({n_slowloris} slowloris + {n_readers} slow readers) {a_rps:.0} req/s, \
+         p50 {a_p50:.2} ms, p99 {a_p99:.2} ms"
+    );
+    println!(
+        "throughput loss {:.1} % (target < 5 %: {}); p99 ratio {p99_ratio:.2} (target <= 2: {}); \
+         server memory {:.1} KiB per open connection (median), peak RSS {} KiB",
+        loss * 100.0,
+        met(loss < 0.05),
+        met(p99_ratio <= 2.0),
+        median(per_conn_kib),
+        status_kib(pid, "VmHWM"),
+    );
+}
