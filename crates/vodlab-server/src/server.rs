@@ -379,8 +379,9 @@ const SHED_WAIT: Duration = Duration::from_secs(2);
 
 /// Accepts connections. Below the cap each gets a permit and its task. At
 /// the cap the connection that has waited longest for a request head is
-/// shed (closed) to make room; when every connection is busy with a
-/// response, the new one is answered 503 and closed. On shutdown the
+/// shed (closed) to make room; when no permit frees within `SHED_WAIT`
+/// (every connection busy with a response), the new one is answered 503
+/// and closed. On shutdown the
 /// listener is closed at once, so new clients see a refused connection.
 async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(st.cfg.max_connections));
@@ -398,22 +399,21 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                             spawn_conn(&mut conns, sock, &st, &stop, permit, at);
                         }
                         Err(_) => {
-                            let victim = st.heads.lock().expect("lock").shed_oldest();
-                            match victim {
-                                Some(n) => {
-                                    n.notify_one();
-                                    let permits = permits.clone();
-                                    let st2 = st.clone();
-                                    let stop2 = stop.clone();
-                                    conns.spawn(async move {
-                                        match tokio::time::timeout(SHED_WAIT, permits.acquire_owned()).await {
-                                            Ok(Ok(permit)) => serve(sock, &st2, stop2, permit, at).await,
-                                            _ => refuse(sock, &st2),
-                                        }
-                                    });
+                            // shed the connection waiting longest for a head, then wait
+                            // briefly for a permit: the victim's, or one freed by a
+                            // connection between states (accepted but not yet reading
+                            // its head, or closing) -- under a connect flood every
+                            // permit can be in such hands for a moment, and refusing
+                            // at once then turned a benign client away
+                            let permits = permits.clone();
+                            let st2 = st.clone();
+                            let stop2 = stop.clone();
+                            conns.spawn(async move {
+                                match wait_for_slot(&st2, permits).await {
+                                    Some(permit) => serve(sock, &st2, stop2, permit, at).await,
+                                    None => refuse(sock, &st2),
                                 }
-                                None => refuse(sock, &st),
-                            }
+                            });
                         }
                     }
                 }
@@ -438,6 +438,27 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
         }
     }
     let _ = ticks.await;
+}
+
+/// At the cap: sheds the connection waiting longest for a head and waits
+/// for a slot, shedding again every 100 ms while none frees (connections
+/// accepted a moment ago enter the shedding queue only when they start
+/// reading their head), for at most `SHED_WAIT`; `None` when no slot
+/// freed (every connection busy with a response).
+async fn wait_for_slot(st: &State, permits: Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+    let until = Instant::now() + SHED_WAIT;
+    loop {
+        if let Some(n) = st.heads.lock().expect("lock").shed_oldest() {
+            n.notify_one();
+        }
+        let step = Duration::from_millis(100).min(until.saturating_duration_since(Instant::now()));
+        match tokio::time::timeout(step, permits.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => return Some(permit),
+            Ok(Err(_)) => return None,
+            Err(_) if Instant::now() >= until => return None,
+            Err(_) => {}
+        }
+    }
 }
 
 fn spawn_conn(
