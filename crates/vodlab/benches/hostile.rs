@@ -407,6 +407,8 @@ fn main() {
         &t.path().join("warm.log"),
     );
 
+    // the server's RSS before any attack: later rounds reuse what the allocator kept
+    let rss_start = status_kib(pid, "VmRSS");
     let tcp_limits = {
         let v: Vec<u64> = fs::read_to_string("/proc/sys/net/ipv4/tcp_mem")
             .unwrap_or_default()
@@ -491,7 +493,7 @@ fn main() {
         let st1 = stats(addr);
         let rss_peak = status_kib(pid, "VmRSS").max(rss_during);
         let d = |k: &str| counter(&st1, k) - counter(&st0, k);
-        let kib = (rss_during as f64 - rss_before as f64)
+        let kib = (rss_during as f64 - rss_start as f64)
             / (open_during as f64 - open_before as f64).max(1.0);
         println!(
             "round {round} attacked:   {:.0} req/s ({:.0} MiB/s), p50 {:.2} ms, p99 {:.2} ms; \
@@ -513,12 +515,14 @@ fn main() {
             attack.counts.reader_bytes.load(Ordering::Relaxed) / 1024,
         );
         println!(
-            "round {round} memory: server RSS {rss_before} KiB with {open_before} connections, \
-             {rss_during} KiB with {open_during} ({kib:.1} KiB per connection), {rss_peak} KiB \
+            "round {round} memory: server RSS {rss_start} KiB before the first attack, \
+             {rss_before} KiB with {open_before} connections before this one, {rss_during} KiB with {open_during} ({kib:.1} KiB per connection), {rss_peak} KiB \
              after the benign run; kernel TCP memory (whole machine, both ends) {tcp_before} -> \
-             {tcp_during} KiB ({:.1} KiB per attacker connection), at most {tcp_max} KiB during \
+             {tcp_during} KiB ({:.1} KiB per attacker connection, {:.0} KiB per slow reader if the slowloris \
+             connections' share is negligible), at most {tcp_max} KiB during \
              the benign run (tcp_mem pressure / high: {} / {} KiB)",
             (tcp_during as f64 - tcp_before as f64) / attackers.max(1) as f64,
+            (tcp_during as f64 - tcp_before as f64) / n_readers.max(1) as f64,
             tcp_limits.1,
             tcp_limits.2,
         );
