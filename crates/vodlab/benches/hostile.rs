@@ -266,10 +266,43 @@ struct Benign {
     p99_ms: f64,
     /// Cores the server used while the benign client ran.
     server_cores: f64,
+    /// Cores h2load used.
+    client_cores: f64,
+    /// Cores the machine spent busy outside niced processes (user, system,
+    /// interrupts: everything but `nice` and idle) while it ran.
+    busy_cores: f64,
+}
+
+/// CPU seconds of waited-for children (h2load runs) of this process.
+fn children_cpu() -> f64 {
+    // SAFETY: a zeroed rusage is a valid out-parameter
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a live rusage
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// The machine's busy (not idle, iowait or nice) CPU seconds so far.
+fn machine_busy() -> f64 {
+    let s = fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<f64> = s
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let busy: f64 = [0, 2, 5, 6, 7].iter().filter_map(|&i| f.get(i)).sum();
+    // SAFETY: sysconf has no preconditions
+    busy / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }
 
 fn h2load(h2: &Path, port: u16, pid: u32, n: usize, log: &Path) -> Benign {
     let (c0, t0) = (cpu_seconds_of(Some(pid)), Instant::now());
+    let (h0, m0) = (children_cpu(), machine_busy());
     let out = Command::new(h2)
         .args(["--h1", "-t", "1", "-c", &BENIGN_CONNS.to_string()])
         .args(["-n", &n.to_string()])
@@ -277,7 +310,10 @@ fn h2load(h2: &Path, port: u16, pid: u32, n: usize, log: &Path) -> Benign {
         .arg(format!("http://127.0.0.1:{port}{SMALL}"))
         .output()
         .expect("run h2load");
-    let server_cores = (cpu_seconds_of(Some(pid)) - c0) / t0.elapsed().as_secs_f64();
+    let wall = t0.elapsed().as_secs_f64();
+    let server_cores = (cpu_seconds_of(Some(pid)) - c0) / wall;
+    let client_cores = (children_cpu() - h0) / wall;
+    let busy_cores = (machine_busy() - m0) / wall;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "h2load failed: {text}");
     let field = |line: &str, word: &str| -> Option<f64> {
@@ -326,6 +362,8 @@ fn h2load(h2: &Path, port: u16, pid: u32, n: usize, log: &Path) -> Benign {
         p50_ms: pct(0.50),
         p99_ms: pct(0.99),
         server_cores,
+        client_cores,
+        busy_cores,
     }
 }
 
@@ -365,6 +403,7 @@ fn main() {
         let _ = fs::read(root.join(&f[1..])).expect("read");
     }
 
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let mut serve = Serve(
@@ -394,7 +433,7 @@ fn main() {
          --send-timeout {send_timeout} --max-connections {cap}; attack: {n_slowloris} slowloris \
          (a byte every {}s), {n_readers} slow readers ({} B receive buffer, {READER_BYTES} B/s of {BIG}); \
          benign: h2load --h1 -t 1 -c {BENIGN_CONNS} -n {requests} {SMALL}",
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores,
         DRIBBLE.as_secs(),
         READER_RCVBUF,
     );
@@ -441,8 +480,14 @@ fn main() {
         serve.alive();
         println!(
             "round {round} unattacked: {:.0} req/s ({:.0} MiB/s), p50 {:.2} ms, p99 {:.2} ms; \
-             server {:.2} cores",
-            b.req_per_s, b.mib_per_s, b.p50_ms, b.p99_ms, b.server_cores
+             server {:.2} cores, h2load {:.2}, machine busy {:.2} of {cores} (niced excluded)",
+            b.req_per_s,
+            b.mib_per_s,
+            b.p50_ms,
+            b.p99_ms,
+            b.server_cores,
+            b.client_cores,
+            b.busy_cores
         );
         calm.push(b);
 
@@ -497,7 +542,8 @@ fn main() {
             / (open_during as f64 - open_before as f64).max(1.0);
         println!(
             "round {round} attacked:   {:.0} req/s ({:.0} MiB/s), p50 {:.2} ms, p99 {:.2} ms; \
-             server {:.2} cores, attackers {attack_cores:.2} cores; attackers open min {} mean {:.0} (server open_connections {open_during}); \
+             server {:.2} cores, h2load {:.2}, attackers {attack_cores:.2}, machine busy {:.2} of \
+             {cores} (niced excluded); attackers open min {} mean {:.0} (server open_connections {open_during}); \
              closed by the server this round: {} header timeouts, {} send timeouts, {} shed, \
              {} refused; attacker connects {}, slow readers got {} KiB",
             b.req_per_s,
@@ -505,6 +551,8 @@ fn main() {
             b.p50_ms,
             b.p99_ms,
             b.server_cores,
+            b.client_cores,
+            b.busy_cores,
             sizes.iter().min().copied().unwrap_or(0),
             sizes.iter().sum::<i64>() as f64 / sizes.len().max(1) as f64,
             d("header_timeouts"),
