@@ -138,9 +138,15 @@ impl SearchArgs {
     pub fn config(&self) -> anyhow::Result<SearchConfig> {
         use bounds::*;
         let (lo, hi) = RATE_BOUNDS;
-        within("--start", self.start, lo, hi)?;
-        within("--min-rate", self.min_rate, lo, hi)?;
-        within("--max-rate", self.max_rate, lo, hi)?;
+        for (flag, v) in [
+            ("--start", self.start),
+            ("--min-rate", self.min_rate),
+            ("--max-rate", self.max_rate),
+        ] {
+            within(flag, v, lo, hi).map_err(|e| {
+                anyhow::anyhow!("{e} (and the rates need 0 < min rate <= start <= max rate)")
+            })?;
+        }
         within("--precision", self.precision, PRECISION.0, PRECISION.1)?;
         within_int("--repeats", self.repeats.into(), 1, MAX_REPEATS)?;
         within_int("--max-points", self.max_points as u64, 1, MAX_POINTS)?;
@@ -160,7 +166,7 @@ impl SearchArgs {
                 .with_context(|| format!("--step `{}`: `{f}` is not a number", self.step))?;
             if !(f > 1.0 && f <= MAX_STEP_FACTOR) {
                 bail!(
-                    "--step `{}`: the factor must be a number above 1 and at most {MAX_STEP_FACTOR}",
+                    "--step `{}`: step x{f} must be > 1 and at most {MAX_STEP_FACTOR}",
                     self.step
                 );
             }
