@@ -32,6 +32,10 @@ pub struct ServeArgs {
     /// Alias of `--prefetch-policy fixed:SIZE` (kept for older scripts).
     #[arg(long, value_name = "SIZE", conflicts_with = "prefetch_policy", value_parser = parse_fixed)]
     pub prefetch: Option<PolicySpec>,
+    /// Largest prefetch one connection may have queued or in progress (bytes,
+    /// or with a K, M or G suffix); a longer range is read window by window.
+    #[arg(long, value_name = "SIZE", default_value_t = defaults::MAX_PREFETCH, value_parser = vodlab_server::config::parse_size)]
+    pub max_prefetch: u64,
     /// Prefetch helper threads per storage device (1 = serialized, as in the thesis).
     #[arg(long, default_value_t = defaults::HELPERS_PER_DEVICE)]
     pub helpers: usize,
@@ -109,6 +113,7 @@ impl ServeArgs {
             io: self.io.into(),
             prefetch_policy: self.prefetch.unwrap_or(self.prefetch_policy),
             helpers_per_device: self.helpers,
+            max_prefetch: self.max_prefetch,
             access_log: self.access_log.clone(),
             idle_timeout: seconds("keepalive", self.keepalive)?,
             header_timeout: seconds("header-timeout", self.header_timeout)?,
@@ -206,6 +211,13 @@ mod tests {
             parse(&["--send-timeout", "2.5"]).unwrap().send_timeout,
             Duration::from_millis(2500)
         );
+        assert_eq!(
+            parse(&["--max-prefetch", "2M"]).unwrap().max_prefetch,
+            2 * 1024 * 1024
+        );
+        assert!(parse(&["--max-prefetch", "2"])
+            .unwrap_err()
+            .contains("max_prefetch"));
         let c = parse(&["--io", "vanilla", "--keepalive", "5"]).unwrap();
         assert_eq!(
             (c.io, c.idle_timeout),
