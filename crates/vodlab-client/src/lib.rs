@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod checks;
 pub mod config;
 pub mod driver;
 pub mod engine;

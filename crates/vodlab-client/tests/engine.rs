@@ -198,7 +198,9 @@ async fn a_late_chunk_is_a_stall() {
     let r = go(&server, w, 1.0, |_| {}).await;
     assert_eq!(r.failed_sessions, 0);
     assert_eq!(r.stalls, 1, "{}", r.table());
-    assert!((r.stall_time_s - 0.6).abs() < 0.1, "{}", r.stall_time_s);
+    // the exact stall arithmetic is asserted in virtual time
+    // (tests/driver.rs); over real sockets on a loaded machine, the plumbing
+    assert!((r.stall_time_s - 0.6).abs() < 0.25, "{}", r.stall_time_s);
     assert!(r.startup_delay_s.p50 < 0.05);
 }
 

@@ -1,0 +1,92 @@
+//! Tests of `spec.rs`.
+
+use super::*;
+use crate::presets;
+
+fn base() -> String {
+    presets::source("youtube-2011").unwrap().to_string()
+}
+
+#[test]
+fn every_preset_parses_and_validates() {
+    for p in presets::PRESETS {
+        let spec =
+            Spec::from_toml_str(p.source, p.name).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        assert_eq!(spec.name, p.name);
+    }
+}
+
+#[test]
+fn unknown_key_names_file_line_and_path() {
+    let text = base().replace("[catalog]\n", "[catalog]\ncolour = \"red\"\n");
+    let err = Spec::from_toml_str(&text, "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("w.toml:"), "{err}");
+    assert!(err.contains("unknown field `colour`"), "{err}");
+    assert!(err.contains("catalog"), "{err}");
+}
+
+#[test]
+fn negative_alpha_is_rejected() {
+    let text = base().replace("alpha = 0.8", "alpha = -0.5");
+    let err = Spec::from_toml_str(&text, "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("catalog.popularity.alpha: alpha must be a finite number >= 0, got -0.5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shares_must_sum_to_one() {
+    let text = base().replacen("share = 0.16666666666666666", "share = 0.2", 1);
+    let err = Spec::from_toml_str(&text, "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("clients: shares must sum to 1 within 1e-6"),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_type_reports_path_and_position() {
+    let text = base().replace("titles = 10000", "titles = \"many\"");
+    let err = Spec::from_toml_str(&text, "w.toml").unwrap_err();
+    match err {
+        SpecError::Parse { line, path, .. } => {
+            assert!(line > 0);
+            assert_eq!(path, "catalog.titles");
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn chunk_must_hold_whole_requests() {
+    let text = base().replace("request_s = 10.0", "request_s = 3.0");
+    let err = Spec::from_toml_str(&text, "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("catalog.storage.chunk_s"), "{err}");
+}
+
+#[test]
+fn scale_shrinks_consistently() {
+    let mut s = Spec::from_toml_str(&base(), "p").unwrap();
+    s.apply(
+        &Overrides {
+            scale: Some(0.1),
+            ..Default::default()
+        },
+        "p",
+    )
+    .unwrap();
+    assert_eq!(s.catalog.titles, 1000);
+    assert_eq!(s.sessions.count, 720);
+    assert_eq!(s.measurement.shard_sessions, Some(60));
+    assert_eq!(s.measurement.ramp_up_sessions, 20);
+    assert_eq!(s.shard_count(), 12);
+}
