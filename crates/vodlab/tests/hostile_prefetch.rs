@@ -5,6 +5,8 @@
 //! an uncached file must start before its whole prefetch is read. Files are
 //! written to the real disk (not tmpfs) and dropped from the page cache.
 
+mod common;
+
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -12,46 +14,17 @@ use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::Running;
 use vodlab_server::server::StatsView;
-use vodlab_server::{Config, Server};
 
-struct Running {
-    rt: tokio::runtime::Runtime,
-    server: Option<Server>,
-    addr: SocketAddr,
+/// What each test reads back from its server.
+trait Stats {
+    fn stats(&self) -> StatsView;
 }
 
-impl Running {
-    fn start(root: &Path, tweak: impl FnOnce(&mut Config)) -> Self {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut cfg = Config::new(root.to_path_buf());
-        cfg.stats_interval = Duration::ZERO;
-        tweak(&mut cfg);
-        let server = rt
-            .block_on(Server::start(cfg, "127.0.0.1:0".parse().unwrap()))
-            .unwrap();
-        let addr = server.addr;
-        Self {
-            rt,
-            server: Some(server),
-            addr,
-        }
-    }
-
+impl Stats for Running {
     fn stats(&self) -> StatsView {
-        self.server.as_ref().unwrap().state.stats()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            self.rt.block_on(s.shutdown());
-        }
+        self.server().state.stats()
     }
 }
 

@@ -10,49 +10,20 @@ use std::fs;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vodlab_server::{Config, IoMode, Server};
+use common::Running;
+use vodlab_server::IoMode;
 
-struct Running {
-    rt: tokio::runtime::Runtime,
-    server: Option<Server>,
-    addr: SocketAddr,
+/// What each test reads back from its server.
+trait Stats {
+    fn stats(&self) -> serde_json::Value;
 }
 
-impl Running {
-    fn start(root: &Path, tweak: impl FnOnce(&mut Config)) -> Self {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut cfg = Config::new(root.to_path_buf());
-        cfg.stats_interval = Duration::ZERO;
-        tweak(&mut cfg);
-        let server = rt
-            .block_on(Server::start(cfg, "127.0.0.1:0".parse().unwrap()))
-            .unwrap();
-        let addr = server.addr;
-        Self {
-            rt,
-            server: Some(server),
-            addr,
-        }
-    }
-
+impl Stats for Running {
     fn stats(&self) -> serde_json::Value {
         stats_at(self.addr)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            self.rt.block_on(s.shutdown());
-        }
     }
 }
 

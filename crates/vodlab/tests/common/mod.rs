@@ -224,3 +224,55 @@ pub fn run_unpaced_at(
     let secs = w[1].as_f64().expect("number") - w[0].as_f64().expect("number");
     (r, secs)
 }
+
+/// An in-process `vodlab serve` on a loopback port with its own runtime,
+/// shut down on drop (the integration tests' server).
+pub struct Running {
+    pub rt: tokio::runtime::Runtime,
+    pub server: Option<vodlab_server::Server>,
+    pub addr: std::net::SocketAddr,
+}
+
+impl Running {
+    /// Starts a server for `root` (statistics lines off), `tweak` adjusting its config.
+    pub fn start(root: &Path, tweak: impl FnOnce(&mut vodlab_server::Config)) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut cfg = vodlab_server::Config::new(root.to_path_buf());
+        cfg.stats_interval = Duration::ZERO;
+        tweak(&mut cfg);
+        let server = rt
+            .block_on(vodlab_server::Server::start(
+                cfg,
+                "127.0.0.1:0".parse().expect("addr"),
+            ))
+            .expect("server starts");
+        let addr = server.addr;
+        Self {
+            rt,
+            server: Some(server),
+            addr,
+        }
+    }
+
+    /// `http://ADDR{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The running server.
+    pub fn server(&self) -> &vodlab_server::Server {
+        self.server.as_ref().expect("running")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            self.rt.block_on(s.shutdown());
+        }
+    }
+}
