@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::files::{check_header, write_pretty, FileError};
+use crate::files::{parse_versioned, read_with, write_pretty, FileError};
 use crate::search::{Answer, Ending, Search, Verdict};
 use crate::stats::MeanCi;
 
@@ -295,25 +295,16 @@ impl CapacityFile {
 
     /// Parses a capacity.json of version 1 or 2.
     pub fn from_json(text: &str) -> Result<Self, FileError> {
-        let mut v: Value = serde_json::from_str(text).map_err(FileError::Json)?;
-        let version = check_header(&v, CAPACITY_FORMAT, CAPACITY_VERSION)?;
-        if version == 1 {
-            upgrade_v1(&mut v);
-        }
-        serde_json::from_value(v).map_err(|source| FileError::Shape {
-            format: CAPACITY_FORMAT,
-            version,
-            source,
+        parse_versioned(text, CAPACITY_FORMAT, CAPACITY_VERSION, |v, version| {
+            if version == 1 {
+                upgrade_v1(v);
+            }
         })
     }
 
     /// Reads a capacity.json.
     pub fn read(path: &Path) -> Result<Self, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| FileError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::from_json(&text).map_err(|e| e.at(path))
+        read_with(path, Self::from_json)
     }
 
     /// Writes it (pretty JSON and a newline).

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::capacity::SearchOutcome;
-use crate::files::{check_header, write_pretty, FileError};
+use crate::files::{parse_versioned, read_with, write_pretty, FileError};
 use crate::hwbox::{BoxSpec, DeviceStat, Profile, Usage};
 use crate::search::{Answer, Point, RunExtra};
 
@@ -215,25 +215,16 @@ pub fn add_box_figures(
 impl CompareFile {
     /// Parses a compare.json of version 1 or 2.
     pub fn from_json(text: &str) -> Result<Self, FileError> {
-        let mut v: Value = serde_json::from_str(text).map_err(FileError::Json)?;
-        let version = check_header(&v, COMPARE_FORMAT, COMPARE_VERSION)?;
-        if version == 1 {
-            upgrade_v1(&mut v);
-        }
-        serde_json::from_value(v).map_err(|source| FileError::Shape {
-            format: COMPARE_FORMAT,
-            version,
-            source,
+        parse_versioned(text, COMPARE_FORMAT, COMPARE_VERSION, |v, version| {
+            if version == 1 {
+                upgrade_v1(v);
+            }
         })
     }
 
     /// Reads a compare.json.
     pub fn read(path: &Path) -> Result<Self, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| FileError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::from_json(&text).map_err(|e| e.at(path))
+        read_with(path, Self::from_json)
     }
 
     /// Writes it (pretty JSON and a newline).

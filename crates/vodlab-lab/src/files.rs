@@ -92,6 +92,37 @@ pub(crate) fn check_header(v: &Value, format: &'static str, newest: u32) -> Resu
     Ok(version as u32)
 }
 
+/// Parses a versioned file: checks its `format` and `version` (up to
+/// `newest`), lets `upgrade` fill in what later versions added to an older
+/// one, then deserializes.
+pub(crate) fn parse_versioned<T: serde::de::DeserializeOwned>(
+    text: &str,
+    format: &'static str,
+    newest: u32,
+    upgrade: fn(&mut Value, u32),
+) -> Result<T, FileError> {
+    let mut v: Value = serde_json::from_str(text).map_err(FileError::Json)?;
+    let version = check_header(&v, format, newest)?;
+    upgrade(&mut v, version);
+    serde_json::from_value(v).map_err(|source| FileError::Shape {
+        format,
+        version,
+        source,
+    })
+}
+
+/// Reads a file and parses it with `parse`, errors naming the path.
+pub(crate) fn read_with<T>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, FileError>,
+) -> Result<T, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text).map_err(|e| e.at(path))
+}
+
 /// Writes `v` as pretty JSON with a final newline.
 pub(crate) fn write_pretty(path: &Path, v: &impl Serialize) -> Result<(), FileError> {
     let mut text = serde_json::to_string_pretty(v).map_err(FileError::Json)?;
