@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{free_port, require};
+use common::{free_port, raise_nofile, require};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vodlab_client::engine::cpu_seconds_of;
 
@@ -56,23 +56,6 @@ fn env(name: &str, default: usize) -> usize {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-/// Raises this process's descriptor limit to its hard limit (the server,
-/// started afterwards, inherits it); returns it.
-fn raise_nofile() -> u64 {
-    let mut l = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a live rlimit struct
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
-        l.rlim_cur = l.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
-    }
-    l.rlim_cur
 }
 
 /// A `/proc/PID/status` field in KiB (VmRSS, VmHWM).

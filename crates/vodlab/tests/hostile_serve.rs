@@ -13,7 +13,7 @@ use std::os::unix::io::AsRawFd;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Running;
+use common::{raise_nofile, Running};
 use vodlab_server::IoMode;
 
 /// What each test reads back from its server.
@@ -263,22 +263,6 @@ fn requests_follow_rfc_9112() {
         b"GET /t1/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(statuses(&e), [403], "a directory stays 403");
-}
-
-/// Raises this process's descriptor limit to its hard limit; returns it.
-fn raise_nofile() -> u64 {
-    let mut l = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a live rlimit struct
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
-        l.rlim_cur = l.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
-    }
-    l.rlim_cur
 }
 
 /// The connection was closed by the server (EOF or reset), without blocking.

@@ -276,3 +276,20 @@ impl Drop for Running {
         }
     }
 }
+
+/// Raises this process's descriptor limit to its hard limit (a server started
+/// afterwards inherits it); returns the limit now in force.
+pub fn raise_nofile() -> u64 {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a live rlimit struct
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+    }
+    l.rlim_cur
+}
