@@ -507,12 +507,11 @@ impl<'s> SessionDriver<'s> {
             bytes: response.body_bytes,
             status: response.status,
         };
-        if done.done > f.deadline {
-            // arrives after its deadline: the deadline timer fails it
-            self.conns[conn].inflight.as_mut().expect("inflight").phase = Phase::Arriving(done);
-        } else if delay.is_zero() {
+        if delay.is_zero() && done.done <= f.deadline {
             self.complete(conn, done);
         } else {
+            // counts as arrived after the link delay; one that would arrive
+            // after its deadline is failed by the deadline timer instead
             self.conns[conn].inflight.as_mut().expect("inflight").phase = Phase::Arriving(done);
         }
     }
