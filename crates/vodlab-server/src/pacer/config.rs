@@ -1,0 +1,195 @@
+//! The pacer's settings ([`PacerConfig`]): serde with defaults and
+//! [`PacerConfig::validate`], whose errors name the key.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The default of every pacer setting, in one place (a CLI reads these).
+pub mod defaults {
+    /// Pace factor K: a session is paced at K × its bit rate (the paper
+    /// paces at exactly the bit rate, K = 1 [M47]).
+    pub const PACE_FACTOR: f64 = 1.0;
+    /// Chunk size c in bytes. The paper's chunk size is not stated [M47];
+    /// 16 KiB is four pages, a common sendfile quantum. At 50 KB/s
+    /// (400 kbit/s) it gives one send every 0.33 s.
+    pub const CHUNK_SIZE: u64 = 16 << 10;
+    /// Client buffer B in seconds of content: the initial burst and the
+    /// level low-buffer bursts refill to (the paper's 4 s = 200 KB, [M66]).
+    pub const BUFFER: f64 = 4.0;
+    /// Estimated client buffer (seconds) under which a catch-up burst
+    /// refills it to [`BUFFER`] (not in the paper; a quarter of B).
+    pub const LOW_BUFFER: f64 = 1.0;
+    /// Deficit, in seconds of the paced rate, a session may carry and catch
+    /// up after short or refused writes; a longer stall is forgiven.
+    pub const CATCH_UP: f64 = 1.0;
+    /// Catch-up speed: while behind, sends come at most this many times
+    /// as often as the pacing delay c/r (the paper shortens the delay
+    /// instead of growing the chunk, [M49] footnote 3).
+    pub const CATCH_UP_SPEED: f64 = 4.0;
+    /// Depth of the server-wide burst token bucket, in seconds of
+    /// `link_capacity`.
+    pub const BURST_WINDOW: f64 = 0.01;
+    /// Smallest chunk size [`super::PacerConfig::validate`] accepts.
+    pub const MIN_CHUNK_SIZE: u64 = 512;
+    /// Largest chunk size [`super::PacerConfig::validate`] accepts (16 MiB).
+    pub const MAX_CHUNK_SIZE: u64 = 16 << 20;
+}
+
+/// Pacer settings. Rates are bytes per second, durations seconds of
+/// content (or of time, as each field says).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PacerConfig {
+    /// Pace factor K: target rate r = K × the response's bit rate.
+    pub pace_factor: f64,
+    /// Chunk size c: most bytes one release allows (sessions may register
+    /// a smaller one).
+    pub chunk_size: u64,
+    /// Whether sessions burst at all (initial and low-buffer bursts; the
+    /// paper's "Zippy burst" against "Zippy no-burst").
+    pub burst: bool,
+    /// Client buffer B in seconds of content: the initial burst, the level
+    /// at which estimated playout starts, and what low-buffer bursts refill.
+    pub buffer: f64,
+    /// Estimated buffer (seconds) below which a playing session gets a
+    /// catch-up burst back to `buffer`.
+    pub low_buffer: f64,
+    /// Server-wide capacity in bytes/s that bursts may use beyond the sum
+    /// of the paced rates (`None`: unlimited).
+    pub link_capacity: Option<u64>,
+    /// Depth of the burst token bucket in seconds of `link_capacity`.
+    pub burst_window: f64,
+    /// Deficit a session may carry after short writes, in seconds of its
+    /// paced rate (0: no catch-up, missed bytes are forgiven at once).
+    pub catch_up: f64,
+    /// Catch-up sends come at most every c/(r × this).
+    pub catch_up_speed: f64,
+}
+
+impl Default for PacerConfig {
+    fn default() -> Self {
+        Self {
+            pace_factor: defaults::PACE_FACTOR,
+            chunk_size: defaults::CHUNK_SIZE,
+            burst: true,
+            buffer: defaults::BUFFER,
+            low_buffer: defaults::LOW_BUFFER,
+            link_capacity: None,
+            burst_window: defaults::BURST_WINDOW,
+            catch_up: defaults::CATCH_UP,
+            catch_up_speed: defaults::CATCH_UP_SPEED,
+        }
+    }
+}
+
+/// An invalid pacer setting.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{key}: {why}")]
+pub struct PacerConfigError {
+    /// The setting's key.
+    pub key: &'static str,
+    /// Its allowed range.
+    pub why: &'static str,
+}
+
+impl PacerConfig {
+    /// Checks every setting's range.
+    pub fn validate(&self) -> Result<(), PacerConfigError> {
+        let check = |ok: bool, key, why| {
+            if ok {
+                Ok(())
+            } else {
+                Err(PacerConfigError { key, why })
+            }
+        };
+        let finite_pos = |v: f64| v.is_finite() && v > 0.0;
+        check(
+            finite_pos(self.pace_factor) && self.pace_factor <= 1000.0,
+            "pace_factor",
+            "must be > 0 and at most 1000",
+        )?;
+        check(
+            (defaults::MIN_CHUNK_SIZE..=defaults::MAX_CHUNK_SIZE).contains(&self.chunk_size),
+            "chunk_size",
+            "must be 512 B to 16 MiB",
+        )?;
+        check(
+            self.buffer.is_finite() && (0.0..=3600.0).contains(&self.buffer),
+            "buffer",
+            "must be 0 to 3600 s",
+        )?;
+        check(
+            self.low_buffer.is_finite() && self.low_buffer >= 0.0,
+            "low_buffer",
+            "must be >= 0",
+        )?;
+        check(
+            !self.burst || self.buffer == 0.0 || self.low_buffer < self.buffer,
+            "low_buffer",
+            "must be below buffer",
+        )?;
+        check(
+            self.link_capacity != Some(0),
+            "link_capacity",
+            "must be > 0 when set",
+        )?;
+        check(
+            finite_pos(self.burst_window) && self.burst_window <= 10.0,
+            "burst_window",
+            "must be > 0 and at most 10 s",
+        )?;
+        check(
+            self.catch_up.is_finite() && (0.0..=3600.0).contains(&self.catch_up),
+            "catch_up",
+            "must be 0 to 3600 s",
+        )?;
+        check(
+            self.catch_up_speed.is_finite() && (1.0..=1000.0).contains(&self.catch_up_speed),
+            "catch_up_speed",
+            "must be 1 to 1000",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_round_trip() {
+        let c = PacerConfig::default();
+        c.validate().unwrap();
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<PacerConfig>(&json).unwrap(), c);
+        let partial: PacerConfig = serde_json::from_str(r#"{"pace_factor": 1.5}"#).unwrap();
+        assert_eq!(partial.pace_factor, 1.5);
+        assert_eq!(partial.chunk_size, defaults::CHUNK_SIZE);
+        assert!(serde_json::from_str::<PacerConfig>(r#"{"pace": 1}"#).is_err());
+    }
+
+    #[test]
+    fn validate_names_the_bad_key() {
+        let bad = |f: fn(&mut PacerConfig)| {
+            let mut c = PacerConfig::default();
+            f(&mut c);
+            c.validate().unwrap_err().key
+        };
+        assert_eq!(bad(|c| c.pace_factor = 0.0), "pace_factor");
+        assert_eq!(bad(|c| c.pace_factor = f64::NAN), "pace_factor");
+        assert_eq!(bad(|c| c.chunk_size = 100), "chunk_size");
+        assert_eq!(bad(|c| c.buffer = -1.0), "buffer");
+        assert_eq!(bad(|c| c.low_buffer = 4.0), "low_buffer");
+        assert_eq!(bad(|c| c.link_capacity = Some(0)), "link_capacity");
+        assert_eq!(bad(|c| c.burst_window = 0.0), "burst_window");
+        assert_eq!(bad(|c| c.catch_up = f64::INFINITY), "catch_up");
+        assert_eq!(bad(|c| c.catch_up_speed = 0.5), "catch_up_speed");
+        let mut no_burst = PacerConfig {
+            burst: false,
+            low_buffer: 9.0,
+            ..PacerConfig::default()
+        };
+        no_burst.validate().unwrap();
+        no_burst.low_buffer = -1.0;
+        assert_eq!(no_burst.validate().unwrap_err().key, "low_buffer");
+    }
+}
