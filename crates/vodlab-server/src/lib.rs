@@ -22,6 +22,7 @@ pub mod controller;
 pub mod error;
 pub mod files;
 pub mod limits;
+pub mod pacer;
 pub mod plan;
 pub mod prefetch;
 pub mod range;
