@@ -30,6 +30,12 @@ pub mod defaults {
     /// Longest time a response may make no progress (the kernel accepts no
     /// byte of it) before the connection is closed.
     pub const SEND_TIMEOUT: Duration = Duration::from_secs(60);
+    /// Unsent bytes a response socket may hold in the kernel
+    /// (`TCP_NOTSENT_LOWAT`, 256 KiB): bounds the kernel memory a slow
+    /// reader pins to what is in flight plus this.
+    pub const NOTSENT_LOWAT: u64 = 256 << 10;
+    /// Largest `notsent_lowat` [`super::Config::validate`] accepts (64 MiB).
+    pub const MAX_NOTSENT_LOWAT: u64 = 64 << 20;
     /// Most simultaneous connections.
     pub const MAX_CONNECTIONS: usize = 10_000;
     /// How long shutdown waits for responses in flight.
@@ -217,6 +223,10 @@ pub struct Config {
     /// the socket) before the connection is closed.
     #[serde(with = "secs")]
     pub send_timeout: Duration,
+    /// Unsent bytes a connection's socket may queue in the kernel
+    /// (`TCP_NOTSENT_LOWAT`; 0 = the kernel's default, i.e. up to the
+    /// whole send buffer).
+    pub notsent_lowat: u64,
     /// Most simultaneous connections (at the cap, the connection waiting
     /// longest for a request head is shed for a new one).
     pub max_connections: usize,
@@ -244,6 +254,7 @@ impl Default for Config {
             header_timeout: defaults::HEADER_TIMEOUT,
             idle_timeout: defaults::IDLE_TIMEOUT,
             send_timeout: defaults::SEND_TIMEOUT,
+            notsent_lowat: defaults::NOTSENT_LOWAT,
             max_connections: defaults::MAX_CONNECTIONS,
             grace: defaults::GRACE,
             access_log: None,
@@ -293,6 +304,12 @@ impl Config {
         )?;
         range(!self.idle_timeout.is_zero(), "idle_timeout", "must be > 0")?;
         range(!self.send_timeout.is_zero(), "send_timeout", "must be > 0")?;
+        range(
+            self.notsent_lowat == 0
+                || (4096..=defaults::MAX_NOTSENT_LOWAT).contains(&self.notsent_lowat),
+            "notsent_lowat",
+            "must be 0 (off) or 4 KiB to 64 MiB",
+        )?;
         range(self.max_connections > 0, "max_connections", "must be > 0")?;
         range(!self.tick.is_zero(), "tick", "must be > 0")?;
         match self.prefetch_policy {

@@ -18,7 +18,13 @@
 //!
 //! Environment: BENCH_ROUNDS (3), BENCH_REQUESTS (benign requests per
 //! round, 30000), BENCH_SLOWLORIS (10000), BENCH_SLOW_READERS (1000),
-//! BENCH_HEADER_TIMEOUT (10 s), BENCH_SEND_TIMEOUT (10 s).
+//! BENCH_HEADER_TIMEOUT (10 s), BENCH_SEND_TIMEOUT (10 s), BENCH_NOTSENT_LOWAT
+//! (the server's `--notsent-lowat`, bytes; unset = its default),
+//! BENCH_ATTACKER_NICE (0: the nice value of the attack's threads; 19 gives
+//! the benign client and the server the CPU the attacker would take on a
+//! machine too small to keep them apart, so the figure is the server's
+//! defence rather than the box's CPU sharing; the attack's size is printed
+//! either way).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -215,9 +221,22 @@ struct Attack {
 }
 
 impl Attack {
-    fn start(addr: SocketAddr, slowloris_n: usize, readers_n: usize, spread: Duration) -> Self {
+    fn start(
+        addr: SocketAddr,
+        slowloris_n: usize,
+        readers_n: usize,
+        spread: Duration,
+        nice: i32,
+    ) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
+            .on_thread_start(move || {
+                if nice != 0 {
+                    // SAFETY: no preconditions; on Linux the nice value is
+                    // per thread, and who = 0 is the calling thread
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+                }
+            })
             .enable_all()
             .build()
             .expect("attack runtime");
@@ -360,6 +379,8 @@ fn main() {
     let n_readers = env("BENCH_SLOW_READERS", 1_000);
     let header_timeout = env("BENCH_HEADER_TIMEOUT", 10);
     let send_timeout = env("BENCH_SEND_TIMEOUT", 10);
+    let lowat = std::env::var("BENCH_NOTSENT_LOWAT").ok();
+    let nice = env("BENCH_ATTACKER_NICE", 0).min(19) as i32;
     let attackers = n_slowloris + n_readers;
     let cap = attackers + attackers / 10 + 1_000;
     let h2 = require("h2load", "nghttp2-client");
@@ -397,6 +418,7 @@ fn main() {
             .args(["--send-timeout", &send_timeout.to_string()])
             .args(["--max-connections", &cap.to_string()])
             .args(["--stats-interval", "0"])
+            .args(lowat.iter().flat_map(|l| ["--notsent-lowat", l.as_str()]))
             .stderr(Stdio::null())
             .spawn()
             .expect("start vodlab serve"),
@@ -415,10 +437,12 @@ fn main() {
         "vodlab serve (asap, 2 threads on {} cores): --header-timeout {header_timeout} \
          --send-timeout {send_timeout} --max-connections {cap}; attack: {n_slowloris} slowloris \
          (a byte every {}s), {n_readers} slow readers ({} B receive buffer, {READER_BYTES} B/s of {BIG}); \
-         benign: h2load --h1 -t 1 -c {BENIGN_CONNS} -n {requests} {SMALL}",
+         benign: h2load --h1 -t 1 -c {BENIGN_CONNS} -n {requests} {SMALL}; \
+         --notsent-lowat {}; attacker nice {nice}",
         cores,
         DRIBBLE.as_secs(),
         READER_RCVBUF,
+        lowat.as_deref().unwrap_or("default"),
     );
     // warm-up: a short benign run, not counted
     let _ = h2load(
@@ -476,7 +500,7 @@ fn main() {
 
         // attacked: ramp up over the longer timeout, then until (nearly) all are open
         let st0 = stats(addr);
-        let attack = Attack::start(addr, n_slowloris, n_readers, spread);
+        let attack = Attack::start(addr, n_slowloris, n_readers, spread, nice);
         let t_ramp = Instant::now();
         std::thread::sleep(spread + Duration::from_secs(1));
         while (attack.counts.open.load(Ordering::Relaxed) as usize) < attackers * 99 / 100 {

@@ -53,6 +53,12 @@ pub struct ServeArgs {
     /// cut (see docs/serve.md).
     #[arg(long, default_value_t = defaults::SEND_TIMEOUT.as_secs_f64())]
     pub send_timeout: f64,
+    /// Unsent bytes a response may queue in the kernel per connection
+    /// (TCP_NOTSENT_LOWAT; bytes or K/M suffix; 0 = kernel default, up to
+    /// the whole send buffer, 4 MiB on loopback). Bounds the kernel memory a
+    /// slow reader pins; see docs/serve.md for the trade-off.
+    #[arg(long, value_name = "SIZE", default_value_t = defaults::NOTSENT_LOWAT, value_parser = vodlab_server::config::parse_size)]
+    pub notsent_lowat: u64,
     /// Most simultaneous connections; at the cap the connection waiting
     /// longest for a request head is shed for a new one.
     #[arg(long, default_value_t = defaults::MAX_CONNECTIONS)]
@@ -118,6 +124,7 @@ impl ServeArgs {
             idle_timeout: seconds("keepalive", self.keepalive)?,
             header_timeout: seconds("header-timeout", self.header_timeout)?,
             send_timeout: seconds("send-timeout", self.send_timeout)?,
+            notsent_lowat: self.notsent_lowat,
             max_connections: self.max_connections,
             stats_interval: seconds("stats-interval", self.stats_interval)?,
             ..Config::default()
