@@ -192,9 +192,12 @@ pub fn check_request(head: &mut Head) -> Result<BodyFraming, Reject> {
 /// `/a?b`, `https://host` → `/`); `None` for any other form. An empty
 /// authority is not absolute form.
 pub fn origin_form(target: &str) -> Option<String> {
-    let scheme_len = if target.len() >= 7 && target[..7].eq_ignore_ascii_case("http://") {
+    // compared as bytes: a target may have a multi-byte character across
+    // byte 7 or 8 (slicing the str there panicked; found by `cargo fuzz`)
+    let b = target.as_bytes();
+    let scheme_len = if b.len() >= 7 && b[..7].eq_ignore_ascii_case(b"http://") {
         7
-    } else if target.len() >= 8 && target[..8].eq_ignore_ascii_case("https://") {
+    } else if b.len() >= 8 && b[..8].eq_ignore_ascii_case(b"https://") {
         8
     } else {
         return None;
@@ -517,6 +520,10 @@ mod tests {
             ("/plain", "/plain"),
             ("*", "*"),
             ("http:///nohost", "http:///nohost"),
+            // a multi-byte character across bytes 7 and 8 (a panic before;
+            // cargo fuzz's request_head found it)
+            ("`\u{2001}\u{a001}\u{2000}", "`\u{2001}\u{a001}\u{2000}"),
+            ("http:/\u{e9}x", "http:/\u{e9}x"),
         ] {
             let (r, t) = checked(&format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n"));
             assert_eq!((r, t.as_str()), (Ok(BodyFraming::None), origin), "{target}");
