@@ -84,6 +84,7 @@
 //! reaches a new session.
 
 mod config;
+mod session;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -92,6 +93,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 pub use config::{defaults, PacerConfig, PacerConfigError};
+use session::{Session, State};
 
 /// A paced session's handle (a slot and its generation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -207,106 +209,6 @@ pub struct PacerStats {
     pub budget_waits: u64,
     /// Stale heap entries dropped (lazy deletion).
     pub stale_dropped: u64,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum State {
-    Queued(u64),
-    Granted { bytes: u64, kind: Kind },
-}
-
-#[derive(Debug)]
-struct Session {
-    gen: u32,
-    state: State,
-    /// Paced rate r (bytes/s).
-    rate: u64,
-    bitrate: f64,
-    chunk: u64,
-    max_rate: Option<u64>,
-    start: Instant,
-    /// Index of the next grid slot.
-    next_slot: u64,
-    /// A slot fired and its paced release is not made yet.
-    paced_pending: bool,
-    /// Bytes the grid granted and the socket has not taken.
-    owed: u64,
-    owed_cap: u64,
-    /// Burst bytes still to send.
-    burst_owed: u64,
-    sent: u64,
-    total: u64,
-    /// Earliest time for the next release between slots.
-    next_extra: Instant,
-    /// Counted in `Pacer::n_extra`.
-    extra_active: bool,
-    /// Playout estimate: content played = played_base + (now − play_clock).
-    played_base: f64,
-    play_clock: Option<Instant>,
-}
-
-impl Session {
-    fn slot_time(&self, j: u64) -> Instant {
-        self.start + Duration::from_secs_f64(j as f64 * self.chunk as f64 / self.rate as f64)
-    }
-
-    /// Seconds between catch-up releases: c / (r·s).
-    fn catch_up_gap(&self, speed: f64) -> Duration {
-        Duration::from_secs_f64(self.chunk as f64 / (self.rate as f64 * speed))
-    }
-
-    fn remaining(&self) -> u64 {
-        self.total - self.sent
-    }
-
-    /// Fires every slot due at `now`.
-    fn fire_slots(&mut self, now: Instant) {
-        if self.slot_time(self.next_slot) > now {
-            return;
-        }
-        let elapsed = now.saturating_duration_since(self.start).as_secs_f64();
-        let mut last = (elapsed * self.rate as f64 / self.chunk as f64).floor() as u64;
-        // Float guard: the slot index whose time is the last one ≤ now.
-        while last > self.next_slot && self.slot_time(last) > now {
-            last -= 1;
-        }
-        while self.slot_time(last + 1) <= now {
-            last += 1;
-        }
-        let fired = (last + 1).saturating_sub(self.next_slot);
-        self.next_slot = last + 1;
-        self.owed = self
-            .owed
-            .saturating_add(fired.saturating_mul(self.chunk))
-            .min(self.owed_cap);
-        self.paced_pending = true;
-        self.clamp();
-    }
-
-    fn clamp(&mut self) {
-        let left = self.remaining();
-        self.owed = self.owed.min(left);
-        self.burst_owed = self.burst_owed.min(left - self.owed);
-    }
-
-    fn wants_extra(&self) -> bool {
-        self.owed > 0 || self.burst_owed > 0
-    }
-
-    fn buffer(&mut self, now: Instant) -> f64 {
-        let content = self.sent as f64 / self.bitrate;
-        let Some(clock) = self.play_clock else {
-            return content;
-        };
-        let played = self.played_base + now.saturating_duration_since(clock).as_secs_f64();
-        if played > content {
-            // Stalled: playout waits for data.
-            self.played_base = content;
-            self.play_clock = Some(now);
-            return 0.0;
-        }
-        content - played
-    }
 }
 
 /// The pacer: see the module documentation.
