@@ -1,16 +1,16 @@
 //! A pacer without I/O: server-side pacing with intelligent bursting, after
 //! Ma, Bartoš and Bhatia, *Scalability of HTTP Pacing with Intelligent
-//! Bursting* (line numbers [Mnnn] point into that paper's text).
+//! Bursting* (line numbers \[Mnnn] point into that paper's text).
 //!
 //! One [`Pacer`] per worker holds every paced response ("session") in one
-//! timer heap ordered by the next absolute send time [M47]; there is no
+//! timer heap ordered by the next absolute send time \[M47]; there is no
 //! sleeping task per session. The worker asks [`Pacer::next_wakeup`] when
 //! to wake, takes every due release with [`Pacer::poll_ready`]`(now)`,
 //! writes at most the granted bytes (sendfile) and reports what the socket
 //! took with [`Pacer::on_sent`]`(now, id, written)`. The pacer never reads a
 //! clock: `now` is always passed in, so tests run in virtual time.
 //!
-//! ## Pacing [M47]
+//! ## Pacing \[M47]
 //!
 //! The paper's rule is T_send(i) = T_now + δ_pace(i) − k_i with
 //! δ_pace(i) = c / r_i, where c is the chunk size, r_i the session's rate
@@ -26,16 +26,16 @@
 //! a server that wakes late (processing latency, the paper's k_i) sends on
 //! the same grid: bytes sent by t never exceed c·(⌊(t−t₀)·r/c⌋ + 1) plus
 //! bursts, i.e. sent(t) tracks r·(t−t₀) within one chunk. Without bursts a
-//! 1 MB file at 400 kbit/s ends at 20 s − c/r ("just under 20 s", [M91])
+//! 1 MB file at 400 kbit/s ends at 20 s − c/r ("just under 20 s", \[M91])
 //! and its first 4 s of content are out at 4 s − c/r ("just under 4 s",
-//! [M74]).
+//! \[M74]).
 //!
-//! ## Catch-up after short or refused writes [M49]
+//! ## Catch-up after short or refused writes \[M49]
 //!
 //! A write the socket takes only partly (or not at all) leaves a *deficit*:
 //! bytes the grid granted but the socket did not take. The paper shortens
 //! later pacing delays rather than growing the chunk, because the TCP
-//! window is the likely limit ([M59], footnote 3). So while a deficit is
+//! window is the likely limit (\[M59], footnote 3). So while a deficit is
 //! carried the session is also released between its slots, in chunks of at
 //! most c, no oftener than every c/(r·s) (s =
 //! [`PacerConfig::catch_up_speed`]); in the paper's terms the next send is
@@ -46,10 +46,10 @@
 //! its slots and every c/(r·s) in between; it is one heap entry among the
 //! others and does not hold them back.
 //!
-//! ## Intelligent bursting [M51, M53]
+//! ## Intelligent bursting \[M51, M53]
 //!
 //! - Initial burst: B seconds of content ([`PacerConfig::buffer`], the
-//!   paper's 4 s = 200 KB [M66, M91]) beyond the grid, so with K = 1 the
+//!   paper's 4 s = 200 KB \[M66, M91]) beyond the grid, so with K = 1 the
 //!   1 MB file ends about 16 s. When the client reports its buffer (CMCD
 //!   `bl`, [`SessionParams::client_buffer`]) the burst only tops it up to
 //!   B. (Interpretation: `bl` is what the client already holds.)
@@ -59,7 +59,7 @@
 //!   when the estimate reaches zero. When a playing session's estimate falls
 //!   under [`PacerConfig::low_buffer`], it gets a burst back up to B.
 //! - Budget: bytes beyond the grid (bursts and catch-up) use only spare
-//!   capacity [M53]. Spare rate = `link_capacity` − Σ r_i of the live
+//!   capacity \[M53]. Spare rate = `link_capacity` − Σ r_i of the live
 //!   sessions (paced rates are reserved first). A server-wide token bucket
 //!   fills at the spare rate up to a depth of `link_capacity` ×
 //!   [`PacerConfig::burst_window`] (at least one chunk); every extra release
@@ -106,7 +106,7 @@ pub struct SessionId {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SessionParams {
     /// The content's bit rate in bytes per second (a catalog's, CMCD `br`,
-    /// or file size over duration [M47]).
+    /// or file size over duration \[M47]).
     pub bitrate: f64,
     /// Bytes of the response body to pace.
     pub total: u64,

@@ -7,14 +7,14 @@ use thiserror::Error;
 /// The default of every pacer setting, in one place (a CLI reads these).
 pub mod defaults {
     /// Pace factor K: a session is paced at K × its bit rate (the paper
-    /// paces at exactly the bit rate, K = 1 [M47]).
+    /// paces at exactly the bit rate, K = 1 \[M47]).
     pub const PACE_FACTOR: f64 = 1.0;
-    /// Chunk size c in bytes. The paper's chunk size is not stated [M47];
+    /// Chunk size c in bytes. The paper's chunk size is not stated \[M47];
     /// 16 KiB is four pages, a common sendfile quantum. At 50 KB/s
     /// (400 kbit/s) it gives one send every 0.33 s.
     pub const CHUNK_SIZE: u64 = 16 << 10;
     /// Client buffer B in seconds of content: the initial burst and the
-    /// level low-buffer bursts refill to (the paper's 4 s = 200 KB, [M66]).
+    /// level low-buffer bursts refill to (the paper's 4 s = 200 KB, \[M66]).
     pub const BUFFER: f64 = 4.0;
     /// Estimated client buffer (seconds) under which a catch-up burst
     /// refills it to [`BUFFER`] (not in the paper; a quarter of B).
@@ -24,7 +24,7 @@ pub mod defaults {
     pub const CATCH_UP: f64 = 1.0;
     /// Catch-up speed: while behind, sends come at most this many times
     /// as often as the pacing delay c/r (the paper shortens the delay
-    /// instead of growing the chunk, [M49] footnote 3).
+    /// instead of growing the chunk, \[M49] footnote 3).
     pub const CATCH_UP_SPEED: f64 = 4.0;
     /// Depth of the server-wide burst token bucket, in seconds of
     /// `link_capacity`.
