@@ -53,8 +53,11 @@ pub struct PlacementConfig {
     /// Every file's data starts on a multiple of this (the file-system block),
     /// bytes; ≥ 1.
     pub block_bytes: u64,
-    /// Size of one file's metadata read, bytes (0: no per-file metadata).
+    /// Size of one metadata read, bytes (0: no per-file metadata).
     pub meta_bytes: u64,
+    /// Metadata reads per file (inode block, indirect block, ...), each at
+    /// its own place in the group's metadata area.
+    pub meta_reads: u32,
     /// Size of an allocation group whose head holds the metadata of the
     /// files starting in it, bytes.
     pub group_bytes: u64,
@@ -62,15 +65,23 @@ pub struct PlacementConfig {
 
 impl Default for PlacementConfig {
     /// The values calibrated on the thesis's FreeBSD UFS2 file sets
-    /// (docs/disk.md): 16 KiB blocks, a 16 KiB metadata read per file,
-    /// 188 MiB cylinder groups.
+    /// (docs/disk.md): 16 KiB blocks, two 16 KiB metadata reads per file
+    /// (inode and first indirect block), 188 MiB cylinder groups.
     fn default() -> Self {
         PlacementConfig {
             origin: Origin::Low,
             block_bytes: 16 << 10,
             meta_bytes: 16 << 10,
+            meta_reads: 2,
             group_bytes: 188 << 20,
         }
+    }
+}
+
+impl PlacementConfig {
+    /// Distance between a file's successive metadata reads, bytes.
+    pub fn meta_stride(&self) -> u64 {
+        self.group_bytes / (2 * self.meta_reads.max(1) as u64)
     }
 }
 
@@ -81,7 +92,8 @@ pub struct FileExtent {
     pub offset: u64,
     /// File size, bytes.
     pub len: u64,
-    /// Address of its metadata read, if the layout has metadata.
+    /// Address of its first metadata read, if the layout has metadata; read
+    /// `j` is `j · group_bytes / (2 · meta_reads)` further.
     pub meta_offset: Option<u64>,
 }
 
@@ -103,10 +115,13 @@ impl LayoutBuilder {
                 reason: "must be ≥ 1".into(),
             });
         }
-        if cfg.meta_bytes > 0 && cfg.group_bytes < cfg.meta_bytes {
+        if cfg.meta_bytes > 0
+            && cfg.meta_reads > 0
+            && cfg.group_bytes < 2 * cfg.meta_bytes * cfg.meta_reads as u64
+        {
             return Err(DiskError::InvalidOption {
                 key: "group_bytes",
-                reason: "must be at least meta_bytes".into(),
+                reason: "must be at least 2 · meta_bytes · meta_reads".into(),
             });
         }
         Ok(LayoutBuilder {
@@ -153,16 +168,16 @@ impl LayoutBuilder {
         let (mut group, mut in_group) = (u64::MAX, 0u64);
         for (off, len) in self.files {
             let offset = base + off;
-            let meta_offset = (self.cfg.meta_bytes > 0).then(|| {
+            let meta_offset = (self.cfg.meta_bytes > 0 && self.cfg.meta_reads > 0).then(|| {
                 let g = offset / self.cfg.group_bytes;
                 if g != group {
                     group = g;
                     in_group = 0;
                 }
-                let slots = (self.cfg.group_bytes / self.cfg.meta_bytes).max(1);
+                let slots = (self.cfg.meta_stride() / self.cfg.meta_bytes).max(1);
                 let m = g * self.cfg.group_bytes + (in_group % slots) * self.cfg.meta_bytes;
                 in_group += 1;
-                m.min(capacity - self.cfg.meta_bytes.min(capacity))
+                m
             });
             files.push(FileExtent {
                 offset,
@@ -172,6 +187,7 @@ impl LayoutBuilder {
         }
         Ok(Layout {
             cfg: self.cfg,
+            capacity,
             base,
             used,
             files,
@@ -183,6 +199,7 @@ impl LayoutBuilder {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Layout {
     cfg: PlacementConfig,
+    capacity: u64,
     base: u64,
     used: u64,
     files: Vec<FileExtent>,
@@ -250,13 +267,19 @@ impl Layout {
         })
     }
 
-    /// The metadata read of file `i` (what opening it costs on disk).
-    pub fn meta_read(&self, i: usize) -> Option<Request> {
-        let f = self.files.get(i)?;
-        f.meta_offset.map(|m| Request {
-            offset: m,
-            len: self.cfg.meta_bytes,
-            file: Some(i as u64),
-        })
+    /// The metadata reads of file `i`, in order (what opening it costs on
+    /// disk); empty when `i` is unknown or the layout has no metadata.
+    pub fn meta_reads(&self, i: usize) -> Vec<Request> {
+        let Some(m) = self.files.get(i).and_then(|f| f.meta_offset) else {
+            return Vec::new();
+        };
+        let cap_end = self.capacity;
+        (0..self.cfg.meta_reads as u64)
+            .map(|j| Request {
+                offset: (m + j * self.cfg.meta_stride()).min(cap_end - self.cfg.meta_bytes),
+                len: self.cfg.meta_bytes,
+                file: Some(i as u64),
+            })
+            .collect()
     }
 }
