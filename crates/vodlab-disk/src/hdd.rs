@@ -106,7 +106,11 @@ impl Hdd {
                 if t_b <= t_s {
                     // Already in the cache.
                     let finish = t_s + self.overhead_ns + len as f64 / self.iface;
-                    let limit = if running { s.limit.max(self.limit(b)) } else { s.limit };
+                    let limit = if running {
+                        s.limit.max(self.limit(b))
+                    } else {
+                        s.limit
+                    };
                     return Plan {
                         finish,
                         kind: ServiceKind::CacheHit,

@@ -215,12 +215,15 @@ impl Disk {
                     head,
                 ))
             }
-            (_, Some(SsdParams {
-                read_latency_us,
-                bandwidth_mb_s,
-                parallelism,
-                ..
-            })) => Engine::Ssd(Ssd {
+            (
+                _,
+                Some(SsdParams {
+                    read_latency_us,
+                    bandwidth_mb_s,
+                    parallelism,
+                    ..
+                }),
+            ) => Engine::Ssd(Ssd {
                 latency_ns: read_latency_us * 1e3,
                 bw: bandwidth_mb_s * 1e-3,
                 slots: *parallelism as usize,
@@ -274,7 +277,12 @@ impl Disk {
     /// Submits a read at `now`. The request may start at once or later;
     /// poll for its completion.
     pub fn submit(&mut self, now: Duration, req: Request) -> Result<Token, DiskError> {
-        if req.len == 0 || req.offset.checked_add(req.len).is_none_or(|e| e > self.capacity) {
+        if req.len == 0
+            || req
+                .offset
+                .checked_add(req.len)
+                .is_none_or(|e| e > self.capacity)
+        {
             return Err(DiskError::OutOfRange {
                 offset: req.offset,
                 len: req.len,

@@ -142,7 +142,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ("ch3-sas-10k", include_str!("../profiles/ch3-sas-10k.toml")),
     ("wd10efrx", include_str!("../profiles/wd10efrx.toml")),
     ("st1000dm003", include_str!("../profiles/st1000dm003.toml")),
-    ("hitachi-5k3000", include_str!("../profiles/hitachi-5k3000.toml")),
+    (
+        "hitachi-5k3000",
+        include_str!("../profiles/hitachi-5k3000.toml"),
+    ),
     ("sata-ssd", include_str!("../profiles/sata-ssd.toml")),
     ("nvme", include_str!("../profiles/nvme.toml")),
 ];
@@ -154,13 +157,14 @@ pub fn builtin_names() -> Vec<&'static str> {
 
 /// A shipped profile by name.
 pub fn builtin(name: &str) -> Result<Profile, ProfileError> {
-    let (_, text) = BUILTIN
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| ProfileError::Unknown {
-            name: name.to_string(),
-            known: builtin_names().join(", "),
-        })?;
+    let (_, text) =
+        BUILTIN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| ProfileError::Unknown {
+                name: name.to_string(),
+                known: builtin_names().join(", "),
+            })?;
     Profile::from_toml_str(text, &format!("profile:{name}"))
 }
 
@@ -238,7 +242,10 @@ impl Profile {
             bad("name", "must not be empty".into());
         }
         if self.mount_readahead_kib > 1 << 20 {
-            bad("mount_readahead_kib", "must be at most 1048576 (1 GiB)".into());
+            bad(
+                "mount_readahead_kib",
+                "must be at most 1048576 (1 GiB)".into(),
+            );
         }
         match (&self.hdd, &self.ssd) {
             (Some(_), Some(_)) => bad("hdd", "give either [hdd] or [ssd], not both".into()),
@@ -284,7 +291,10 @@ impl Profile {
                 bad("hdd.interface_mb_s", "must be > 0".into());
             }
             if h.cache_segment_kib > 1 << 20 {
-                bad("hdd.cache_segment_kib", "must be at most 1048576 (1 GiB)".into());
+                bad(
+                    "hdd.cache_segment_kib",
+                    "must be at most 1048576 (1 GiB)".into(),
+                );
             }
             if !pos(h.average_seek_ms) {
                 bad("hdd.average_seek_ms", "must be > 0".into());

@@ -11,7 +11,9 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal};
-use vodlab_disk::{profile, Disk, DiskOptions, Layout, LayoutBuilder, Origin, PlacementConfig, Request};
+use vodlab_disk::{
+    profile, Disk, DiskOptions, Layout, LayoutBuilder, Origin, PlacementConfig, Request,
+};
 
 use common::read_sync;
 
@@ -178,7 +180,10 @@ fn calibration_5k3000_two_mb_reads() {
         (seq / 125.5 - 1.0) * 100.0,
         (rnd / 48.4 - 1.0) * 100.0
     );
-    assert!((seq / 125.5 - 1.0).abs() <= 0.05, "sequential {seq:.1} MB/s");
+    assert!(
+        (seq / 125.5 - 1.0).abs() <= 0.05,
+        "sequential {seq:.1} MB/s"
+    );
     assert!((rnd / 48.4 - 1.0).abs() <= 0.05, "random {rnd:.1} MB/s");
 }
 

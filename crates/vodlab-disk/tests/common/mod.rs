@@ -17,7 +17,10 @@ pub fn read_sync(disk: &mut Disk, now: Duration, req: Request) -> Completion {
                 return c;
             }
         }
-        t = disk.next_event_time().expect("something outstanding").max(t);
+        t = disk
+            .next_event_time()
+            .expect("something outstanding")
+            .max(t);
     }
 }
 
