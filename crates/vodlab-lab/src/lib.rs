@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod compare;
 pub mod files;
 pub mod hwbox;
+pub mod netlab;
 pub mod report;
 pub mod runner;
 pub mod search;

@@ -98,6 +98,17 @@ pub enum Command {
     ///   vodlab compare work/yt --root /srv/yt --servers vodlab-asap,nginx --no-pacing --window 30
     #[command(verbatim_doc_comment)]
     Compare(crate::compare::CompareArgs),
+    /// A network lab on this machine (root): a namespace for the server and
+    /// one per client host, joined by veth pairs on a bridge, links shaped
+    /// in the kernel with htb (no delay or loss: this kernel has no netem).
+    /// Nothing is configured outside the lab's namespaces (docs/lab.md).
+    ///
+    /// Examples:
+    ///   vodlab lab run --server-egress 100mbit --port 8080 --server 'vodlab serve --root /srv/v --listen 10.77.0.1:8080' --client 'curl -so /dev/null http://10.77.0.1:8080/a.mp4'
+    ///   vodlab lab up --clients 4 --client-down 8mbit && vodlab lab exec client-2 -- ip addr
+    ///   vodlab lab down
+    #[command(subcommand, verbatim_doc_comment)]
+    Lab(crate::lab::LabCommand),
     /// Render results (compare.json, capacity.json, results.json) into one
     /// self-contained HTML file with SVG figures: throughput and failures
     /// against load, response-time CDFs and box plots by client class,
@@ -125,5 +136,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => crate::bench::run(a),
         Command::Report(a) => crate::report::run(a),
         Command::Compare(a) => crate::compare::run(a),
+        Command::Lab(c) => crate::lab::run(c),
     }
 }

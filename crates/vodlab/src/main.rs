@@ -9,6 +9,7 @@ mod cli;
 mod compare;
 mod fileset;
 mod gen;
+mod lab;
 mod report;
 mod run;
 mod script;

@@ -1,0 +1,542 @@
+//! A network lab on one machine: a network namespace for the server and
+//! one per client host, joined by veth pairs on a bridge that lives in a
+//! namespace of its own, links shaped in the kernel with `htb` (this kernel
+//! has no `netem` or `fq`, so there is no emulated delay or loss; only
+//! rates and queues).
+//!
+//! Nothing touches the machine's own network namespace: every address,
+//! route, bridge and qdisc is inside a namespace the lab created, and
+//! [`Lab::down`] (also on drop) deletes those namespaces, which removes
+//! their interfaces. Namespaces are named `vl-NAME-hub`, `vl-NAME-srv`,
+//! `vl-NAME-cI`; a lab left by a crash is found by that prefix and the
+//! owner file `/run/vodlab/lab-NAME.pid` (its process gone) and removed by
+//! the next [`Lab::up`] of that name.
+//!
+//! Addresses (inside the lab only): server `10.77.0.1`, client host I
+//! `10.77.0.(10 + I)`, a /24.
+//!
+//! The plan ([`plan_up`]) is pure: the `ip`/`tc` argument lists, tested
+//! without root; [`Lab`] runs them (iproute2).
+
+use std::fmt;
+use std::fs;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+/// Most client namespaces one lab makes.
+pub const MAX_CLIENTS: usize = 200;
+/// The server's address inside the lab.
+pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+
+/// A lab's errors.
+#[derive(Debug, Error)]
+pub enum LabError {
+    /// Namespaces need root (CAP_SYS_ADMIN and CAP_NET_ADMIN).
+    #[error("vodlab lab needs root (it creates network namespaces)")]
+    NotRoot,
+    /// A setting is out of range.
+    #[error("{key}: {why}")]
+    Invalid {
+        /// The setting.
+        key: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+    /// Another live process owns a lab of this name.
+    #[error("lab {name:?} is in use by process {pid} (vodlab lab down --name {name} ends it)")]
+    InUse {
+        /// The lab's name.
+        name: String,
+        /// Its owner.
+        pid: u32,
+    },
+    /// A command of the plan failed.
+    #[error("`{cmd}` failed: {stderr}")]
+    Command {
+        /// The command line.
+        cmd: String,
+        /// What it printed.
+        stderr: String,
+    },
+    /// Running a command failed (iproute2 missing?).
+    #[error("running `{cmd}`: {source} (is iproute2 installed?)")]
+    Spawn {
+        /// The command line.
+        cmd: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The owner file could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// A link rate in bits per second, written as `tc` writes them: a number
+/// with `bit`, `kbit`, `mbit` or `gbit` (powers of 1000), or bytes with
+/// `bps`, `kbps`, `mbps`, `gbps` (tc's byte units: `55mbps` = 55 MB/s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rate(pub u64);
+
+impl Rate {
+    /// Bits per second.
+    pub fn bits_per_s(self) -> u64 {
+        self.0
+    }
+}
+
+impl FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim().to_ascii_lowercase();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("{s:?}: not a rate (e.g. 1gbit, 100mbit, 55mbps)"))?;
+        let mult = match unit {
+            "bit" => 1.0,
+            "kbit" => 1e3,
+            "mbit" => 1e6,
+            "gbit" => 1e9,
+            "bps" => 8.0,
+            "kbps" => 8e3,
+            "mbps" => 8e6,
+            "gbps" => 8e9,
+            _ => {
+                return Err(format!(
+                    "{s:?}: unit must be bit, kbit, mbit, gbit (bits/s) or bps, kbps, mbps, gbps (bytes/s)"
+                ))
+            }
+        };
+        let bits = v * mult;
+        if !(8_000.0..=100e9).contains(&bits) {
+            return Err(format!("{s:?}: must be 8 kbit to 100 gbit per second"));
+        }
+        Ok(Rate(bits.round() as u64))
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        if b % 1_000_000_000 == 0 {
+            write!(f, "{}gbit", b / 1_000_000_000)
+        } else if b % 1_000_000 == 0 {
+            write!(f, "{}mbit", b / 1_000_000)
+        } else if b % 1_000 == 0 {
+            write!(f, "{}kbit", b / 1_000)
+        } else {
+            write!(f, "{b}bit")
+        }
+    }
+}
+
+/// What a lab is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSpec {
+    /// The lab's name (letters, digits, `-`; at most 8 characters, so the
+    /// namespace names stay short).
+    pub name: String,
+    /// Client host namespaces (1 to [`MAX_CLIENTS`]).
+    pub clients: usize,
+    /// The server's egress (its uplink toward every client), if shaped:
+    /// the bottleneck of a server-side experiment.
+    pub server_egress: Option<Rate>,
+    /// Each client host's downstream (the hub toward the client), if shaped.
+    pub client_down: Option<Rate>,
+    /// Each client host's upstream, if shaped.
+    pub client_up: Option<Rate>,
+    /// MTU of every link (default 1500, an Ethernet's; loopback's 64 KiB
+    /// would hide per-packet costs).
+    pub mtu: u32,
+}
+
+impl LabSpec {
+    /// A lab of `clients` unshaped client hosts.
+    pub fn new(name: &str, clients: usize) -> Self {
+        Self {
+            name: name.to_string(),
+            clients,
+            server_egress: None,
+            client_down: None,
+            client_up: None,
+            mtu: 1500,
+        }
+    }
+
+    /// Checks the name, the client count and the MTU.
+    pub fn validate(&self) -> Result<(), LabError> {
+        let bad = |key, why: &str| {
+            Err(LabError::Invalid {
+                key,
+                why: why.to_string(),
+            })
+        };
+        if self.name.is_empty()
+            || self.name.len() > 8
+            || !self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return bad("name", "1 to 8 letters, digits or '-'");
+        }
+        if !(1..=MAX_CLIENTS).contains(&self.clients) {
+            return bad("clients", "must be 1 to 200");
+        }
+        if !(576..=65_535).contains(&self.mtu) {
+            return bad("mtu", "must be 576 to 65535");
+        }
+        Ok(())
+    }
+
+    /// The hub namespace (holds the bridge).
+    pub fn hub(&self) -> String {
+        format!("vl-{}-hub", self.name)
+    }
+
+    /// The server's namespace.
+    pub fn server_ns(&self) -> String {
+        format!("vl-{}-srv", self.name)
+    }
+
+    /// Client host `i`'s namespace.
+    pub fn client_ns(&self, i: usize) -> String {
+        format!("vl-{}-c{i}", self.name)
+    }
+
+    /// Client host `i`'s address.
+    pub fn client_addr(&self, i: usize) -> Ipv4Addr {
+        Ipv4Addr::new(10, 77, 0, 10 + i as u8)
+    }
+
+    /// Every namespace of the lab, the hub first.
+    pub fn namespaces(&self) -> Vec<String> {
+        let mut v = vec![self.hub(), self.server_ns()];
+        v.extend((0..self.clients).map(|i| self.client_ns(i)));
+        v
+    }
+}
+
+/// One command of a plan: `ip` or `tc` and its arguments.
+pub type Cmd = Vec<String>;
+
+fn cmd(parts: &[&str]) -> Cmd {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// `htb` on `dev` in `ns` limiting everything it sends to `rate`: one class
+/// that every packet falls into, with tc's default burst for the rate.
+fn shape(ns: &str, dev: &str, rate: Rate) -> Vec<Cmd> {
+    let r = rate.to_string();
+    vec![
+        cmd(&[
+            "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default",
+            "1",
+        ]),
+        cmd(&[
+            "tc", "-n", ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+            "rate", &r, "ceil", &r,
+        ]),
+    ]
+}
+
+/// The commands that build the lab, in order (the spec validated first).
+pub fn plan_up(spec: &LabSpec) -> Result<Vec<Cmd>, LabError> {
+    spec.validate()?;
+    let hub = spec.hub();
+    let mtu = spec.mtu.to_string();
+    let mut v = vec![
+        cmd(&["ip", "netns", "add", &hub]),
+        cmd(&["ip", "-n", &hub, "link", "set", "lo", "up"]),
+        cmd(&["ip", "-n", &hub, "link", "add", "br0", "type", "bridge"]),
+        cmd(&["ip", "-n", &hub, "link", "set", "br0", "up"]),
+    ];
+    let mut hosts = vec![(spec.server_ns(), "s".to_string(), SERVER_ADDR)];
+    hosts.extend(
+        (0..spec.clients).map(|i| (spec.client_ns(i), format!("c{i}"), spec.client_addr(i))),
+    );
+    for (ns, port, addr) in &hosts {
+        let a = format!("{addr}/24");
+        v.extend([
+            cmd(&["ip", "netns", "add", ns]),
+            cmd(&["ip", "-n", ns, "link", "set", "lo", "up"]),
+            cmd(&[
+                "ip", "link", "add", "eth0", "netns", ns, "mtu", &mtu, "type", "veth", "peer",
+                "name", port, "netns", &hub, "mtu", &mtu,
+            ]),
+            cmd(&["ip", "-n", ns, "addr", "add", &a, "dev", "eth0"]),
+            cmd(&["ip", "-n", ns, "link", "set", "eth0", "up"]),
+            cmd(&["ip", "-n", &hub, "link", "set", port, "master", "br0"]),
+            cmd(&["ip", "-n", &hub, "link", "set", port, "up"]),
+        ]);
+    }
+    if let Some(r) = spec.server_egress {
+        v.extend(shape(&spec.server_ns(), "eth0", r));
+    }
+    for i in 0..spec.clients {
+        if let Some(r) = spec.client_down {
+            v.extend(shape(&hub, &format!("c{i}"), r));
+        }
+        if let Some(r) = spec.client_up {
+            v.extend(shape(&spec.client_ns(i), "eth0", r));
+        }
+    }
+    Ok(v)
+}
+
+fn owner_file(name: &str) -> PathBuf {
+    PathBuf::from(format!("/run/vodlab/lab-{name}.pid"))
+}
+
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists
+    pid > 0 && unsafe { libc::kill(pid as i32, 0) } == 0
+}
+
+fn run(c: &Cmd) -> Result<String, LabError> {
+    let line = c.join(" ");
+    let out = Command::new(&c[0])
+        .args(&c[1..])
+        .output()
+        .map_err(|source| LabError::Spawn {
+            cmd: line.clone(),
+            source,
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(LabError::Command {
+            cmd: line,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// The namespaces on this machine whose names are the lab `name`'s.
+pub fn existing_namespaces(name: &str) -> Result<Vec<String>, LabError> {
+    let prefix = format!("vl-{name}-");
+    let list = run(&cmd(&["ip", "netns", "list"]))?;
+    Ok(list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+        .map(str::to_string)
+        .collect())
+}
+
+/// A lab that exists: removed by [`Lab::down`] or when dropped.
+#[derive(Debug)]
+pub struct Lab {
+    spec: LabSpec,
+    /// Whether dropping it removes it (false after [`Lab::detach`]).
+    owned: bool,
+}
+
+impl Lab {
+    /// Builds the lab. A stale lab of the same name (its owner gone) is
+    /// removed first; a live one is [`LabError::InUse`]. A failure half-way
+    /// removes what was built.
+    pub fn up(spec: LabSpec) -> Result<Lab, LabError> {
+        let plan = plan_up(&spec)?;
+        if !crate::hwbox::is_root() {
+            return Err(LabError::NotRoot);
+        }
+        let owner = owner_file(&spec.name);
+        if let Some(pid) = fs::read_to_string(&owner)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+        {
+            if alive(pid) && pid != std::process::id() {
+                return Err(LabError::InUse {
+                    name: spec.name.clone(),
+                    pid,
+                });
+            }
+        }
+        for ns in existing_namespaces(&spec.name)? {
+            eprintln!("vodlab lab: removing stale namespace {ns}");
+            let _ = run(&cmd(&["ip", "netns", "del", &ns]));
+        }
+        let lab = Lab { spec, owned: true };
+        fs::create_dir_all("/run/vodlab").map_err(|source| LabError::Io {
+            path: "/run/vodlab".into(),
+            source,
+        })?;
+        fs::write(&owner, std::process::id().to_string()).map_err(|source| LabError::Io {
+            path: owner,
+            source,
+        })?;
+        for c in &plan {
+            run(c)?; // on error `lab` drops and removes what exists
+        }
+        Ok(lab)
+    }
+
+    /// Takes over an existing lab (for `vodlab lab down` and `exec`).
+    pub fn attach(spec: LabSpec) -> Lab {
+        Lab { spec, owned: true }
+    }
+
+    /// Leaves the lab in place when this value is dropped (`vodlab lab
+    /// up` hands it to later commands); records no owner, so the next `up`
+    /// of the name replaces it.
+    pub fn detach(mut self) -> LabSpec {
+        self.owned = false;
+        let _ = fs::remove_file(owner_file(&self.spec.name));
+        self.spec.clone()
+    }
+
+    /// The spec it was built from.
+    pub fn spec(&self) -> &LabSpec {
+        &self.spec
+    }
+
+    /// A command run inside namespace `ns` (`ip netns exec NS PROGRAM ...`).
+    pub fn command_in(ns: &str, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, program]);
+        c
+    }
+
+    /// Removes every namespace of the lab (and so its links and qdiscs);
+    /// returns the names removed.
+    pub fn down(mut self) -> Result<Vec<String>, LabError> {
+        self.owned = false;
+        remove(&self.spec.name)
+    }
+}
+
+/// Removes the lab `name`'s namespaces and owner file.
+pub fn remove(name: &str) -> Result<Vec<String>, LabError> {
+    let names = existing_namespaces(name)?;
+    let mut first_err = None;
+    for ns in &names {
+        if let Err(e) = run(&cmd(&["ip", "netns", "del", ns])) {
+            first_err.get_or_insert(e);
+        }
+    }
+    let _ = fs::remove_file(owner_file(name));
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(names),
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.owned {
+            if let Err(e) = remove(&self.spec.name) {
+                eprintln!("vodlab lab: removing lab {}: {e}", self.spec.name);
+            }
+        }
+    }
+}
+
+/// Runs `f` on a thread that has entered namespace `ns`'s network stack
+/// (`setns(2)` on `/run/netns/NS`; only that thread moves), e.g. to check
+/// from a client host that the server listens.
+pub fn in_namespace<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<T> {
+    use std::os::unix::io::AsRawFd;
+    let file = fs::File::open(format!("/run/netns/{ns}"))?;
+    std::thread::spawn(move || {
+        // SAFETY: an open namespace descriptor; only this thread changes
+        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| std::io::Error::other("namespace thread panicked"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_in_tc_units() {
+        assert_eq!("1gbit".parse::<Rate>(), Ok(Rate(1_000_000_000)));
+        assert_eq!("400kbit".parse::<Rate>(), Ok(Rate(400_000)));
+        assert_eq!("55mbps".parse::<Rate>(), Ok(Rate(440_000_000)));
+        assert_eq!("2.5MBit".parse::<Rate>(), Ok(Rate(2_500_000)));
+        assert_eq!(Rate(1_000_000_000).to_string(), "1gbit");
+        assert_eq!(Rate(2_500_000).to_string(), "2500kbit");
+        for bad in [
+            "", "fast", "10", "10 mbit", "1e3mbit", "-1mbit", "1kbit", "1000gbit",
+        ] {
+            assert!(bad.parse::<Rate>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn specs_are_checked() {
+        let mut s = LabSpec::new("t1", 4);
+        assert!(s.validate().is_ok());
+        for name in ["", "toolongname", "a b", "x/y", "ü"] {
+            s.name = name.into();
+            assert!(
+                matches!(s.validate(), Err(LabError::Invalid { key: "name", .. })),
+                "{name}"
+            );
+        }
+        s.name = "ok".into();
+        s.clients = 0;
+        assert!(matches!(
+            s.validate(),
+            Err(LabError::Invalid { key: "clients", .. })
+        ));
+        s.clients = 201;
+        assert!(plan_up(&s).is_err());
+    }
+
+    #[test]
+    fn the_plan_builds_a_star_and_shapes_only_what_is_asked() {
+        let mut s = LabSpec::new("p", 2);
+        s.server_egress = Some(Rate(1_000_000_000));
+        let plan = plan_up(&s).unwrap();
+        let lines: Vec<String> = plan.iter().map(|c| c.join(" ")).collect();
+        // every command names a lab namespace: nothing in the machine's own
+        for l in &lines {
+            assert!(l.contains(" vl-p-"), "{l}");
+        }
+        assert_eq!(lines[0], "ip netns add vl-p-hub");
+        for (ns, port, addr) in [
+            ("vl-p-srv", "s", "10.77.0.1"),
+            ("vl-p-c0", "c0", "10.77.0.10"),
+            ("vl-p-c1", "c1", "10.77.0.11"),
+        ] {
+            assert!(lines.contains(&format!("ip netns add {ns}")));
+            assert!(lines.contains(&format!(
+                "ip link add eth0 netns {ns} mtu 1500 type veth peer name {port} netns vl-p-hub mtu 1500"
+            )));
+            assert!(lines.contains(&format!("ip -n {ns} addr add {addr}/24 dev eth0")));
+            assert!(lines.contains(&format!("ip -n vl-p-hub link set {port} master br0")));
+        }
+        let tc: Vec<&String> = lines.iter().filter(|l| l.starts_with("tc ")).collect();
+        assert_eq!(tc.len(), 2, "{tc:?}");
+        assert!(tc[1].ends_with("dev eth0 parent 1: classid 1:1 htb rate 1gbit ceil 1gbit"));
+        assert!(tc[0].starts_with("tc -n vl-p-srv qdisc add dev eth0 root"));
+        // namespaces exist before anything is put in them
+        let pos = |p: &str| lines.iter().position(|l| l.starts_with(p)).unwrap();
+        assert!(pos("ip netns add vl-p-c1") < pos("ip -n vl-p-c1"));
+        s.client_down = Some(Rate(8_000_000));
+        s.client_up = Some(Rate(1_000_000));
+        let n = plan_up(&s).unwrap().iter().filter(|c| c[0] == "tc").count();
+        assert_eq!(n, 2 + 2 * 2 * 2);
+    }
+}
