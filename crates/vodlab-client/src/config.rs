@@ -43,6 +43,11 @@ pub struct RunConfig {
     /// set's content (needs a `vodlab gen` workload and a file set written by
     /// `vodlab fileset create`); 0 disables.
     pub check_bytes: f64,
+    /// Client buffer `B` of the playback latency (the paper's 4 s).
+    pub playback_buffer: Duration,
+    /// Paced target rate as a multiple `K` of the content's bit rate, for
+    /// the rate-window deviation.
+    pub pace_target: f64,
 }
 
 impl RunConfig {
@@ -64,6 +69,8 @@ impl RunConfig {
             requests_csv: None,
             unreachable_after: Duration::from_secs(3),
             check_bytes: 0.0,
+            playback_buffer: crate::delivery::DEFAULT_PLAYBACK_BUFFER,
+            pace_target: 1.0,
         }
     }
 }

@@ -33,6 +33,10 @@
 //!   (or miss their deadlines), then the session ends as failed.
 //! - With a one-way link delay `d`, a request leaves `d` after it is issued
 //!   and its response counts as arrived `d` after its last byte was read.
+//! - Body bytes reported as they are read ([`Event::Body`]) feed the
+//!   delivery meters of [`crate::delivery`]: playback latency, 100 ms rate
+//!   windows against the paced target, the aggregate rate. Bytes a response
+//!   holds that were not reported count as arrived with the response.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -41,6 +45,9 @@ use serde::{Deserialize, Serialize};
 use vodlab_workload::script::{Session, Wait};
 
 pub use crate::checks::check;
+use crate::delivery::{
+    request_bitrate, AggregateMeter, DeliveryOut, Playback, ResponseMeter, DEFAULT_PLAYBACK_BUFFER,
+};
 use crate::exchange::{ErrorKind, Failure, Response};
 use crate::viewer::{self, ViewerStats};
 
@@ -169,6 +176,13 @@ pub struct DriverConfig {
     pub link_delay: Duration,
     /// Deadline of a request whose script line gives none.
     pub default_timeout: Duration,
+    /// Client buffer `B` of the playback latency (the paper's 4 s).
+    pub playback_buffer: Duration,
+    /// Paced target rate as a multiple `K` of the content's bit rate.
+    pub pace_target: f64,
+    /// Epoch of the aggregate rate windows (the run's start); `None`: the
+    /// session's start.
+    pub epoch: Option<Instant>,
 }
 
 impl Default for DriverConfig {
@@ -178,6 +192,9 @@ impl Default for DriverConfig {
             late_pacing: LatePacing::Delay,
             link_delay: Duration::ZERO,
             default_timeout: DEFAULT_TIMEOUT,
+            playback_buffer: DEFAULT_PLAYBACK_BUFFER,
+            pace_target: 1.0,
+            epoch: None,
         }
     }
 }
@@ -207,6 +224,15 @@ pub enum Event {
         conn: usize,
         /// What arrived.
         response: Response,
+    },
+    /// `bytes` body bytes of the response on `conn` were read (at the
+    /// `now` given to `handle`). Optional: unreported bytes count as arrived
+    /// with the response.
+    Body {
+        /// Connection index.
+        conn: usize,
+        /// Body bytes of this read.
+        bytes: u64,
     },
     /// The exchange on `conn` failed; the executor has dropped the connection.
     Failed {
@@ -273,6 +299,8 @@ pub struct Completed {
     pub bytes: u64,
     /// Status.
     pub status: u16,
+    /// Playback latency: issue to the first `B` seconds of content.
+    pub playback: Playback,
 }
 
 /// How a session ended.
@@ -317,6 +345,7 @@ struct Inflight {
     deadline: Instant,
     retried: bool,
     lateness: Option<Duration>,
+    meter: ResponseMeter,
 }
 
 #[derive(Debug, Default)]
@@ -347,6 +376,8 @@ pub struct SessionDriver<'s> {
     reconnects: u32,
     server_closes: u32,
     finished: bool,
+    aggregate: AggregateMeter,
+    delivery: DeliveryOut,
 }
 
 impl<'s> SessionDriver<'s> {
@@ -380,6 +411,8 @@ impl<'s> SessionDriver<'s> {
             reconnects: 0,
             server_closes: 0,
             finished: false,
+            aggregate: AggregateMeter::new(cfg.epoch.unwrap_or(start)),
+            delivery: DeliveryOut::default(),
         };
         d.schedule_next(start);
         d
@@ -398,6 +431,17 @@ impl<'s> SessionDriver<'s> {
     /// True once [`Action::Finished`] has been returned or queued.
     pub fn is_finished(&self) -> bool {
         self.finished
+    }
+
+    /// Moves the delivery figures produced so far (finished rate windows,
+    /// aggregate bytes) to the end of `out`.
+    pub fn take_delivery(&mut self, out: &mut DeliveryOut) {
+        out.append(&mut self.delivery);
+    }
+
+    /// Delivery entries waiting for [`Self::take_delivery`].
+    pub fn delivery_pending(&self) -> usize {
+        self.delivery.len()
     }
 
     /// When `poll_action` must next be called if no event arrives.
@@ -430,6 +474,18 @@ impl<'s> SessionDriver<'s> {
     /// Tells the driver what happened at `now`.
     pub fn handle(&mut self, now: Instant, event: Event) {
         match event {
+            Event::Body { conn, bytes } => {
+                // the hot path: O(1), no allocation beyond a finished window
+                let t = now + self.cfg.link_delay;
+                if let Some(f) = self.conns.get_mut(conn).and_then(|c| c.inflight.as_mut()) {
+                    if f.phase == Phase::Sent {
+                        f.meter.on_body(t, bytes, &mut self.delivery.windows);
+                    }
+                }
+                self.aggregate
+                    .on_body(t, bytes, &mut self.delivery.aggregate);
+                return;
+            }
             Event::Connected { conn } => {
                 let Some(c) = self.conns.get_mut(conn) else {
                     return;
@@ -501,11 +557,21 @@ impl<'s> SessionDriver<'s> {
             return;
         }
         let delay = self.cfg.link_delay;
+        let at = now + delay;
+        let mut meter = f.meter;
+        let unreported = response.body_bytes.saturating_sub(meter.received());
+        if unreported > 0 {
+            meter.on_body(at, unreported, &mut self.delivery.windows);
+            self.aggregate
+                .on_body(at, unreported, &mut self.delivery.aggregate);
+        }
+        meter.finish(at, &mut self.delivery.windows);
         let done = Completed {
-            done: now + delay,
+            done: at,
             ttfb: response.ttfb + 2 * delay,
             bytes: response.body_bytes,
             status: response.status,
+            playback: meter.playback(),
         };
         if delay.is_zero() && done.done <= f.deadline {
             self.complete(conn, done);
@@ -595,6 +661,9 @@ impl<'s> SessionDriver<'s> {
         let deadline = now
             .checked_add(timeout)
             .unwrap_or_else(|| add(now, f64::INFINITY));
+        let bitrate = request_bitrate(&self.session.requests[j], self.session.header.bitrate_bps);
+        let meter =
+            ResponseMeter::new(bitrate, self.cfg.playback_buffer, self.cfg.pace_target, now);
         self.conns[k].inflight = Some(Inflight {
             request: j,
             phase: Phase::Connecting,
@@ -602,6 +671,7 @@ impl<'s> SessionDriver<'s> {
             deadline,
             retried: false,
             lateness,
+            meter,
         });
         if self.conns[k].open {
             self.begin_send(k, now);
@@ -701,6 +771,7 @@ impl<'s> SessionDriver<'s> {
 
     fn finish(&mut self, now: Instant) {
         self.finished = true;
+        self.aggregate.flush(&mut self.delivery.aggregate);
         let end = now.max(self.prev.done);
         let completed = self.arrivals.iter().filter(|a| a.is_some()).count();
         let failed = self.failure.is_some();

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::future::{poll_fn, Future};
@@ -22,6 +22,7 @@ use vodlab_workload::content;
 use vodlab_workload::script::Session;
 
 use crate::config::{Live, RunConfig};
+use crate::delivery::DeliveryOut;
 use crate::driver::{Action, DriverConfig, Event, RequestRecord, SessionDriver, SessionOutcome};
 use crate::exchange::{ErrorKind, Failure};
 use crate::http::{Connection, Outgoing};
@@ -33,6 +34,9 @@ use crate::schedule::Arrivals;
 
 /// Requests a session reports at once.
 const BATCH: usize = 64;
+/// Delivery entries (rate-window runs, aggregate windows) a session holds
+/// before reporting them (16 bytes each).
+const DELIVERY_BATCH: usize = 4096;
 
 struct Ctx {
     cfg: RunConfig,
@@ -63,6 +67,7 @@ enum Report {
         shard: u32,
         index: u32,
         samples: Vec<RequestSample>,
+        delivery: DeliveryOut,
     },
     Session {
         shard: u32,
@@ -84,7 +89,7 @@ pub async fn run(
             let mut f = std::io::BufWriter::new(std::fs::File::create(p)?);
             writeln!(
                 f,
-                "session,shard,class,request,path,range,measured,scheduled_s,sent_s,ttfb_ms,response_ms,bytes,status,error"
+                "session,shard,class,request,path,range,measured,scheduled_s,sent_s,ttfb_ms,response_ms,bytes,status,error,playback_ms,download_ms"
             )?;
             Some(f)
         }
@@ -236,6 +241,8 @@ pub async fn run(
         started_unix,
         duration_s: ctx.secs(end),
         stopped_by: reason,
+        playback_buffer_s: cfg.playback_buffer.as_secs_f64(),
+        pace_target: cfg.pace_target,
     };
     Ok(results::assemble(&info, &metrics, &mon))
 }
@@ -258,11 +265,13 @@ async fn aggregate(
                 shard,
                 index,
                 samples,
+                delivery,
             } => {
                 let (shard, index) = (shard as usize, index as usize);
                 let session = &ctx.work.shards[shard].sessions[index];
                 let class = session.header.class.as_deref().unwrap_or("default");
                 let measured = ctx.work.is_measured(index, limits[shard]);
+                m.record_delivery(measured, &delivery);
                 for s in &samples {
                     m.record_request(class, measured, s);
                 }
@@ -322,21 +331,27 @@ fn csv_row(
         .map(|g| g.header_value().trim_start_matches("bytes=").to_string())
         .unwrap_or_default();
     let _ = match s.outcome {
-        Ok(d) => writeln!(
-            out,
-            "{id},{shard},{class},{j},{},{range},{},{:.6},{:.6},{:.3},{:.3},{},{},",
-            r.path,
-            u8::from(measured),
-            s.scheduled_s,
-            s.sent_s,
-            d.ttfb_us as f64 / 1e3,
-            d.response_us as f64 / 1e3,
-            d.bytes,
-            d.status
-        ),
+        Ok(d) => {
+            let _ = write!(
+                out,
+                "{id},{shard},{class},{j},{},{range},{},{:.6},{:.6},{:.3},{:.3},{},{},,",
+                r.path,
+                u8::from(measured),
+                s.scheduled_s,
+                s.sent_s,
+                d.ttfb_us as f64 / 1e3,
+                d.response_us as f64 / 1e3,
+                d.bytes,
+                d.status
+            );
+            if let crate::delivery::Playback::After(t) = d.playback {
+                let _ = write!(out, "{:.3}", t.as_secs_f64() * 1e3);
+            }
+            writeln!(out, ",{:.3}", d.response_us as f64 / 1e3)
+        }
         Err(k) => writeln!(
             out,
-            "{id},{shard},{class},{j},{},{range},{},{:.6},,,,,,{}",
+            "{id},{shard},{class},{j},{},{range},{},{:.6},,,,,,{},,",
             r.path,
             u8::from(measured),
             s.scheduled_s,
@@ -384,6 +399,7 @@ struct Batch {
     shard: u32,
     index: u32,
     samples: Vec<RequestSample>,
+    delivery: DeliveryOut,
 }
 
 impl Batch {
@@ -394,13 +410,25 @@ impl Batch {
         }
     }
 
+    /// Takes the driver's delivery figures, reporting them when many.
+    fn take_delivery(&mut self, d: &mut SessionDriver<'_>) {
+        if d.delivery_pending() > 0 {
+            d.take_delivery(&mut self.delivery);
+            if self.delivery.len() >= DELIVERY_BATCH {
+                self.flush();
+            }
+        }
+    }
+
     fn flush(&mut self) {
-        if !self.samples.is_empty() {
+        if !self.samples.is_empty() || !self.delivery.is_empty() {
             let samples = std::mem::take(&mut self.samples);
+            let delivery = std::mem::take(&mut self.delivery);
             let _ = self.tx.send(Report::Requests {
                 shard: self.shard,
                 index: self.index,
                 samples,
+                delivery,
             });
         }
     }
@@ -413,6 +441,22 @@ impl Drop for Batch {
 }
 
 type Step<'a> = BoxFuture<'a, (usize, Option<Connection>, Event)>;
+
+/// The session's driver, shared by its loop and the reads of its exchanges
+/// (one task: the lock is never contended).
+type Shared<'s> = Mutex<SessionDriver<'s>>;
+
+fn lock<'a, 's>(d: &'a Shared<'s>) -> MutexGuard<'a, SessionDriver<'s>> {
+    d.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Where an exchange reports delivery figures that pile up during one long
+/// response (the session loop only wakes when it completes).
+struct Reporter<'a> {
+    tx: &'a mpsc::UnboundedSender<Report>,
+    shard: u32,
+    index: u32,
+}
 
 async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::UnboundedSender<Report>) {
     let work = ctx.work.clone();
@@ -428,19 +472,33 @@ async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::Unboun
     ctx.live.started.fetch_add(1, Ordering::Relaxed);
     ctx.live.active.fetch_add(1, Ordering::Relaxed);
     let mut batch = Batch {
-        tx,
+        tx: tx.clone(),
         shard: shard as u32,
         index: index as u32,
         samples: Vec::new(),
+        delivery: DeliveryOut::default(),
+    };
+    let reporter = Reporter {
+        tx: &tx,
+        shard: shard as u32,
+        index: index as u32,
     };
     let dcfg = DriverConfig {
         pacing: ctx.cfg.pacing,
         late_pacing: ctx.cfg.late_pacing,
         link_delay: link.delay,
+        playback_buffer: ctx.cfg.playback_buffer,
+        pace_target: ctx.cfg.pace_target,
+        epoch: Some(ctx.t0),
         ..DriverConfig::default()
     };
-    let mut driver = SessionDriver::new(session, Some(&work.file_sizes), dcfg, start);
-    let n = driver.connections();
+    let shared: Shared<'_> = Mutex::new(SessionDriver::new(
+        session,
+        Some(&work.file_sizes),
+        dcfg,
+        start,
+    ));
+    let n = lock(&shared).connections();
     let mut conns: Vec<Option<Connection>> = (0..n).map(|_| None).collect();
     // what is in flight on each connection; dropping it abandons the exchange
     // (a session has few connections: polling each slot on a wake is cheaper
@@ -450,65 +508,73 @@ async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::Unboun
     let mut armed: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        while let Some(action) = driver.poll_action(now) {
-            match action {
-                Action::Connect { conn } => {
-                    conns[conn] = None;
-                    let ctx = &ctx;
-                    let link = &link;
-                    let fut = async move {
-                        match Connection::connect(ctx.cfg.addr, &ctx.cfg.host, link).await {
-                            Ok(c) => {
-                                ctx.refused_streak.store(0, Ordering::Relaxed);
-                                ctx.last_connect_ok_us
-                                    .store(ctx.us(Instant::now()), Ordering::Relaxed);
-                                (conn, Some(c), Event::Connected { conn })
-                            }
-                            Err(failure) => {
-                                if failure.kind == ErrorKind::Refused {
-                                    ctx.refused_streak.fetch_add(1, Ordering::Relaxed);
+        // the guard lives in this block only: never across an await
+        let wake = {
+            let mut driver = lock(&shared);
+            while let Some(action) = driver.poll_action(now) {
+                match action {
+                    Action::Connect { conn } => {
+                        conns[conn] = None;
+                        let ctx = &ctx;
+                        let link = &link;
+                        let fut = async move {
+                            match Connection::connect(ctx.cfg.addr, &ctx.cfg.host, link).await {
+                                Ok(c) => {
+                                    ctx.refused_streak.store(0, Ordering::Relaxed);
+                                    ctx.last_connect_ok_us
+                                        .store(ctx.us(Instant::now()), Ordering::Relaxed);
+                                    (conn, Some(c), Event::Connected { conn })
                                 }
-                                (conn, None, Event::ConnectFailed { conn, failure })
+                                Err(failure) => {
+                                    if failure.kind == ErrorKind::Refused {
+                                        ctx.refused_streak.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    (conn, None, Event::ConnectFailed { conn, failure })
+                                }
                             }
                         }
+                        .boxed();
+                        steps[conn] = Some(fut);
                     }
-                    .boxed();
-                    steps[conn] = Some(fut);
-                }
-                Action::Send { conn, request } => {
-                    let Some(c) = conns[conn].take() else {
-                        // the driver only sends on connections it saw open
-                        driver.handle(
-                            now,
-                            Event::Failed {
-                                conn,
-                                failure: Failure::new(ErrorKind::Other, "no open connection"),
-                            },
-                        );
-                        continue;
-                    };
-                    steps[conn] = Some(exchange(&ctx, c, conn, id, session, request).boxed());
-                }
-                Action::Close { conn } => {
-                    steps[conn] = None;
-                    conns[conn] = None;
-                }
-                Action::Record(r) => {
-                    if let Ok(d) = &r.result {
-                        ctx.live.requests.fetch_add(1, Ordering::Relaxed);
-                        ctx.live.bytes.fetch_add(d.bytes, Ordering::Relaxed);
+                    Action::Send { conn, request } => {
+                        let Some(c) = conns[conn].take() else {
+                            // the driver only sends on connections it saw open
+                            driver.handle(
+                                now,
+                                Event::Failed {
+                                    conn,
+                                    failure: Failure::new(ErrorKind::Other, "no open connection"),
+                                },
+                            );
+                            continue;
+                        };
+                        let (shared, reporter) = (&shared, &reporter);
+                        let fut = exchange(&ctx, c, conn, id, session, request, shared, reporter);
+                        steps[conn] = Some(fut.boxed());
                     }
-                    batch.push(sample(&ctx, &r));
-                }
-                Action::Finished(o) => {
-                    drop(steps);
-                    batch.flush();
-                    finish(&ctx, &batch, o);
-                    return;
+                    Action::Close { conn } => {
+                        steps[conn] = None;
+                        conns[conn] = None;
+                    }
+                    Action::Record(r) => {
+                        if let Ok(d) = &r.result {
+                            ctx.live.requests.fetch_add(1, Ordering::Relaxed);
+                            ctx.live.bytes.fetch_add(d.bytes, Ordering::Relaxed);
+                        }
+                        batch.push(sample(&ctx, &r));
+                    }
+                    Action::Finished(o) => {
+                        drop(steps);
+                        batch.take_delivery(&mut driver);
+                        batch.flush();
+                        finish(&ctx, &batch, o);
+                        return;
+                    }
                 }
             }
-        }
-        let wake = driver.poll_timeout();
+            batch.take_delivery(&mut driver);
+            driver.poll_timeout()
+        };
         let busy = steps.iter().any(Option::is_some);
         if !busy && wake.is_none() {
             // cannot happen with a correct driver; never spin
@@ -541,13 +607,15 @@ async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::Unboun
         .await;
         if let Some((conn, c, ev)) = done {
             conns[conn] = c;
-            driver.handle(Instant::now(), ev);
+            lock(&shared).handle(Instant::now(), ev);
         }
     }
 }
 
 /// Sends request `j` on `c` and reads its answer, checking a sample of body
-/// bytes against the file set's content.
+/// bytes against the file set's content and telling the driver when body
+/// bytes arrive.
+#[allow(clippy::too_many_arguments)]
 async fn exchange(
     ctx: &Ctx,
     mut c: Connection,
@@ -555,6 +623,8 @@ async fn exchange(
     session_id: u64,
     session: &Session,
     j: usize,
+    shared: &Shared<'_>,
+    reporter: &Reporter<'_>,
 ) -> (usize, Option<Connection>, Event) {
     let r = &session.requests[j];
     let range = r.range.map(|g| g.header_value());
@@ -586,7 +656,22 @@ async fn exchange(
             }
         }
     };
-    match c.exchange(&out, &mut sink).await {
+    // per read: one uncontended lock and the driver's O(1) meters
+    let mut arrived = |at: Instant, bytes: u64| {
+        let mut d = lock(shared);
+        d.handle(at, Event::Body { conn, bytes });
+        if d.delivery_pending() >= DELIVERY_BATCH {
+            let mut delivery = DeliveryOut::default();
+            d.take_delivery(&mut delivery);
+            let _ = reporter.tx.send(Report::Requests {
+                shard: reporter.shard,
+                index: reporter.index,
+                samples: Vec::new(),
+                delivery,
+            });
+        }
+    };
+    match c.exchange_timed(&out, &mut sink, &mut arrived).await {
         Ok(_) if bad_byte.is_some() => {
             let off = bad_byte.unwrap_or(0);
             let failure = Failure::new(
@@ -617,6 +702,7 @@ fn sample(ctx: &Ctx, r: &RequestRecord) -> RequestSample {
                 from_schedule_us: d.done.saturating_duration_since(r.scheduled).as_micros() as u64,
                 bytes: d.bytes,
                 status: d.status,
+                playback: d.playback,
             }),
             Err(f) => Err(f.kind),
         },

@@ -145,6 +145,18 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         req: &Outgoing<'_>,
         sink: &mut (dyn FnMut(u64, &[u8]) + Send),
     ) -> Result<Response, Failure> {
+        self.exchange_timed(req, sink, &mut |_, _| {}).await
+    }
+
+    /// [`Self::exchange`], also telling `arrived(at, n)` after every read
+    /// that carried body bytes: `n` body bytes, read at `at` (one clock read
+    /// per socket read; the delivery meters' input).
+    pub async fn exchange_timed(
+        &mut self,
+        req: &Outgoing<'_>,
+        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+        arrived: &mut (dyn FnMut(Instant, u64) + Send),
+    ) -> Result<Response, Failure> {
         let reused = self.uses > 0;
         self.out.clear();
         encode_request(
@@ -181,11 +193,18 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
 
         let mut dec = ResponseDecoder::new(req.method == "HEAD");
         let mut ttfb = None;
+        let mut read_at = sent;
+        let mut reported = 0u64;
         loop {
             if self.start < self.end {
                 let p = dec
                     .feed(&self.buf[self.start..self.end], sink)
                     .map_err(|e| decode_failure(e, false))?;
+                let body = dec.body_bytes();
+                if body > reported {
+                    arrived(read_at, body - reported);
+                    reported = body;
+                }
                 self.start += p.consumed;
                 if self.start == self.end {
                     self.start = 0;
@@ -202,7 +221,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                     Err(e) => return Err(decode_failure(e, reused)),
                 },
                 Ok(n) => {
-                    ttfb.get_or_insert_with(|| sent.elapsed());
+                    read_at = Instant::now();
+                    ttfb.get_or_insert_with(|| read_at.saturating_duration_since(sent));
                     self.end += n;
                 }
                 Err(e) => {

@@ -18,6 +18,7 @@
 
 pub mod checks;
 pub mod config;
+pub mod delivery;
 pub mod driver;
 pub mod engine;
 pub mod exchange;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::delivery::{DeliveryOut, Playback, MAX_RATIO_PERMILLE};
 use crate::exchange::ErrorKind;
 use crate::viewer::ViewerStats;
 
@@ -18,6 +19,16 @@ pub fn histogram() -> Histogram<u64> {
 pub fn record(h: &mut Histogram<u64>, us: u64) {
     let _ = h.record(us.clamp(1, 3_600_000_000));
 }
+
+/// Histogram of delivered/target ratios of rate windows, per mille
+/// (0 ..= [`MAX_RATIO_PERMILLE`]; exact below 2048, i.e. to 0.1 % up to twice
+/// the target).
+pub fn ratio_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, u64::from(MAX_RATIO_PERMILLE), 3).expect("valid bounds")
+}
+
+/// Longest aggregate series kept, 100 ms windows (a week).
+pub const MAX_AGGREGATE_WINDOWS: u64 = 7 * 86_400 * 10;
 
 /// Percentile summary of a histogram, in milliseconds (or seconds where named).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -138,6 +149,13 @@ pub struct ClassMetrics {
     pub requests: u64,
     /// Body bytes of those requests.
     pub bytes: u64,
+    /// Issue to the first `B` seconds of content, µs (completed requests
+    /// with a known bit rate and at least `B` seconds of content).
+    pub playback: Histogram<u64>,
+    /// Completed requests without a known bit rate (no playback latency).
+    pub playback_no_bitrate: u64,
+    /// Completed requests with less than `B` seconds of content.
+    pub playback_short: u64,
 }
 
 impl Default for ClassMetrics {
@@ -154,6 +172,9 @@ impl Default for ClassMetrics {
             stall_us: 0,
             requests: 0,
             bytes: 0,
+            playback: histogram(),
+            playback_no_bitrate: 0,
+            playback_short: 0,
         }
     }
 }
@@ -174,6 +195,9 @@ impl ClassMetrics {
         self.stall_us += o.stall_us;
         self.requests += o.requests;
         self.bytes += o.bytes;
+        self.playback.add(&o.playback).expect("same bounds");
+        self.playback_no_bitrate += o.playback_no_bitrate;
+        self.playback_short += o.playback_short;
     }
 }
 
@@ -305,6 +329,8 @@ pub struct SampleDone {
     pub bytes: u64,
     /// Status.
     pub status: u16,
+    /// Playback latency (issue to the first `B` seconds of content).
+    pub playback: Playback,
 }
 
 /// One ended session's figures.
@@ -356,6 +382,15 @@ pub struct RunMetrics {
     pub measured_from: Option<f64>,
     /// Last measured session end, s.
     pub measured_to: Option<f64>,
+    /// Delivered/target ratio of every rate window of measured sessions'
+    /// responses after their first `B` seconds, per mille.
+    pub rate_ratio: Histogram<u64>,
+    /// Those windows.
+    pub rate_windows: u64,
+    /// Those within ±5 % of the target.
+    pub rate_windows_within: u64,
+    /// Body bytes of every session per 100 ms window from the run start.
+    pub delivered: Vec<u64>,
 }
 
 impl RunMetrics {
@@ -375,6 +410,33 @@ impl RunMetrics {
             skipped_requests: 0,
             measured_from: None,
             measured_to: None,
+            rate_ratio: ratio_histogram(),
+            rate_windows: 0,
+            rate_windows_within: 0,
+            delivered: Vec::new(),
+        }
+    }
+
+    /// Delivery figures of a session (rate windows count for measured
+    /// sessions only; the aggregate counts every session).
+    pub fn record_delivery(&mut self, measured: bool, d: &DeliveryOut) {
+        if measured {
+            for w in &d.windows {
+                let n = u64::from(w.count);
+                let _ = self.rate_ratio.record_n(u64::from(w.ratio_permille), n);
+                self.rate_windows += n;
+                self.rate_windows_within += if w.within { n } else { 0 };
+            }
+        }
+        for &(i, bytes) in &d.aggregate {
+            if i >= MAX_AGGREGATE_WINDOWS {
+                continue;
+            }
+            let i = i as usize;
+            if self.delivered.len() <= i {
+                self.delivered.resize(i + 1, 0);
+            }
+            self.delivered[i] += bytes;
         }
     }
 
@@ -410,6 +472,11 @@ impl RunMetrics {
             record(&mut m.from_schedule, d.from_schedule_us);
             m.requests += 1;
             m.bytes += d.bytes;
+            match d.playback {
+                Playback::After(t) => record(&mut m.playback, t.as_micros() as u64),
+                Playback::NoBitRate => m.playback_no_bitrate += 1,
+                Playback::Short => m.playback_short += 1,
+            }
         }
     }
 
@@ -464,6 +531,15 @@ impl RunMetrics {
         self.skipped_requests += o.skipped_requests;
         self.measured_from = min_opt(self.measured_from, o.measured_from, f64::min);
         self.measured_to = min_opt(self.measured_to, o.measured_to, f64::max);
+        self.rate_ratio.add(&o.rate_ratio).expect("same bounds");
+        self.rate_windows += o.rate_windows;
+        self.rate_windows_within += o.rate_windows_within;
+        if self.delivered.len() < o.delivered.len() {
+            self.delivered.resize(o.delivered.len(), 0);
+        }
+        for (a, b) in self.delivered.iter_mut().zip(&o.delivered) {
+            *a += b;
+        }
     }
 }
 
@@ -489,6 +565,9 @@ impl PartialEq for ClassMetrics {
             ) == (o.sessions, o.failed, o.stalled_sessions, o.stalls)
             && (self.requests, self.bytes) == (o.requests, o.bytes)
             && self.stall_us == o.stall_us
+            && self.playback == o.playback
+            && (self.playback_no_bitrate, self.playback_short)
+                == (o.playback_no_bitrate, o.playback_short)
     }
 }
 
@@ -512,6 +591,13 @@ mod tests {
                     from_schedule_us: 2_000 + i * 1_013 % 3_000_000,
                     bytes: 1 + i * 104_729 % 4_000_000,
                     status: 206,
+                    playback: match i % 3 {
+                        0 => Playback::NoBitRate,
+                        1 => Playback::Short,
+                        _ => {
+                            Playback::After(std::time::Duration::from_micros(i * 7_717 % 5_000_000))
+                        }
+                    },
                 })
             } else {
                 Err(ErrorKind::ALL[(i % 10) as usize])
@@ -544,6 +630,16 @@ mod tests {
         if i % 4 == 0 {
             m.record_session(class, measured, &sess(i));
         }
+        let w = crate::delivery::WindowRun {
+            ratio_permille: (i * 37 % 2_500) as u32,
+            within: i % 2 == 0,
+            count: (i % 5 + 1) as u32,
+        };
+        let d = DeliveryOut {
+            windows: vec![w],
+            aggregate: vec![(i % 97, i * 1_000 + 1)],
+        };
+        m.record_delivery(measured, &d);
     }
 
     proptest! {

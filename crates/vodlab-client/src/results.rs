@@ -53,6 +53,20 @@ pub struct ClassResults {
     pub stalls: u64,
     /// Total stall time, s.
     pub stall_time_s: f64,
+    /// Playback latency (the pacing paper's): issue — the connection attempt
+    /// on a new connection — to the first `B` seconds of content, s.
+    #[serde(default)]
+    pub playback_latency_s: Summary,
+    /// Download time: issue to last byte, s (the response time in seconds).
+    #[serde(default)]
+    pub download_time_s: Summary,
+    /// Completed requests whose bit rate was unknown (no playback latency).
+    #[serde(default)]
+    pub requests_without_bitrate: u64,
+    /// Completed requests holding less than `B` seconds of content (no
+    /// playback latency).
+    #[serde(default)]
+    pub requests_shorter_than_buffer: u64,
 }
 
 impl ClassResults {
@@ -71,6 +85,10 @@ impl ClassResults {
             stalled_sessions: m.stalled_sessions,
             stalls: m.stalls,
             stall_time_s: m.stall_us as f64 / 1e6,
+            playback_latency_s: Summary::of(&m.playback, 1e6),
+            download_time_s: Summary::of(&m.response, 1e6),
+            requests_without_bitrate: m.playback_no_bitrate,
+            requests_shorter_than_buffer: m.playback_short,
         }
     }
 }
@@ -129,6 +147,108 @@ pub struct Interval {
     pub failed: u64,
     /// Client CPU, percent of one core.
     pub cpu_pct: f64,
+}
+
+/// Deviation of delivered rate windows from the paced target, as fractions
+/// (`(delivered − target) / target`; −1 is a window with no bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Deviation {
+    /// Smallest.
+    pub min: f64,
+    /// 5th percentile.
+    pub p5: f64,
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// Largest (clamped at 999, a ratio of 1000).
+    pub max: f64,
+}
+
+/// The figures that judge a pacing server (Ma, Bartoš, Bhatia): playback
+/// latency, download time, rate windows against the paced target, and the
+/// aggregate rate over time. See `docs/run.md`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Delivery {
+    /// Client buffer `B`, s (`--playback-buffer`).
+    pub playback_buffer_s: f64,
+    /// Paced target as a multiple of the bit rate (`--pace-target`).
+    pub pace_target: f64,
+    /// Width of the rate windows, s.
+    pub rate_window_s: f64,
+    /// Playback latency of measured sessions' requests, s.
+    pub playback_latency_s: Summary,
+    /// Its distribution, `[quantile, s]` pairs (the paper's sorted latencies).
+    pub playback_latency_cdf_s: Vec<[f64; 2]>,
+    /// Download time (issue to last byte) of the same requests, s.
+    pub download_time_s: Summary,
+    /// Completed requests with no known bit rate (no playback latency, no
+    /// rate windows).
+    pub requests_without_bitrate: u64,
+    /// Completed requests holding less than `B` seconds of content.
+    pub requests_shorter_than_buffer: u64,
+    /// Full rate windows after the first `B` seconds of measured responses.
+    pub rate_windows: u64,
+    /// Those delivering within ±5 % of the target.
+    pub rate_windows_within_5pct: u64,
+    /// The same in percent of `rate_windows`.
+    pub rate_windows_within_5pct_pct: f64,
+    /// Deviation from the target across all those windows.
+    pub rate_deviation: Deviation,
+    /// Width of a point of the aggregate series, s (100 ms, coarsened to
+    /// keep at most 2,000 points).
+    pub aggregate_window_s: f64,
+    /// Body bytes of all sessions over time: `[window start s, Mbit/s]`.
+    pub aggregate_mbit_per_s: Vec<[f64; 2]>,
+}
+
+/// Most points of the aggregate series in results.
+pub const MAX_AGGREGATE_POINTS: usize = 2000;
+
+/// Builds [`Delivery`] from merged metrics.
+pub fn delivery(sh: &RunMetrics, overall: &ClassMetrics, buffer_s: f64, k: f64) -> Delivery {
+    let w = crate::delivery::RATE_WINDOW.as_secs_f64();
+    let h = &sh.rate_ratio;
+    let dev = |v: u64| v as f64 / 1000.0 - 1.0;
+    let rate_deviation = if h.is_empty() {
+        Deviation::default()
+    } else {
+        Deviation {
+            min: dev(h.min()),
+            p5: dev(h.value_at_quantile(0.05)),
+            p50: dev(h.value_at_quantile(0.50)),
+            p95: dev(h.value_at_quantile(0.95)),
+            max: dev(h.max()),
+        }
+    };
+    let per = sh.delivered.len().div_ceil(MAX_AGGREGATE_POINTS).max(1);
+    let width = w * per as f64;
+    let aggregate_mbit_per_s = sh
+        .delivered
+        .chunks(per)
+        .enumerate()
+        .map(|(i, c)| {
+            let bytes: u64 = c.iter().sum();
+            [i as f64 * width, bytes as f64 * 8.0 / width / 1e6]
+        })
+        .collect();
+    Delivery {
+        playback_buffer_s: buffer_s,
+        pace_target: k,
+        rate_window_s: w,
+        playback_latency_s: Summary::of(&overall.playback, 1e6),
+        playback_latency_cdf_s: crate::metrics::cdf(&overall.playback, 1e6),
+        download_time_s: Summary::of(&overall.response, 1e6),
+        requests_without_bitrate: overall.playback_no_bitrate,
+        requests_shorter_than_buffer: overall.playback_short,
+        rate_windows: sh.rate_windows,
+        rate_windows_within_5pct: sh.rate_windows_within,
+        rate_windows_within_5pct_pct: pct(sh.rate_windows_within, sh.rate_windows),
+        rate_deviation,
+        aggregate_window_s: width,
+        aggregate_mbit_per_s,
+    }
 }
 
 /// Everything `results.json` holds.
@@ -213,6 +333,9 @@ pub struct Results {
     pub interval_s: f64,
     /// Per-interval series.
     pub intervals: Vec<Interval>,
+    /// The figures that judge a pacing server (absent from older files).
+    #[serde(default)]
+    pub delivery: Delivery,
 }
 
 fn peak_rss_mb() -> f64 {
@@ -256,6 +379,10 @@ pub struct RunInfo {
     pub duration_s: f64,
     /// Why the run ended.
     pub stopped_by: StopReason,
+    /// Client buffer `B` of the playback latency, s.
+    pub playback_buffer_s: f64,
+    /// Paced target as a multiple of the bit rate.
+    pub pace_target: f64,
 }
 
 /// What the run's monitor sampled: per interval, the most active sessions
@@ -382,6 +509,7 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         })
         .collect();
     let o = ClassResults::of(&overall);
+    let delivery = delivery(sh, &overall, info.playback_buffer_s, info.pace_target);
     Results {
         format: "vodlab-results".into(),
         version: 1,
@@ -429,6 +557,7 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         health,
         interval_s: width,
         intervals,
+        delivery,
     }
 }
 
@@ -486,6 +615,22 @@ impl Results {
             &self.latency_from_schedule_ms,
         );
         row(&mut s, "start-up delay (s)", &self.startup_delay_s);
+        let d = &self.delivery;
+        if d.playback_latency_s.count > 0 || d.rate_windows > 0 {
+            row(&mut s, "playback latency (s)", &d.playback_latency_s);
+            row(&mut s, "download time (s)", &d.download_time_s);
+            let _ = writeln!(
+                s,
+                "  pacing: {} windows of {:.0} ms, {:.1} % within ±5 % of {}× the bit rate; deviation p5 {:+.3} p50 {:+.3} p95 {:+.3}",
+                d.rate_windows,
+                d.rate_window_s * 1e3,
+                d.rate_windows_within_5pct_pct,
+                d.pace_target,
+                d.rate_deviation.p5,
+                d.rate_deviation.p50,
+                d.rate_deviation.p95
+            );
+        }
         let _ = writeln!(
             s,
             "  stalls: {} in {} sessions, {:.1} s in all",

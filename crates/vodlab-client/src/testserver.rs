@@ -1,5 +1,6 @@
 //! A tiny in-process HTTP/1.1 server for tests: serves virtual files of given
-//! sizes (with Range), with an injectable delay per path, and counts requests.
+//! sizes (with Range), with an injectable delay per path and optional pacing
+//! of bodies (a burst, then a rate), and counts requests.
 //! Not a product server (see `vodlab serve`); it exists so engine tests are
 //! deterministic and need no external process.
 
@@ -22,6 +23,19 @@ pub struct TestServerConfig {
     pub delays: HashMap<String, Duration>,
     /// Close the connection after every response.
     pub close_after_each: bool,
+    /// Pace every body: this burst, then this rate.
+    pub pace: Option<TestPace>,
+}
+
+/// How the test server paces a body: `burst` bytes at once, then
+/// `bytes_per_s` in slices every 10 ms (tokio timers: as steady as the
+/// machine allows, not a reference pacer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestPace {
+    /// Bytes sent at once first.
+    pub burst: u64,
+    /// Rate afterwards, bytes per second.
+    pub bytes_per_s: u64,
 }
 
 /// A request the server saw.
@@ -108,12 +122,27 @@ impl TestServer {
                         }
                         let chunk = vec![b'v'; 64 * 1024];
                         let mut left = body_len;
+                        let paced_from = tokio::time::Instant::now();
+                        let mut sent = 0u64;
                         while left > 0 {
-                            let n = left.min(chunk.len() as u64) as usize;
+                            let mut n = left.min(chunk.len() as u64) as usize;
+                            if let Some(p) = cfg.pace.filter(|p| sent >= p.burst) {
+                                // slice k leaves 10·k ms after the burst
+                                let slice = (p.bytes_per_s / 100).max(1);
+                                let k = (sent - p.burst) / slice + 1;
+                                tokio::time::sleep_until(
+                                    paced_from + Duration::from_millis(10 * k),
+                                )
+                                .await;
+                                n = n.min(slice as usize);
+                            } else if let Some(p) = cfg.pace {
+                                n = n.min((p.burst - sent) as usize);
+                            }
                             if sock.write_all(&chunk[..n]).await.is_err() {
                                 return;
                             }
                             left -= n as u64;
+                            sent += n as u64;
                         }
                         if cfg.close_after_each {
                             return;

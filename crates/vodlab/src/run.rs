@@ -85,6 +85,16 @@ pub struct RunArgs {
     /// only); 0 turns the check off, e.g. for a server with other content.
     #[arg(long, default_value_t = 0.01, value_name = "FRACTION")]
     pub check_bytes: f64,
+    /// Client buffer B of the playback latency: seconds of content (at the
+    /// request's CMCD `br` or the session's `bitrate=`) that must arrive
+    /// before playback could start (the pacing paper's 4 s).
+    #[arg(long, default_value_t = 4.0, value_name = "SECONDS")]
+    pub playback_buffer: f64,
+    /// Paced target as a multiple K of the content's bit rate: each 100 ms
+    /// window after the first B seconds is judged against K × bit rate (set
+    /// it to the server's `--pace`).
+    #[arg(long, default_value_t = 1.0, value_name = "K")]
+    pub pace_target: f64,
     /// Exit with status 1 when the results are invalid or incomplete.
     #[arg(long)]
     pub strict: bool,
@@ -301,6 +311,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         "--check-bytes must be between 0 and 1"
     );
     cfg.check_bytes = a.check_bytes;
+    anyhow::ensure!(
+        a.playback_buffer.is_finite() && (0.001..=3600.0).contains(&a.playback_buffer),
+        "--playback-buffer must be between 0.001 and 3600 seconds"
+    );
+    cfg.playback_buffer = Duration::from_secs_f64(a.playback_buffer);
+    anyhow::ensure!(
+        a.pace_target.is_finite() && (0.01..=1000.0).contains(&a.pace_target),
+        "--pace-target must be between 0.01 and 1000"
+    );
+    cfg.pace_target = a.pace_target;
     let out_dir = a.output.clone().unwrap_or_else(|| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
