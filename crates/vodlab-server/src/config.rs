@@ -46,6 +46,23 @@ pub mod defaults {
     pub const TICK: Duration = Duration::from_secs(1);
     /// Most prefetch helper threads per device [`super::Config::validate`] accepts.
     pub const MAX_HELPERS_PER_DEVICE: usize = 64;
+    /// Pace factor K (0 = responses are not paced, the default).
+    pub const PACE: f64 = 0.0;
+    /// Largest pace factor [`super::Config::validate`] accepts.
+    pub const MAX_PACE: f64 = 1000.0;
+    /// Initial burst of a paced response, seconds of content (the paper's
+    /// 4 s client buffer; 0 = no bursts).
+    pub const PACE_BURST: f64 = 4.0;
+    /// The per-session chunk rule: c = r × this, clamped to
+    /// [`MIN_PACE_CHUNK`, `MAX_PACE_CHUNK`]. A 100 ms window then sees at
+    /// most ±c = ±5 % of r·100 ms.
+    pub const PACE_CHUNK_TIME: std::time::Duration = std::time::Duration::from_millis(5);
+    /// Smallest chunk of the chunk rule (one Ethernet MSS).
+    pub const MIN_PACE_CHUNK: u64 = 1460;
+    /// Largest chunk of the chunk rule (64 KiB, one loopback/TSO segment).
+    pub const MAX_PACE_CHUNK: u64 = 64 << 10;
+    /// Largest `--default-bitrate`, kbit/s (1 Tbit/s).
+    pub const MAX_BITRATE_KBPS: f64 = 1e9;
 }
 
 /// How file data reaches the socket.
@@ -56,6 +73,20 @@ pub enum IoMode {
     Vanilla,
     /// probe the page cache; on a miss prefetch serially per device first.
     Asap,
+}
+
+/// How paced responses are paced (`--pace-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaceMode {
+    /// The server's pacer ([`crate::pacer`]) releases chunks of c bytes at
+    /// their times; one driver task for the whole server hands the grants
+    /// to the connections.
+    #[default]
+    User,
+    /// `SO_MAX_PACING_RATE` on the socket and plain sendfile: TCP's
+    /// internal pacing (no `fq` qdisc needed since Linux 4.13).
+    Kernel,
 }
 
 /// Which prefetch controller the server runs (`--prefetch-policy`), written
@@ -241,6 +272,25 @@ pub struct Config {
     /// Time between the prefetch controller's ticks.
     #[serde(with = "secs")]
     pub tick: Duration,
+    /// Pace factor K: a response with a known bit rate is sent at K × that
+    /// rate (0 = unpaced, the default).
+    pub pace: f64,
+    /// How paced responses are paced.
+    pub pace_mode: PaceMode,
+    /// Initial burst of a paced response in seconds of content (0 = none;
+    /// a CMCD `bl` tops the client's buffer up to this instead).
+    pub pace_burst: f64,
+    /// Server-wide bytes/s that bursts and catch-up may use beyond the sum
+    /// of the paced rates (`None`: unlimited; user mode only).
+    pub link_capacity: Option<u64>,
+    /// Fixed chunk size of user-mode pacing in bytes (`None`: the
+    /// per-session rule c = clamp(r × 5 ms, 1460 B, 64 KiB)).
+    pub pace_chunk: Option<u64>,
+    /// Bit-rate catalog (TOML or JSON; docs/serve.md), consulted when the
+    /// request carries no CMCD `br`.
+    pub bitrates: Option<PathBuf>,
+    /// Bit rate (kbit/s) of a response neither CMCD nor the catalog rates.
+    pub default_bitrate_kbps: Option<f64>,
 }
 
 impl Default for Config {
@@ -260,6 +310,13 @@ impl Default for Config {
             access_log: None,
             stats_interval: defaults::STATS_INTERVAL,
             tick: defaults::TICK,
+            pace: defaults::PACE,
+            pace_mode: PaceMode::User,
+            pace_burst: defaults::PACE_BURST,
+            link_capacity: None,
+            pace_chunk: None,
+            bitrates: None,
+            default_bitrate_kbps: None,
         }
     }
 }
@@ -312,8 +369,64 @@ impl Config {
         )?;
         range(self.max_connections > 0, "max_connections", "must be > 0")?;
         range(!self.tick.is_zero(), "tick", "must be > 0")?;
+        range(
+            self.pace.is_finite() && (0.0..=defaults::MAX_PACE).contains(&self.pace),
+            "pace",
+            "must be 0 (off) to 1000",
+        )?;
+        range(
+            self.pace_burst.is_finite() && (0.0..=3600.0).contains(&self.pace_burst),
+            "pace_burst",
+            "must be 0 to 3600 s",
+        )?;
+        range(
+            self.link_capacity != Some(0),
+            "link_capacity",
+            "must be > 0 when set",
+        )?;
+        range(
+            self.pace_chunk.is_none_or(|c| {
+                (crate::pacer::defaults::MIN_CHUNK_SIZE..=crate::pacer::defaults::MAX_CHUNK_SIZE)
+                    .contains(&c)
+            }),
+            "pace_chunk",
+            "must be 512 B to 16 MiB",
+        )?;
+        range(
+            self.default_bitrate_kbps
+                .is_none_or(|b| b.is_finite() && b > 0.0 && b <= defaults::MAX_BITRATE_KBPS),
+            "default_bitrate_kbps",
+            "must be > 0 and at most 1e9 kbit/s",
+        )?;
+        range(
+            self.bitrates
+                .as_ref()
+                .is_none_or(|p| !p.as_os_str().is_empty()),
+            "bitrates",
+            "must not be empty",
+        )?;
         match self.prefetch_policy {
             PolicySpec::Fixed(n) => range(n > 0, "prefetch_policy", "fixed size must be > 0"),
+        }
+    }
+
+    /// Whether responses are paced at all (`pace` > 0).
+    pub fn paced(&self) -> bool {
+        self.pace > 0.0
+    }
+
+    /// The user-mode pacer's settings these give: K, the burst as the
+    /// client buffer B (low-buffer bursts below B/4), the link capacity,
+    /// and the chunk (`pace_chunk`, else the chunk rule's largest).
+    pub fn pacer_config(&self) -> crate::pacer::PacerConfig {
+        crate::pacer::PacerConfig {
+            pace_factor: if self.paced() { self.pace } else { 1.0 },
+            chunk_size: self.pace_chunk.unwrap_or(defaults::MAX_PACE_CHUNK),
+            burst: self.pace_burst > 0.0,
+            buffer: self.pace_burst,
+            low_buffer: self.pace_burst / 4.0,
+            link_capacity: self.link_capacity,
+            ..crate::pacer::PacerConfig::default()
         }
     }
 }

@@ -26,7 +26,8 @@ use tokio::sync::{watch, Notify};
 use vodlab_http::server::{check_request, parse_head, Head, Reject, MAX_HEAD};
 
 use crate::asap::{FileCtx, RangeIo};
-use crate::config::IoMode;
+use crate::bitrate::{response_rate, Cmcd, ResponseRate};
+use crate::config::{IoMode, PaceMode};
 use crate::controller::SessionState;
 use crate::error::ServeError;
 use crate::limits::{body_action, BodyAction, HeadTimer};
@@ -118,6 +119,11 @@ struct Conn<'a> {
     /// Read (and drop) what the client still sends before closing, so the
     /// answer is not destroyed by a reset.
     linger: bool,
+    /// The rate the next file body is paced at (set per response).
+    pace: Option<ResponseRate>,
+    /// A kernel pacing rate is set on the socket (cleared before an
+    /// unpaced response of the same connection).
+    kernel_rate_set: bool,
 }
 
 /// Serves one connection to its end.
@@ -141,6 +147,8 @@ pub(crate) async fn run(
         timer: HeadTimer::first(accepted),
         shed: Arc::new(Notify::new()),
         linger: false,
+        pace: None,
+        kernel_rate_set: false,
     };
     let mut state = ConnState::ReadingHead;
     loop {
@@ -279,27 +287,49 @@ impl Conn<'_> {
         };
         let mut file = None;
         let mut chain = "";
+        let mut rel = None;
         let p = match plan::route(head, &self.st.root.path) {
             Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
             Route::Stats => {
                 let json = serde_json::to_string_pretty(&self.st.stats()).expect("stats") + "\n";
                 plan::plan_stats(json, is_head, &ctx)
             }
-            Route::File(path) => match self.st.root.open_file(&path) {
-                Ok((f, meta)) => {
-                    file = Some((Arc::new(f), meta.key, meta.size));
-                    chain = chain_of(&head.target);
-                    plan::plan(head, &meta, &ctx)
-                }
-                Err(e) => {
-                    if e.is_server_side() {
-                        self.st.log_error(&format_args!("{}: {e}", path.display()));
+            Route::File(path) => {
+                // the catalog's key: the path under the root, from "/"
+                rel = path
+                    .strip_prefix(&self.st.root.path)
+                    .ok()
+                    .map(|r| format!("/{}", r.to_string_lossy()));
+                match self.st.root.open_file(&path) {
+                    Ok((f, meta)) => {
+                        file = Some((Arc::new(f), meta.key, meta.size));
+                        chain = chain_of(&head.target);
+                        plan::plan(head, &meta, &ctx)
                     }
-                    plan::plan_error(&e, is_head, &ctx)
+                    Err(e) => {
+                        if e.is_server_side() {
+                            self.st.log_error(&format_args!("{}: {e}", path.display()));
+                        }
+                        plan::plan_error(&e, is_head, &ctx)
+                    }
                 }
-            },
+            }
         };
         self.count(&p);
+        self.pace = None;
+        if self.st.cfg.paced() && matches!(p.body, Body::File(_)) {
+            let rate = response_rate(
+                &Cmcd::from_head(head),
+                rel.as_deref().unwrap_or(""),
+                self.st.bitrates.as_ref(),
+                self.st.cfg.default_bitrate_kbps,
+            );
+            if rate.is_none() {
+                let c = &self.st.pacing.counters;
+                c.no_rate.fetch_add(1, Ordering::Relaxed);
+            }
+            self.pace = rate;
+        }
         let sent = match &file {
             Some(f) => {
                 let info = FileCtx {
@@ -410,6 +440,53 @@ impl Conn<'_> {
         res.map(|()| cache)
     }
 
+    /// Sends one file range paced at `rate` ([`crate::pacing`]): in user
+    /// mode through the server's pacer (inline non-blocking sendfile, no
+    /// ASAP probe), in kernel mode as the burst unpaced, then the rest with
+    /// `SO_MAX_PACING_RATE` set (left set until an unpaced response, so the
+    /// tail still queued in the kernel stays paced).
+    async fn send_paced(
+        &mut self,
+        f: &FileCtx<'_>,
+        off: u64,
+        len: u64,
+        chain: &str,
+        rate: ResponseRate,
+    ) -> io::Result<CacheOutcome> {
+        let st = self.st;
+        let pc = &st.pacing.counters;
+        pc.paced.fetch_add(1, Ordering::Relaxed);
+        match st.cfg.pace_mode {
+            PaceMode::User => {
+                crate::pacing::send_paced(st, &self.sock, f.file, off, len, &rate).await?;
+                Ok(CacheOutcome::None)
+            }
+            PaceMode::Kernel => {
+                let have = rate.client_buffer_s.unwrap_or(0.0);
+                let burst = ((st.cfg.pace_burst - have).max(0.0) * rate.bytes_per_s) as u64;
+                let burst = burst.min(len);
+                let mut cache = CacheOutcome::None;
+                if burst > 0 {
+                    if self.kernel_rate_set {
+                        crate::pacing::set_max_pacing_rate(&self.sock, u64::MAX)?;
+                    }
+                    cache = self.send_range(f, off, burst, chain).await?;
+                    pc.burst_bytes.fetch_add(burst, Ordering::Relaxed);
+                }
+                let mut r = (st.cfg.pace * rate.bytes_per_s).round().max(1.0) as u64;
+                if let Some(m) = rate.max_bytes_per_s {
+                    r = r.min(m.max(1));
+                }
+                crate::pacing::set_max_pacing_rate(&self.sock, r)?;
+                self.kernel_rate_set = true;
+                if len > burst {
+                    cache = self.send_range(f, off + burst, len - burst, chain).await?;
+                }
+                Ok(cache)
+            }
+        }
+    }
+
     /// Sends a plan: the head (held with MSG_MORE when file bytes follow at
     /// once), then the body.
     async fn execute(&mut self, p: &ResponsePlan, file: Option<&FileCtx<'_>>, chain: &str) -> Sent {
@@ -424,9 +501,17 @@ impl Conn<'_> {
             (Body::File(r), Some(f)) => {
                 // the header goes out with the first body bytes (MSG_MORE), as nginx's TCP_NOPUSH does
                 let r = *r;
+                let pace = self.pace.take();
                 let res = async {
+                    if pace.is_none() && self.kernel_rate_set {
+                        crate::pacing::set_max_pacing_rate(&self.sock, u64::MAX)?;
+                        self.kernel_rate_set = false;
+                    }
                     write_more(&mut self.sock, &self.out, self.st.cfg.send_timeout).await?;
-                    sent.cache = self.send_range(f, r.offset, r.len, chain).await?;
+                    sent.cache = match pace {
+                        Some(rate) => self.send_paced(f, r.offset, r.len, chain, rate).await?,
+                        None => self.send_range(f, r.offset, r.len, chain).await?,
+                    };
                     sent.file_bytes = r.len;
                     Ok(())
                 }

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 mod asap;
+pub mod bitrate;
 pub mod config;
 mod conn;
 pub mod controller;
@@ -23,13 +24,14 @@ pub mod error;
 pub mod files;
 pub mod limits;
 pub mod pacer;
+pub mod pacing;
 pub mod plan;
 pub mod prefetch;
 pub mod range;
 pub mod request;
 pub mod server;
 
-pub use config::{Config, IoMode, PolicySpec};
+pub use config::{Config, IoMode, PaceMode, PolicySpec};
 pub use conn::{CacheOutcome, CloseReason, ConnState};
 pub use error::ServeError;
 pub use server::{Server, StartError};

@@ -32,7 +32,7 @@ pub fn inside_root(canonical_root: &Path, path: &Path) -> bool {
     std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(canonical_root))
 }
 
-fn percent_decode(s: &str) -> Option<String> {
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -19,10 +19,12 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 
+use crate::bitrate::{BitrateCatalog, CatalogError};
 pub use crate::config::{Config, IoMode};
 use crate::controller::{PrefetchController, PrefetchCore};
 use crate::files::Root;
 use crate::limits::HeadQueue;
+use crate::pacing::{Pacing, PacingStats};
 use crate::plan::ResponseKind;
 use crate::prefetch::{DeviceStats, Helpers, Prober};
 
@@ -149,6 +151,8 @@ pub struct StatsView {
     pub responses: ResponseCounts,
     /// Per storage device.
     pub devices: Vec<DeviceStats>,
+    /// Paced responses (`--pace`).
+    pub pacing: PacingStats,
 }
 
 /// Shared server state.
@@ -166,6 +170,10 @@ pub struct State {
     pub(crate) log: Option<Mutex<io::BufWriter<File>>>,
     date: Mutex<(u64, String)>,
     last_error_log: AtomicU64,
+    /// The pacer and its counters.
+    pub(crate) pacing: Arc<Pacing>,
+    /// The `--bitrates` catalog.
+    pub(crate) bitrates: Option<BitrateCatalog>,
 }
 
 impl State {
@@ -239,6 +247,7 @@ impl State {
                 error: k(5),
             },
             devices,
+            pacing: self.pacing.stats(),
         }
     }
 }
@@ -252,6 +261,12 @@ pub enum StartError {
     /// The root, the access log or the listening socket.
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// The `--bitrates` catalog.
+    #[error("bitrates: {0}")]
+    Bitrates(#[from] CatalogError),
+    /// The pacer's settings derived from the configuration.
+    #[error("pacing: {0}")]
+    Pacer(#[from] crate::pacer::PacerConfigError),
 }
 
 impl From<StartError> for io::Error {
@@ -259,6 +274,9 @@ impl From<StartError> for io::Error {
         match e {
             StartError::Io(e) => e,
             StartError::Config(c) => io::Error::new(io::ErrorKind::InvalidInput, c),
+            e @ (StartError::Bitrates(_) | StartError::Pacer(_)) => {
+                io::Error::new(io::ErrorKind::InvalidInput, e)
+            }
         }
     }
 }
@@ -271,6 +289,7 @@ pub struct Server {
     pub state: Arc<State>,
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    driver: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Server {
@@ -299,9 +318,18 @@ impl Server {
             ))),
             None => None,
         };
+        let bitrates = match &cfg.bitrates {
+            Some(p) => Some(BitrateCatalog::load(p)?),
+            None => None,
+        };
+        let pacing = Arc::new(Pacing::new(&cfg)?);
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
+        let driver = (cfg.paced() && cfg.pace_mode == crate::config::PaceMode::User)
+            .then(|| tokio::spawn(crate::pacing::drive(pacing.clone())));
         let state = Arc::new(State {
+            pacing,
+            bitrates,
             helpers: Helpers::new(cfg.helpers_per_device),
             prober: Prober::default(),
             prefetch: Mutex::new(PrefetchCore::new(controller)),
@@ -321,6 +349,7 @@ impl Server {
             state,
             shutdown: tx,
             task,
+            driver,
         })
     }
 
@@ -329,6 +358,9 @@ impl Server {
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
+        if let Some(d) = self.driver {
+            d.abort();
+        }
         self.state.helpers.shutdown();
         if let Some(l) = &self.state.log {
             let _ = l.lock().expect("lock").flush();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use vodlab_server::config::defaults;
-use vodlab_server::{Config, IoMode, PolicySpec, Server};
+use vodlab_server::{Config, IoMode, PaceMode, PolicySpec, Server};
 
 /// Arguments of `vodlab serve`. Every default is the server's
 /// (`vodlab_server::config::defaults`).
@@ -69,6 +69,76 @@ pub struct ServeArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Pace each response at K × its bit rate (0 = unpaced, the default).
+    /// The bit rate comes from CMCD `br`, then --bitrates, then
+    /// --default-bitrate; a response none of them rates is sent unpaced.
+    #[arg(long, value_name = "K", default_value_t = defaults::PACE)]
+    pub pace: f64,
+    /// How to pace: `user` (the server's pacer releases chunks at their
+    /// times) or `kernel` (SO_MAX_PACING_RATE, TCP's internal pacing).
+    #[arg(long, value_enum, default_value_t = PaceModeArg::User)]
+    pub pace_mode: PaceModeArg,
+    /// Initial burst of a paced response, seconds of content (0 = none).
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::PACE_BURST)]
+    pub pace_burst: f64,
+    /// Spare capacity bursts may use beyond the paced rates, bytes/s with
+    /// an optional K, M or G suffix (powers of 1024), or bits/s ending in
+    /// `bit` (`1Gbit`, `400kbit`, powers of 1000). Default: unlimited.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub link_capacity: Option<u64>,
+    /// Fixed chunk of user-mode pacing (bytes or K/M suffix); default: per
+    /// session r × 5 ms, clamped to 1460 B … 64 KiB.
+    #[arg(long, value_name = "SIZE", value_parser = vodlab_server::config::parse_size)]
+    pub pace_chunk: Option<u64>,
+    /// Bit-rate catalog: TOML or JSON mapping paths or path prefixes to
+    /// kbit/s, or a `vodlab gen` workload's catalog.json (docs/serve.md).
+    #[arg(long, value_name = "FILE")]
+    pub bitrates: Option<PathBuf>,
+    /// Bit rate (kbit/s) of responses neither CMCD nor --bitrates rates.
+    #[arg(long, value_name = "KBPS")]
+    pub default_bitrate: Option<f64>,
+}
+
+/// Pacing mechanisms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PaceModeArg {
+    /// The server's pacer.
+    User,
+    /// SO_MAX_PACING_RATE on the socket.
+    Kernel,
+}
+
+impl From<PaceModeArg> for PaceMode {
+    fn from(m: PaceModeArg) -> Self {
+        match m {
+            PaceModeArg::User => PaceMode::User,
+            PaceModeArg::Kernel => PaceMode::Kernel,
+        }
+    }
+}
+
+/// A rate: bytes/s (`50000`, `1.5M`: K/M/G powers of 1024) or bits/s with
+/// a `bit` suffix (`400kbit`, `1Gbit`: k/M/G powers of 1000).
+fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let Some(num) = t.strip_suffix("bit").or_else(|| t.strip_suffix("bps")) else {
+        return vodlab_server::config::parse_size(t);
+    };
+    let (num, mul) = match num.chars().last() {
+        Some('k' | 'K') => (&num[..num.len() - 1], 1e3),
+        Some('m' | 'M') => (&num[..num.len() - 1], 1e6),
+        Some('g' | 'G') => (&num[..num.len() - 1], 1e9),
+        _ => (num, 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{t}` is not a rate (e.g. 1Gbit, 400kbit, 50M)"))?;
+    let bytes = v * mul / 8.0;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(format!("`{t}`: out of range"));
+    }
+    Ok(bytes as u64)
 }
 
 /// I/O modes.
@@ -127,6 +197,13 @@ impl ServeArgs {
             notsent_lowat: self.notsent_lowat,
             max_connections: self.max_connections,
             stats_interval: seconds("stats-interval", self.stats_interval)?,
+            pace: self.pace,
+            pace_mode: self.pace_mode.into(),
+            pace_burst: self.pace_burst,
+            link_capacity: self.link_capacity,
+            pace_chunk: self.pace_chunk,
+            bitrates: self.bitrates.clone(),
+            default_bitrate_kbps: self.default_bitrate,
             ..Config::default()
         };
         cfg.validate()?;
@@ -146,8 +223,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let server = Server::start(cfg, a.listen)
             .await
             .with_context(|| format!("serving {} on {}", a.root.display(), a.listen))?;
+        let pacing = if a.pace > 0.0 {
+            format!(", paced {}x ({:?}, burst {} s)", a.pace, a.pace_mode, a.pace_burst)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "vodlab serve: {} on http://{} (io {:?}, prefetch policy {policy}, {} helper(s) per device); stats at /vodlab/stats",
+            "vodlab serve: {} on http://{} (io {:?}, prefetch policy {policy}, {} helper(s) per device{pacing}); stats at /vodlab/stats",
             a.root.display(),
             server.addr,
             a.io,
@@ -206,6 +288,40 @@ mod tests {
     }
 
     #[test]
+    fn pacing_flags() {
+        let c = parse(&[]).unwrap();
+        assert!(!c.paced());
+        let c = parse(&[
+            "--pace",
+            "1.5",
+            "--pace-mode",
+            "kernel",
+            "--pace-burst",
+            "0",
+            "--link-capacity",
+            "1Gbit",
+            "--pace-chunk",
+            "8K",
+            "--default-bitrate",
+            "400",
+            "--bitrates",
+            "rates.toml",
+        ])
+        .unwrap();
+        assert_eq!(c.pace, 1.5);
+        assert_eq!(c.pace_mode, PaceMode::Kernel);
+        assert_eq!(c.pace_burst, 0.0);
+        assert_eq!(c.link_capacity, Some(125_000_000));
+        assert_eq!(c.pace_chunk, Some(8192));
+        assert_eq!(c.default_bitrate_kbps, Some(400.0));
+        assert_eq!(c.bitrates, Some(PathBuf::from("rates.toml")));
+        assert_eq!(parse_rate("400kbit"), Ok(50_000));
+        assert_eq!(parse_rate("50M"), Ok(50 << 20));
+        assert_eq!(parse_rate("1000"), Ok(1000));
+        assert!(parse_rate("0bit").is_err());
+    }
+
+    #[test]
     fn invalid_settings_are_refused() {
         assert!(parse(&["--helpers", "0"])
             .unwrap_err()
@@ -225,6 +341,17 @@ mod tests {
         assert!(parse(&["--max-prefetch", "2"])
             .unwrap_err()
             .contains("max_prefetch"));
+        assert!(parse(&["--pace=-1"]).unwrap_err().contains("pace"));
+        assert!(parse(&["--pace-burst=-1"])
+            .unwrap_err()
+            .contains("pace_burst"));
+        assert!(parse(&["--pace-chunk", "100"])
+            .unwrap_err()
+            .contains("pace_chunk"));
+        assert!(parse(&["--default-bitrate", "0"])
+            .unwrap_err()
+            .contains("default_bitrate_kbps"));
+        assert!(parse(&["--link-capacity", "fast"]).is_err());
         let c = parse(&["--io", "vanilla", "--keepalive", "5"]).unwrap();
         assert_eq!(
             (c.io, c.idle_timeout),

@@ -1,0 +1,368 @@
+//! Paced responses (`--pace K`): the executor between the planner and the
+//! socket. Two mechanisms ([`crate::config::PaceMode`]):
+//!
+//! - **user**: the server's [`Pacer`] (sans-IO, one timer heap) decides
+//!   when each paced response may write how many bytes. One [`Pacer`] for
+//!   the whole server behind a mutex, and one **driver task** that owns the
+//!   timer: it sleeps until the heap's earliest time, takes every due
+//!   [`Grant`] and hands each to its connection through a oneshot channel.
+//!   A connection waits on its channel (no timer of its own, so no sleeping
+//!   task per session), writes at most the granted bytes with one
+//!   non-blocking `sendfile` run, and reports what the socket took
+//!   ([`Pacer::on_sent`]: n, a short n, or 0 on `EAGAIN`) together with
+//!   installing its next channel, under one lock, so no grant can be popped
+//!   before its connection waits for it. A connection that goes away
+//!   removes its session (a drop guard), so the pacer never waits for it.
+//!   Why one shared pacer and not one per tokio worker: tokio moves tasks
+//!   between workers, so a per-worker heap would need its own runtime per
+//!   thread; the lock is held for a heap operation (µs), and the measured
+//!   cost is in docs/serve.md.
+//! - **kernel**: `SO_MAX_PACING_RATE` = r on the socket and plain
+//!   `sendfile` (TCP's internal pacing, see [`set_max_pacing_rate`]); the
+//!   burst is sent first without a rate.
+//!
+//! Chunk rule (user mode): c = clamp(r × 5 ms, 1460 B, 64 KiB) per session
+//! unless `pace_chunk` fixes it, so a 100 ms window of a session paced at
+//! r sees at most one chunk more or less than r × 100 ms, i.e. ±5 %.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, Notify};
+
+use crate::bitrate::ResponseRate;
+use crate::config::{defaults, Config, PaceMode};
+use crate::pacer::{Grant, Kind, Pacer, PacerConfigError, Sent, SessionId, SessionParams};
+
+/// Pacing counters (lock-free).
+#[derive(Debug, Default)]
+pub struct PaceCounters {
+    /// Responses sent paced.
+    pub paced: AtomicU64,
+    /// Responses sent unpaced because no bit rate was known.
+    pub no_rate: AtomicU64,
+    /// Bytes sent by bursts (initial and low-buffer; kernel mode: the
+    /// initial burst sent before the rate is set).
+    pub burst_bytes: AtomicU64,
+    /// Grants acted on.
+    pub grants: AtomicU64,
+    /// Sum of grant lateness (time from due to the connection acting), µs.
+    pub lateness_sum_us: AtomicU64,
+    /// Largest grant lateness, µs.
+    pub lateness_max_us: AtomicU64,
+}
+
+/// The statistics' `pacing` object.
+#[derive(Debug, Clone, Serialize)]
+pub struct PacingStats {
+    /// Pace factor K (0: off).
+    pub pace: f64,
+    /// `user` or `kernel`.
+    pub mode: PaceMode,
+    /// Responses sent paced.
+    pub paced_responses: u64,
+    /// Responses sent unpaced for lack of a bit rate.
+    pub unpaced_no_rate: u64,
+    /// Bytes sent by bursts.
+    pub burst_bytes: u64,
+    /// Grants acted on (user mode).
+    pub grants: u64,
+    /// Mean time from a grant's due time to the connection writing, µs.
+    pub mean_grant_lateness_us: f64,
+    /// Largest such time, µs.
+    pub max_grant_lateness_us: u64,
+    /// Paced sessions in the pacer now (user mode).
+    pub active_sessions: u64,
+}
+
+struct Inner {
+    pacer: Pacer,
+    waiters: HashMap<SessionId, oneshot::Sender<Grant>>,
+    /// When the driver will wake next (`None`: it waits for a notify).
+    planned: Option<Instant>,
+}
+
+/// The user-mode pacer, its driver's wake-up and the counters.
+pub struct Pacing {
+    inner: Mutex<Inner>,
+    wake: Notify,
+    /// Counters.
+    pub counters: PaceCounters,
+    cfg_pace: f64,
+    mode: PaceMode,
+    chunk: Option<u64>,
+}
+
+impl Pacing {
+    /// From the server's settings.
+    pub fn new(cfg: &Config) -> Result<Self, PacerConfigError> {
+        Ok(Self {
+            inner: Mutex::new(Inner {
+                pacer: Pacer::new(cfg.pacer_config())?,
+                waiters: HashMap::new(),
+                planned: None,
+            }),
+            wake: Notify::new(),
+            counters: PaceCounters::default(),
+            cfg_pace: cfg.pace,
+            mode: cfg.pace_mode,
+            chunk: cfg.pace_chunk,
+        })
+    }
+
+    /// Statistics now.
+    pub fn stats(&self) -> PacingStats {
+        let c = &self.counters;
+        let grants = c.grants.load(Ordering::Relaxed);
+        PacingStats {
+            pace: self.cfg_pace,
+            mode: self.mode,
+            paced_responses: c.paced.load(Ordering::Relaxed),
+            unpaced_no_rate: c.no_rate.load(Ordering::Relaxed),
+            burst_bytes: c.burst_bytes.load(Ordering::Relaxed),
+            grants,
+            mean_grant_lateness_us: if grants > 0 {
+                c.lateness_sum_us.load(Ordering::Relaxed) as f64 / grants as f64
+            } else {
+                0.0
+            },
+            max_grant_lateness_us: c.lateness_max_us.load(Ordering::Relaxed),
+            active_sessions: self.inner.lock().expect("lock").pacer.len() as u64,
+        }
+    }
+
+    /// The session parameters of a response of `total` bytes at `rate`,
+    /// with the chunk rule applied.
+    fn params(&self, pacer: &Pacer, rate: &ResponseRate, total: u64) -> SessionParams {
+        let mut p = SessionParams::new(rate.bytes_per_s, total);
+        p.client_buffer = rate.client_buffer_s;
+        p.max_rate = rate.max_bytes_per_s;
+        p.chunk = Some(self.chunk.unwrap_or_else(|| chunk_rule(pacer.rate_for(&p))));
+        p
+    }
+
+    /// Wakes the driver if `at` is before its planned wake-up.
+    fn wake_for(&self, inner: &Inner, at: Instant) {
+        if inner.planned.is_none_or(|p| at < p) {
+            self.wake.notify_one();
+        }
+    }
+
+    fn record(&self, g: &Grant, now: Instant) {
+        let c = &self.counters;
+        let late = now.saturating_duration_since(g.due).as_micros() as u64;
+        c.grants.fetch_add(1, Ordering::Relaxed);
+        c.lateness_sum_us.fetch_add(late, Ordering::Relaxed);
+        c.lateness_max_us.fetch_max(late, Ordering::Relaxed);
+    }
+}
+
+/// The chunk rule: c = r × 5 ms, clamped to 1460 B … 64 KiB (`r` in
+/// bytes/s).
+pub fn chunk_rule(rate: u64) -> u64 {
+    ((rate as f64 * defaults::PACE_CHUNK_TIME.as_secs_f64()).round() as u64)
+        .clamp(defaults::MIN_PACE_CHUNK, defaults::MAX_PACE_CHUNK)
+}
+
+/// The driver: sleeps until the earliest release, hands every due grant to
+/// its connection, and sleeps again (or until a connection's new time is
+/// earlier). Runs until aborted.
+pub(crate) async fn drive(p: Arc<Pacing>) {
+    loop {
+        let next = {
+            let mut g = p.inner.lock().expect("lock");
+            let inner = &mut *g;
+            let now = Instant::now();
+            while let Some(grant) = inner.pacer.poll_ready(now) {
+                let sent = inner
+                    .waiters
+                    .remove(&grant.id)
+                    .map(|tx| tx.send(grant).is_ok());
+                if sent != Some(true) {
+                    // its connection is gone (the guard removes it too)
+                    inner.pacer.remove(now, grant.id);
+                }
+            }
+            let next = inner.pacer.next_wakeup();
+            inner.planned = next;
+            next
+        };
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at.into()) => {}
+                    _ = p.wake.notified() => {}
+                }
+            }
+            None => p.wake.notified().await,
+        }
+    }
+}
+
+/// Removes a session from the pacer unless it finished (a connection task
+/// dropped mid-response, or an error).
+struct Guard<'a> {
+    p: &'a Pacing,
+    id: Option<SessionId>,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let mut g = self.p.inner.lock().expect("lock");
+            g.waiters.remove(&id);
+            g.pacer.remove(Instant::now(), id);
+        }
+    }
+}
+
+/// Sends `len` bytes of `file` from `off`, paced by the user-mode pacer.
+/// Fails with `TimedOut` when the socket takes nothing for the send timeout.
+pub(crate) async fn send_paced(
+    st: &crate::server::State,
+    sock: &TcpStream,
+    file: &File,
+    off: u64,
+    len: u64,
+    rate: &ResponseRate,
+) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    let (p, limit, sent_bytes) = (&*st.pacing, st.cfg.send_timeout, &st.counters.bytes);
+    let (tx, mut rx) = oneshot::channel();
+    let id = {
+        let mut g = p.inner.lock().expect("lock");
+        let now = Instant::now();
+        let params = p.params(&g.pacer, rate, len);
+        let id = g
+            .pacer
+            .register(now, params)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        g.waiters.insert(id, tx);
+        p.wake_for(&g, now);
+        id
+    };
+    let mut guard = Guard { p, id: Some(id) };
+    let mut done = 0u64;
+    let mut progress = Instant::now();
+    loop {
+        let grant = rx
+            .await
+            .map_err(|_| io::Error::other("pacer driver stopped"))?;
+        let now = Instant::now();
+        p.record(&grant, now);
+        let n = match write_chunk(sock, file, off + done, grant.bytes) {
+            Ok(n) => n,
+            Err(e) => return Err(e), // the guard removes the session
+        };
+        done += n;
+        sent_bytes.fetch_add(n, Ordering::Relaxed);
+        if grant.kind == Kind::Burst {
+            p.counters.burst_bytes.fetch_add(n, Ordering::Relaxed);
+        }
+        let now = Instant::now();
+        if n > 0 {
+            progress = now;
+        } else if now.duration_since(progress) >= limit {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "send timeout: the client read nothing",
+            ));
+        }
+        let mut g = p.inner.lock().expect("lock");
+        match g.pacer.on_sent(now, id, n) {
+            Ok(Sent::Done) => {
+                guard.id = None;
+                return Ok(());
+            }
+            Ok(Sent::Scheduled(at)) => {
+                let (tx, next) = oneshot::channel();
+                g.waiters.insert(id, tx);
+                rx = next;
+                p.wake_for(&g, at);
+            }
+            Err(e) => return Err(io::Error::other(e)),
+        }
+    }
+}
+
+/// One non-blocking `sendfile` run of at most `n` bytes: what the socket
+/// took (0 when it took nothing, `EAGAIN`).
+fn write_chunk(sock: &TcpStream, file: &File, off: u64, n: u64) -> io::Result<u64> {
+    let mut done = 0u64;
+    while done < n {
+        let mut o = (off + done) as libc::off_t;
+        // SAFETY: both descriptors are open for the call; `o` is a live local
+        let r = unsafe {
+            libc::sendfile(
+                sock.as_raw_fd(),
+                file.as_raw_fd(),
+                &mut o,
+                (n - done) as usize,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(done),
+                io::ErrorKind::Interrupted => continue,
+                _ => Err(e),
+            };
+        }
+        if r == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shorter than its size",
+            ));
+        }
+        done += r as u64;
+    }
+    Ok(done)
+}
+
+/// Sets `SO_MAX_PACING_RATE` (bytes/s; `u64::MAX` = no limit). Without an
+/// `fq` qdisc (none on this kernel) the limit is enforced by TCP's
+/// internal pacing (Linux ≥ 4.13), which spaces the socket's segments
+/// (TSO/GSO packets of up to 64 KiB on loopback) with a high-resolution
+/// timer.
+pub fn set_max_pacing_rate(sock: &TcpStream, rate: u64) -> io::Result<()> {
+    // SAFETY: an open socket and a live u64 option value of the right size
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&rate as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_rule_is_five_ms_of_rate_within_bounds() {
+        assert_eq!(chunk_rule(1_000_000), 5_000);
+        assert_eq!(chunk_rule(50_000), 1460); // 400 kbit/s: 250 B → one MSS
+        assert_eq!(chunk_rule(100_000_000), 64 << 10);
+        // ±5 % per 100 ms wherever the rule is not clamped
+        for r in [300_000u64, 1_000_000, 10_000_000] {
+            assert!(chunk_rule(r) as f64 <= 0.05 * r as f64 * 0.1 + 1.0);
+        }
+    }
+}
