@@ -41,128 +41,16 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-use vodlab_workload::script::{Session, Wait};
+use vodlab_workload::script::Session;
 
 pub use crate::checks::check;
 use crate::delivery::{
     request_bitrate, AggregateMeter, DeliveryOut, Playback, ResponseMeter, DEFAULT_PLAYBACK_BUFFER,
 };
 use crate::exchange::{ErrorKind, Failure, Response};
+use crate::slots::add;
+pub use crate::slots::{send_target, LatePacing, Previous, Target};
 use crate::viewer::{self, ViewerStats};
-
-/// What a paced request does when its slot has passed (the previous
-/// response took longer than the pacing interval), named after tokio's
-/// missed-tick behaviours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LatePacing {
-    /// The interval counts from when the previous burst was actually sent:
-    /// a late send shifts every later one (httperf's and the thesis's rule;
-    /// the default).
-    #[default]
-    Delay,
-    /// The interval counts from when the previous burst was *due*: late
-    /// sends catch up, back to back, until the schedule is met again.
-    Burst,
-    /// Sends stay on the original grid of slots: a late request goes at the
-    /// first slot after the previous response completed (missed slots are
-    /// skipped, never caught up).
-    Skip,
-}
-
-impl std::str::FromStr for LatePacing {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "delay" => Ok(Self::Delay),
-            "burst" => Ok(Self::Burst),
-            "skip" => Ok(Self::Skip),
-            _ => Err(format!(
-                "unknown late-pacing behaviour `{s}` (delay, burst or skip)"
-            )),
-        }
-    }
-}
-
-/// When the previous burst was due, went and ended, for [`send_target`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Previous {
-    /// Its slot on the pacing schedule, before waiting for earlier
-    /// responses (`None` before the first burst).
-    pub slot: Option<Instant>,
-    /// When it was actually sent.
-    pub start: Option<Instant>,
-    /// When its last response completed (the session start before the first).
-    pub done: Instant,
-}
-
-/// When a burst is due.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Target {
-    /// When it may be sent.
-    pub at: Instant,
-    /// Its slot on the pacing schedule (what the next paced burst counts
-    /// from under [`LatePacing::Burst`] and [`LatePacing::Skip`]).
-    pub slot: Instant,
-}
-
-/// When the head of a burst may be sent: its wait applied to the previous
-/// burst (pure; `pacing = false` ignores waits).
-///
-/// - `Wait::None`: as soon as the previous burst completed.
-/// - `Wait::Think(t)`: `t` after the previous burst completed.
-/// - `Wait::Pacing(p)`: `p` after the previous burst's send ([`LatePacing::Delay`])
-///   or slot ([`LatePacing::Burst`]), but never before it completed; or the
-///   first slot of the grid at or after its completion ([`LatePacing::Skip`]).
-///   A first paced burst waits `p` from the previous completion.
-pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -> Target {
-    let at = |t: Instant| Target { at: t, slot: t };
-    if !pacing {
-        return at(prev.done);
-    }
-    match wait {
-        Wait::None => at(prev.done),
-        Wait::Think(t) => at(add(prev.done, t)),
-        Wait::Pacing(p) => {
-            let (Some(start), Some(slot)) = (prev.start, prev.slot) else {
-                return at(add(prev.done, p));
-            };
-            match late {
-                LatePacing::Delay => {
-                    let slot = add(start, p);
-                    Target {
-                        at: slot.max(prev.done),
-                        slot,
-                    }
-                }
-                LatePacing::Burst => {
-                    let slot = add(slot, p);
-                    Target {
-                        at: slot.max(prev.done),
-                        slot,
-                    }
-                }
-                LatePacing::Skip => {
-                    let mut next = add(slot, p);
-                    if next < prev.done && p > 0.0 {
-                        let behind = (prev.done - next).as_secs_f64();
-                        next = add(next, (behind / p).ceil() * p);
-                    }
-                    at(next.max(prev.done))
-                }
-            }
-        }
-    }
-}
-
-/// `t + secs`, saturating at about a century for absurd or non-finite waits.
-fn add(t: Instant, secs: f64) -> Instant {
-    const FAR: Duration = Duration::from_secs(100 * 365 * 86_400);
-    let d = Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(FAR);
-    t.checked_add(d.min(FAR))
-        .unwrap_or_else(|| t + Duration::from_secs(86_400))
-}
 
 /// Settings of a driver.
 #[derive(Debug, Clone, Copy, PartialEq)]

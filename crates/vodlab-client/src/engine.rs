@@ -89,7 +89,7 @@ pub async fn run(
             let mut f = std::io::BufWriter::new(std::fs::File::create(p)?);
             writeln!(
                 f,
-                "session,shard,class,request,path,range,measured,scheduled_s,sent_s,ttfb_ms,response_ms,bytes,status,error,playback_ms,download_ms"
+                "session,shard,class,request,path,range,measured,scheduled_s,sent_s,ttfb_ms,response_ms,bytes,status,playback_ms,download_ms,error"
             )?;
             Some(f)
         }
@@ -334,7 +334,7 @@ fn csv_row(
         Ok(d) => {
             let _ = write!(
                 out,
-                "{id},{shard},{class},{j},{},{range},{},{:.6},{:.6},{:.3},{:.3},{},{},,",
+                "{id},{shard},{class},{j},{},{range},{},{:.6},{:.6},{:.3},{:.3},{},{},",
                 r.path,
                 u8::from(measured),
                 s.scheduled_s,
@@ -347,11 +347,12 @@ fn csv_row(
             if let crate::delivery::Playback::After(t) = d.playback {
                 let _ = write!(out, "{:.3}", t.as_secs_f64() * 1e3);
             }
-            writeln!(out, ",{:.3}", d.response_us as f64 / 1e3)
+            // error last and empty, as before the playback columns
+            writeln!(out, ",{:.3},", d.response_us as f64 / 1e3)
         }
         Err(k) => writeln!(
             out,
-            "{id},{shard},{class},{j},{},{range},{},{:.6},,,,,,{},,",
+            "{id},{shard},{class},{j},{},{range},{},{:.6},,,,,,,,{}",
             r.path,
             u8::from(measured),
             s.scheduled_s,

@@ -28,6 +28,7 @@ pub mod load;
 pub mod metrics;
 pub mod results;
 pub mod schedule;
+pub mod slots;
 pub mod testserver;
 pub mod viewer;
 
