@@ -489,6 +489,47 @@ mod tests {
     }
 
     #[test]
+    fn pacing_settings_are_checked_and_map_to_the_pacer() {
+        let c = Config::default();
+        assert!(!c.paced());
+        c.pacer_config().validate().unwrap();
+        let field = |f: fn(&mut Config)| {
+            let mut c = Config::default();
+            f(&mut c);
+            match c.validate() {
+                Err(ConfigError::Range { field, .. }) => field,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(field(|c| c.pace = -1.0), "pace");
+        assert_eq!(field(|c| c.pace = f64::NAN), "pace");
+        assert_eq!(field(|c| c.pace_burst = -0.5), "pace_burst");
+        assert_eq!(field(|c| c.link_capacity = Some(0)), "link_capacity");
+        assert_eq!(field(|c| c.pace_chunk = Some(100)), "pace_chunk");
+        assert_eq!(
+            field(|c| c.default_bitrate_kbps = Some(0.0)),
+            "default_bitrate_kbps"
+        );
+        let c = Config {
+            pace: 1.5,
+            pace_burst: 0.0,
+            link_capacity: Some(1000),
+            ..Config::default()
+        };
+        let p = c.pacer_config();
+        assert_eq!(
+            (p.pace_factor, p.burst, p.link_capacity),
+            (1.5, false, Some(1000))
+        );
+        p.validate().unwrap();
+        let c: Config = serde_json::from_str(r#"{"pace": 1, "pace_mode": "kernel"}"#).unwrap();
+        assert_eq!(
+            (c.pace, c.pace_mode, c.pace_burst),
+            (1.0, PaceMode::Kernel, 4.0)
+        );
+    }
+
+    #[test]
     fn validate_names_the_bad_setting() {
         assert_eq!(Config::default().validate(), Ok(()));
         let field = |c: Config| match c.validate() {
