@@ -195,14 +195,31 @@ pub fn read_manifest(root: &Path) -> Result<Manifest, FilesetError> {
     })
 }
 
+/// The manifest of a complete file set of these entries (what [`create`]
+/// leaves in `fileset.json` when it finishes).
+pub fn manifest_of(workload: &str, seed: u64, list: &[Entry]) -> Manifest {
+    Manifest {
+        format: "vodlab-fileset".into(),
+        version: 1,
+        workload: workload.to_string(),
+        seed,
+        digest: digest(list),
+        files: list.len() as u64,
+        bytes: list.iter().map(|e| e.size).sum(),
+        complete: true,
+    }
+}
+
+/// The text of `fileset.json` for a manifest, byte for byte as [`create`]
+/// writes it.
+pub fn manifest_text(m: &Manifest) -> String {
+    serde_json::to_string_pretty(m).expect("serializes") + "\n"
+}
+
 fn write_manifest(root: &Path, m: &Manifest) -> Result<(), FilesetError> {
     let p = root.join(MANIFEST);
     let tmp = root.join(".fileset.json.tmp");
-    fs::write(
-        &tmp,
-        serde_json::to_string_pretty(m).expect("serializes") + "\n",
-    )
-    .map_err(io_err(&tmp))?;
+    fs::write(&tmp, manifest_text(m)).map_err(io_err(&tmp))?;
     fs::rename(&tmp, &p).map_err(io_err(&p))
 }
 
@@ -262,14 +279,8 @@ pub fn create(
 ) -> Result<CreateReport, FilesetError> {
     let list = entries(catalog);
     let manifest = Manifest {
-        format: "vodlab-fileset".into(),
-        version: 1,
-        workload: workload.to_string(),
-        seed,
-        digest: digest(&list),
-        files: list.len() as u64,
-        bytes: list.iter().map(|e| e.size).sum(),
         complete: false,
+        ..manifest_of(workload, seed, &list)
     };
     // where to start
     let mut start = 0usize;

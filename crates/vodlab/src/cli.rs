@@ -109,6 +109,15 @@ pub enum Command {
     ///   vodlab lab down
     #[command(subcommand, verbatim_doc_comment)]
     Lab(crate::lab::LabCommand),
+    /// An emulated disk: a workload's file set served through FUSE with a
+    /// seek, rotation and transfer model, without disk space (docs/disk.md).
+    ///
+    /// Examples:
+    ///   vodlab disk mount work/yt /mnt/yt --profile hitachi-5k3000
+    ///   vodlab disk mount work/yt /mnt/yt --profile st1000dm003 --time-compression 10 --stats disk.json
+    ///   vodlab disk profiles
+    #[command(subcommand, verbatim_doc_comment)]
+    Disk(crate::disk::DiskCommand),
     /// Render results (compare.json, capacity.json, results.json) into one
     /// self-contained HTML file with SVG figures: throughput and failures
     /// against load, response-time CDFs and box plots by client class,
@@ -137,5 +146,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(a) => crate::report::run(a),
         Command::Compare(a) => crate::compare::run(a),
         Command::Lab(c) => crate::lab::run(c),
+        Command::Disk(c) => crate::disk::run(c),
     }
 }

@@ -7,6 +7,7 @@ mod boxcmd;
 mod capacity;
 mod cli;
 mod compare;
+mod disk;
 mod fileset;
 mod gen;
 mod lab;

@@ -1,0 +1,386 @@
+//! Holding replies until the modelled drive has served their reads.
+//!
+//! [`Pending`] is the logic without a clock: a job is a set of drive
+//! requests plus an action; the action is handed back once every request of
+//! the job has completed at or before `now`. [`Engine`] drives a `Pending`
+//! from the wall clock: callers submit from any thread (the FUSE threads),
+//! and a timer thread sleeps until the model's next event and runs the
+//! actions that became due, so no FUSE thread ever waits for the model and
+//! concurrent reads sit in the model's queue together (where the elevator
+//! sees them).
+//!
+//! Time: `now` is the wall time since the engine started. The model applies
+//! time compression itself (model time = now × k; completions come back as
+//! model time / k), so the engine replies at wall time = model completion
+//! time / k.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use vodlab_disk::{Disk, DiskError, DiskStats, Request, Token};
+
+/// Jobs waiting for the drive, without a clock.
+#[derive(Debug)]
+pub struct Pending<A> {
+    disk: Disk,
+    jobs: HashMap<u64, (usize, A)>,
+    tokens: HashMap<Token, u64>,
+    next_job: u64,
+}
+
+impl<A> Pending<A> {
+    /// No jobs, on this drive.
+    pub fn new(disk: Disk) -> Pending<A> {
+        Pending {
+            disk,
+            jobs: HashMap::new(),
+            tokens: HashMap::new(),
+            next_job: 0,
+        }
+    }
+
+    /// The drive.
+    pub fn disk(&self) -> &Disk {
+        &self.disk
+    }
+
+    /// Jobs not yet due.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// True when no job waits.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Submits the requests of one job at `now`. A job without requests is
+    /// due at once (returned in `ready`). On a drive error nothing of the job
+    /// stays queued and the action comes back with the error.
+    pub fn submit(
+        &mut self,
+        now: Duration,
+        reqs: &[Request],
+        action: A,
+        ready: &mut Vec<A>,
+    ) -> Result<(), (DiskError, A)> {
+        if reqs.is_empty() {
+            ready.push(action);
+            return Ok(());
+        }
+        // validate every request first so a job is queued whole or not at all
+        let cap = self.disk.capacity();
+        if let Some(r) = reqs
+            .iter()
+            .find(|r| r.len == 0 || r.offset.checked_add(r.len).is_none_or(|e| e > cap))
+        {
+            let e = DiskError::OutOfRange {
+                offset: r.offset,
+                len: r.len,
+                capacity: cap,
+            };
+            return Err((e, action));
+        }
+        let id = self.next_job;
+        self.next_job += 1;
+        for r in reqs {
+            match self.disk.submit(now, *r) {
+                Ok(t) => {
+                    self.tokens.insert(t, id);
+                }
+                Err(e) => {
+                    // only a clock going backwards gets here; the requests
+                    // already queued complete into a job that is gone
+                    self.tokens.retain(|_, j| *j != id);
+                    return Err((e, action));
+                }
+            }
+        }
+        self.jobs.insert(id, (reqs.len(), action));
+        Ok(())
+    }
+
+    /// Moves the actions of every job complete at or before `now` into
+    /// `ready`, in order of completion.
+    pub fn due(&mut self, now: Duration, ready: &mut Vec<A>) -> Result<(), DiskError> {
+        while let Some(c) = self.disk.poll_completion(now)? {
+            let Some(id) = self.tokens.remove(&c.token) else {
+                continue;
+            };
+            let done = match self.jobs.get_mut(&id) {
+                Some((left, _)) => {
+                    *left -= 1;
+                    *left == 0
+                }
+                None => false,
+            };
+            if done {
+                ready.push(self.jobs.remove(&id).expect("job").1);
+            }
+        }
+        Ok(())
+    }
+
+    /// When to call [`Pending::due`] next (wall time since the epoch);
+    /// `None` when the drive is idle.
+    pub fn next_wake(&self) -> Option<Duration> {
+        self.disk.next_event_time()
+    }
+
+    /// The drive's statistics as of `now`.
+    pub fn stats(&mut self, now: Duration) -> Result<DiskStats, DiskError> {
+        self.disk.advance_to(now)?;
+        Ok(self.disk.stats())
+    }
+}
+
+/// What the engine runs when a job is due: `Ok` once the drive has served
+/// it, `Err` when the drive refused it.
+pub type Action = Box<dyn FnOnce(Result<(), DiskError>) + Send>;
+
+struct State {
+    pending: Pending<Action>,
+    /// When the timer thread plans to wake (None: waiting for a signal).
+    timer_at: Option<Duration>,
+    shutdown: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    cv: Condvar,
+    epoch: Instant,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A [`Pending`] driven by the wall clock and a timer thread.
+pub struct Engine {
+    shared: Arc<Shared>,
+    timer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Starts the timer thread; wall time 0 is now.
+    pub fn start(disk: Disk) -> std::io::Result<Engine> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                pending: Pending::new(disk),
+                timer_at: None,
+                shutdown: false,
+            }),
+            cv: Condvar::new(),
+            epoch: Instant::now(),
+        });
+        let s = shared.clone();
+        let timer = std::thread::Builder::new()
+            .name("vodlab-disk-timer".into())
+            .spawn(move || timer_loop(&s))?;
+        Ok(Engine {
+            shared,
+            timer: Mutex::new(Some(timer)),
+        })
+    }
+
+    /// Wall time since the engine started.
+    pub fn now(&self) -> Duration {
+        self.shared.epoch.elapsed()
+    }
+
+    /// Submits a job; `action` runs (on this thread or the timer's) once the
+    /// drive has served every request of it.
+    pub fn submit(&self, reqs: &[Request], action: Action) {
+        let mut ready = Vec::new();
+        let mut failed = None;
+        {
+            let mut g = self.shared.lock();
+            // read the clock under the lock: `now` never goes backwards
+            let now = self.shared.epoch.elapsed();
+            if let Err((e, a)) = g.pending.submit(now, reqs, action, &mut ready) {
+                failed = Some((e, a));
+            }
+            if let Err(e) = g.pending.due(now, &mut ready) {
+                debug_assert!(false, "{e}");
+            }
+            let next = g.pending.next_wake();
+            if next.is_some() && g.timer_at.is_none_or(|t| next < Some(t)) {
+                self.shared.cv.notify_one();
+            }
+        }
+        for a in ready {
+            a(Ok(()));
+        }
+        if let Some((e, a)) = failed {
+            a(Err(e));
+        }
+    }
+
+    /// The drive's statistics now.
+    pub fn stats(&self) -> DiskStats {
+        let mut g = self.shared.lock();
+        let now = self.shared.epoch.elapsed();
+        g.pending
+            .stats(now)
+            .unwrap_or_else(|_| g.pending.disk().stats())
+    }
+
+    /// Jobs waiting for the drive.
+    pub fn waiting(&self) -> usize {
+        self.shared.lock().pending.len()
+    }
+
+    /// Stops the timer thread. Jobs still waiting are dropped (a dropped
+    /// FUSE reply answers the kernel with an error).
+    pub fn stop(&self) {
+        self.shared.lock().shutdown = true;
+        self.shared.cv.notify_all();
+        let t = self.timer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn timer_loop(s: &Shared) {
+    // wake within a microsecond or so of the deadline: with time compression
+    // a transfer lasts tens of µs and the default 50 µs slack would be seen
+    // SAFETY: prctl on the calling thread with an integer argument
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+    let mut ready: Vec<Action> = Vec::new();
+    let mut g = s.lock();
+    loop {
+        if g.shutdown {
+            g.pending.jobs.clear();
+            return;
+        }
+        let now = s.epoch.elapsed();
+        if let Err(e) = g.pending.due(now, &mut ready) {
+            debug_assert!(false, "{e}");
+        }
+        let next = g.pending.next_wake();
+        g.timer_at = next;
+        if !ready.is_empty() {
+            drop(g);
+            for a in ready.drain(..) {
+                a(Ok(()));
+            }
+            g = s.lock();
+            continue;
+        }
+        g = match next {
+            None => s.cv.wait(g).unwrap_or_else(|p| p.into_inner()),
+            Some(t) if t > now => {
+                s.cv.wait_timeout(g, t - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+            Some(_) => g,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vodlab_disk::{profile, DiskOptions, Scheduler};
+
+    fn disk(name: &str, k: f64) -> Disk {
+        let p = profile::builtin(name).unwrap();
+        Disk::new(
+            &p,
+            DiskOptions {
+                scheduler: Scheduler::CLook,
+                time_compression: k,
+                seed: 1,
+                rotation: None,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_job_is_due_when_its_last_request_completes() {
+        let mut p: Pending<u32> = Pending::new(disk("hitachi-5k3000", 1.0));
+        let mut ready = Vec::new();
+        let t0 = Duration::ZERO;
+        let reqs = [
+            Request::new(0, 1 << 20),
+            Request::new(1 << 40, 1 << 20),
+            Request::new(1 << 30, 16 << 10),
+        ];
+        p.submit(t0, &reqs, 7, &mut ready).unwrap();
+        p.submit(t0, &[], 8, &mut ready).unwrap();
+        assert_eq!(ready, [8], "a job without requests is due at once");
+        ready.clear();
+        p.due(t0, &mut ready).unwrap();
+        assert!(ready.is_empty());
+        // step through the model's events: the job is due exactly when the
+        // third completion happens, not before
+        let mut events = 0;
+        while ready.is_empty() {
+            let t = p.next_wake().expect("busy");
+            events += 1;
+            p.due(t, &mut ready).unwrap();
+            assert!(events < 10);
+        }
+        assert_eq!(ready, [7]);
+        assert!(p.is_empty());
+        let s = p
+            .stats(p.next_wake().unwrap_or(Duration::from_secs(1)))
+            .unwrap();
+        assert_eq!(s.reads, 3);
+    }
+
+    #[test]
+    fn a_refused_job_comes_back_whole() {
+        let mut p: Pending<&str> = Pending::new(disk("nvme", 1.0));
+        let cap = p.disk().capacity();
+        let mut ready = Vec::new();
+        let r = p.submit(
+            Duration::ZERO,
+            &[Request::new(0, 4096), Request::new(cap, 4096)],
+            "x",
+            &mut ready,
+        );
+        let (e, a) = r.unwrap_err();
+        assert_eq!(a, "x");
+        assert!(matches!(e, DiskError::OutOfRange { .. }));
+        assert_eq!(p.disk().stats().submitted, 0, "nothing was queued");
+    }
+
+    #[test]
+    fn the_engine_replies_after_the_modelled_time() {
+        // a 2 MB random read on the 5K3000 takes ~40 ms of model time; at
+        // k = 4 about 10 ms of wall time; the reply must not come earlier
+        let e = Engine::start(disk("hitachi-5k3000", 4.0)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t0 = e.now();
+        e.submit(
+            &[Request::new(1 << 40, 2_000_000)],
+            Box::new(move |r| tx.send(r.is_ok()).unwrap()),
+        );
+        assert!(rx.recv_timeout(Duration::from_secs(5)).unwrap());
+        let waited = e.now() - t0;
+        let s = e.stats();
+        let served_ns = s.service_us.0.max() as f64 * 1e3 / 4.0;
+        assert!(
+            waited.as_nanos() as f64 >= served_ns * 0.99,
+            "replied after {waited:?}, the model served it in {served_ns} ns wall"
+        );
+        assert_eq!(e.waiting(), 0);
+        e.stop();
+    }
+}
