@@ -5,8 +5,9 @@
 #   nghttp2-client  h2load, replays exported timing scripts
 #   curl            a real client for vodlab serve's HTTP tests
 #   apache2, lighttpd  servers `vodlab compare` configures and measures beside nginx
+#   fuse3           fusermount3, which `vodlab disk mount` (FUSE) mounts and unmounts with
 set -euo pipefail
-packages=(nginx-light apache2 lighttpd httperf nghttp2-client curl)
+packages=(nginx-light apache2 lighttpd httperf nghttp2-client curl fuse3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
