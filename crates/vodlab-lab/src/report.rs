@@ -379,7 +379,9 @@ impl Page {
     }
 }
 
+pub mod pacing;
 mod sections;
+pub use pacing::{pacing_section, PacingManifest, PacingRun};
 pub use sections::{capacity_section, compare_section, request_order, run_section};
 
 #[cfg(test)]
