@@ -7,13 +7,15 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde_json::Value;
 use vodlab_client::Results;
-use vodlab_lab::report::{capacity_section, compare_section, run_section, Page};
+use vodlab_lab::report::{
+    capacity_section, compare_section, pacing_section, run_section, PacingManifest, PacingRun, Page,
+};
 use vodlab_lab::{CapacityFile, CompareFile};
 
 /// Arguments of `vodlab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Result directories or files: compare.json, capacity.json or
+    /// Result directories or files: pacing.json, compare.json, capacity.json or
     /// results.json (a directory holding one of them, in that order). Several
     /// inputs give one page with a part for each.
     #[arg(required = true, value_name = "DIR|FILE")]
@@ -34,14 +36,19 @@ fn locate(input: &Path) -> anyhow::Result<PathBuf> {
     if input.is_file() {
         return Ok(input.to_path_buf());
     }
-    for f in ["compare.json", "capacity.json", "results.json"] {
+    for f in [
+        "pacing.json",
+        "compare.json",
+        "capacity.json",
+        "results.json",
+    ] {
         let p = input.join(f);
         if p.is_file() {
             return Ok(p);
         }
     }
     bail!(
-        "{}: no compare.json, capacity.json or results.json in it",
+        "{}: no pacing.json, compare.json, capacity.json or results.json in it",
         input.display()
     )
 }
@@ -74,8 +81,46 @@ pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Resul
                 page.section(&format!("Run {}", file.display()));
                 let csv = load("requests.csv");
                 run_section(&mut page, &r.workload, &r, csv.as_deref());
+                if r.delivery.playback_latency_s.count > 0 || r.delivery.rate_windows > 0 {
+                    let run = PacingRun::new(&r.workload, "run", &r.target, &r, csv, None);
+                    pacing_section(&mut page, &format!("Delivery {}", file.display()), &[run]);
+                }
             }
-            other => bail!("{}: unknown format {:?} (expected vodlab-compare, vodlab-capacity or vodlab-results)", file.display(), other),
+            Some("vodlab-pacing") => {
+                let m = PacingManifest::from_json(&text).with_context(what)?;
+                let mut runs = Vec::new();
+                for mr in &m.runs {
+                    let rel = format!("{}/results.json", mr.dir);
+                    let Some(rt) = load(&rel) else {
+                        eprintln!("report: {}: {rel} missing, run left out", what());
+                        continue;
+                    };
+                    let r: Results = serde_json::from_str(&rt)
+                        .with_context(|| format!("{}: {rel}", what()))?;
+                    let csv = load(&format!("{}/requests.csv", mr.dir));
+                    runs.push(PacingRun::new(
+                        &mr.group,
+                        &mr.config,
+                        &mr.label,
+                        &r,
+                        csv,
+                        mr.server_cpu_s,
+                    ));
+                }
+                pacing_section(
+                    &mut page,
+                    &format!(
+                        "Pacing experiment {} ({} B at {} kbit/s, buffer {} s, burst {} s)",
+                        file.display(),
+                        m.file_bytes,
+                        m.bitrate_kbps,
+                        m.buffer_s,
+                        m.burst_s
+                    ),
+                    &runs,
+                );
+            }
+            other => bail!("{}: unknown format {:?} (expected vodlab-pacing, vodlab-compare, vodlab-capacity or vodlab-results)", file.display(), other),
         }
     }
     Ok(page.finish())
