@@ -19,7 +19,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -163,6 +163,41 @@ struct Counters {
 enum Handle {
     Backing(Arc<File>),
     Stats(Arc<Vec<u8>>),
+}
+
+/// A read's reply, sent when both the drive (the engine) and the bytes (the
+/// FUSE thread) are ready.
+struct Pair {
+    left: AtomicU8,
+    failed: AtomicBool,
+    data: Mutex<Option<Result<Vec<u8>, Errno>>>,
+    reply: Mutex<Option<ReplyData>>,
+}
+
+impl Pair {
+    fn new(reply: ReplyData) -> Pair {
+        Pair {
+            left: AtomicU8::new(2),
+            failed: AtomicBool::new(false),
+            data: Mutex::new(None),
+            reply: Mutex::new(Some(reply)),
+        }
+    }
+
+    fn arrive(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let Some(reply) = self.reply.lock().expect("pair").take() else {
+            return;
+        };
+        match self.data.lock().expect("pair").take() {
+            _ if self.failed.load(Ordering::Relaxed) => reply.error(Errno::EIO),
+            Some(Ok(d)) => reply.data(&d),
+            Some(Err(e)) => reply.error(e),
+            None => reply.error(Errno::EIO),
+        }
+    }
 }
 
 /// State shared by the FUSE threads and the mount handle.
@@ -426,21 +461,28 @@ impl Filesystem for DiskFs {
                 let Some(req) = s.layout.read(index, offset, len as u64) else {
                     return reply.data(&[]);
                 };
-                let data = match s.bytes(index, fh.0, offset, len) {
-                    Ok(d) => d,
-                    Err(e) => return reply.error(e),
-                };
                 let c = &s.counters;
                 c.reads.fetch_add(1, Ordering::Relaxed);
-                c.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
                 c.max_read.fetch_max(size as u64, Ordering::Relaxed);
+                // the drive starts now; the bytes are made while it works and
+                // whichever of the two finishes last sends the reply
+                let pair = Arc::new(Pair::new(reply));
+                let p2 = pair.clone();
                 s.engine.submit(
                     &[req],
-                    Box::new(move |r| match r {
-                        Ok(()) => reply.data(&data),
-                        Err(_) => reply.error(Errno::EIO),
+                    Box::new(move |r| {
+                        if r.is_err() {
+                            p2.failed.store(true, Ordering::Relaxed);
+                        }
+                        p2.arrive();
                     }),
                 );
+                let data = s.bytes(index, fh.0, offset, len);
+                if let Ok(d) = &data {
+                    c.bytes.fetch_add(d.len() as u64, Ordering::Relaxed);
+                }
+                *pair.data.lock().expect("pair") = Some(data);
+                pair.arrive();
             }
             Some(Node::Dir { .. }) => reply.error(Errno::EISDIR),
             None => reply.error(Errno::ENOENT),

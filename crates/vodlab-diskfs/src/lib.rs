@@ -215,6 +215,7 @@ impl MountConfig {
 
 /// A mounted emulated disk. Dropping it unmounts.
 pub struct Mounted {
+    signals: std::sync::Mutex<signal_hook::iterator::Signals>,
     session: Option<fuser::BackgroundSession>,
     shared: Arc<fs::Shared>,
     mountpoint: PathBuf,
@@ -276,6 +277,10 @@ pub fn mount(set: FileSet, mountpoint: &Path, cfg: &MountConfig) -> Result<Mount
     config.acl = fuser::SessionACL::All;
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = true;
+    // catch the signals before the mount exists, so none is missed
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(io("installing signal handlers"))?;
     let session = fuser::spawn_mount(fs::DiskFs(shared.clone()), mountpoint, &config).map_err(
         io(format!(
             "mounting FUSE at {} (needs /dev/fuse and {})",
@@ -284,6 +289,7 @@ pub fn mount(set: FileSet, mountpoint: &Path, cfg: &MountConfig) -> Result<Mount
         )),
     )?;
     let mut m = Mounted {
+        signals: std::sync::Mutex::new(signals),
         session: Some(session),
         shared,
         mountpoint: mountpoint.to_path_buf(),
@@ -330,8 +336,7 @@ impl Mounted {
     /// `every_second` about once a second meanwhile (e.g. to rewrite a
     /// statistics file).
     pub fn wait(&self, every_second: &mut dyn FnMut(&Report)) -> std::io::Result<Ended> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+        let mut signals = self.signals.lock().unwrap_or_else(|p| p.into_inner());
         let mut last = Instant::now();
         loop {
             if let Some(s) = signals.pending().next() {

@@ -12,8 +12,12 @@ pub const FUSERMOUNT: &str = "fusermount3";
 /// True when `path` is the mount point of a FUSE file system whose daemon
 /// is gone: the kernel answers `ENOTCONN` ("Transport endpoint is not
 /// connected").
+/// `stat` alone may be answered from the attributes the kernel cached, so
+/// the directory is opened too (which always asks the daemon).
 pub fn is_stale(path: &Path) -> bool {
-    matches!(std::fs::metadata(path), Err(e) if e.raw_os_error() == Some(libc::ENOTCONN))
+    let enotconn = |e: &io::Error| e.raw_os_error() == Some(libc::ENOTCONN);
+    matches!(std::fs::metadata(path), Err(e) if enotconn(&e))
+        || matches!(std::fs::read_dir(path), Err(e) if enotconn(&e))
 }
 
 /// If `path` is a stale FUSE mount, detaches it (`fusermount3 -u -z`, then
