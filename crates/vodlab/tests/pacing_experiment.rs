@@ -60,13 +60,27 @@ fn paced_windows_are_within_5pct_and_unpaced_ones_are_not() {
     // per session; 1460 B chunks put 6 or 7 in a window (-12 % or +2 %), so
     // about 85 % of windows can be within ±5 % at best
     assert!(windows(&paced) >= 200.0, "{}", windows(&paced));
-    assert!(within(&paced) >= 60.0, "paced within ±5 %: {}", within(&paced));
+    assert!(
+        within(&paced) >= 60.0,
+        "paced within ±5 %: {}",
+        within(&paced)
+    );
     // unpaced: 200 KB at the session's share of 100 Mbit/s, several × the bit rate
-    assert!(windows(&unpaced) > 0.0, "the unpaced run must have judged windows");
-    assert!(within(&unpaced) <= 10.0, "unpaced within ±5 %: {}", within(&unpaced));
+    assert!(
+        windows(&unpaced) > 0.0,
+        "the unpaced run must have judged windows"
+    );
+    assert!(
+        within(&unpaced) <= 10.0,
+        "unpaced within ±5 %: {}",
+        within(&unpaced)
+    );
     // the burst brings playback forward, and the download ends when pacing says
     let dl = num(&paced, &["delivery", "download_time_s", "p50"]);
-    assert!((1.3..=2.0).contains(&dl), "paced download p50 {dl} s, expected ~1.5");
+    assert!(
+        (1.3..=2.0).contains(&dl),
+        "paced download p50 {dl} s, expected ~1.5"
+    );
     let dl_unpaced = num(&unpaced, &["delivery", "download_time_s", "p50"]);
     assert!(dl_unpaced < 1.0, "unpaced download p50 {dl_unpaced} s");
     assert!(o.status.success(), "pacing.sh --smoke failed: {err}");
