@@ -33,8 +33,9 @@ use crate::prefetch::{DeviceStats, Helpers, Prober};
 pub struct Counters {
     /// Requests answered.
     pub requests: AtomicU64,
-    /// Body bytes sent.
-    pub bytes: AtomicU64,
+    /// Body bytes sent (shared with the pacer's driver, which writes paced
+    /// bodies itself).
+    pub bytes: Arc<AtomicU64>,
     /// Connections accepted.
     pub connections: AtomicU64,
     /// Connections open now.
@@ -323,10 +324,11 @@ impl Server {
             None => None,
         };
         let pacing = Arc::new(Pacing::new(&cfg)?);
+        let counters = Counters::default();
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let driver = (cfg.paced() && cfg.pace_mode == crate::config::PaceMode::User)
-            .then(|| tokio::spawn(crate::pacing::drive(pacing.clone())));
+            .then(|| tokio::spawn(crate::pacing::drive(pacing.clone(), counters.bytes.clone())));
         let state = Arc::new(State {
             pacing,
             bitrates,
@@ -335,7 +337,7 @@ impl Server {
             prefetch: Mutex::new(PrefetchCore::new(controller)),
             heads: Mutex::new(HeadQueue::default()),
             root,
-            counters: Counters::default(),
+            counters,
             started: Instant::now(),
             log,
             date: Mutex::new((0, String::new())),
