@@ -48,6 +48,12 @@ pub struct RunConfig {
     /// Paced target rate as a multiple `K` of the content's bit rate, for
     /// the rate-window deviation.
     pub pace_target: f64,
+    /// Run only this shard of the workload's sessions (`--shard I/N`; the
+    /// split rule is in [`crate::shard`]).
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// Wall-clock time of offset 0 of every schedule (`--start-at`): the run
+    /// waits until then. `None`: at once.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl RunConfig {
@@ -71,6 +77,8 @@ impl RunConfig {
             check_bytes: 0.0,
             playback_buffer: crate::delivery::DEFAULT_PLAYBACK_BUFFER,
             pace_target: 1.0,
+            shard: None,
+            start_at: None,
         }
     }
 }

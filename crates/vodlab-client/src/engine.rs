@@ -31,6 +31,7 @@ use crate::load::LoadedWorkload;
 use crate::metrics::{RequestSample, RunMetrics, SampleDone, SessionSample};
 use crate::results::{self, Monitor, Results, RunInfo, StopReason};
 use crate::schedule::Arrivals;
+use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
 
 /// Requests a session reports at once.
 const BATCH: usize = 64;
@@ -82,8 +83,21 @@ pub async fn run(
     work: Arc<LoadedWorkload>,
     cfg: RunConfig,
     live: Arc<Live>,
-    mut cancel: watch::Receiver<bool>,
+    cancel: watch::Receiver<bool>,
 ) -> std::io::Result<Results> {
+    Ok(run_parts(work, cfg, live, cancel).await?.0)
+}
+
+/// [`run`], also returning the run's exact state for `vodlab merge`
+/// (`metrics.json`). With [`RunConfig::shard`] only that shard's sessions
+/// run; with [`RunConfig::start_at`] offset 0 of every schedule is that
+/// wall-clock time.
+pub async fn run_parts(
+    work: Arc<LoadedWorkload>,
+    cfg: RunConfig,
+    live: Arc<Live>,
+    mut cancel: watch::Receiver<bool>,
+) -> std::io::Result<(Results, MetricsDump)> {
     let csv = match &cfg.requests_csv {
         Some(p) => {
             let mut f = std::io::BufWriter::new(std::fs::File::create(p)?);
@@ -95,10 +109,31 @@ pub async fn run(
         }
         None => None,
     };
-    let started_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    let t0 = Instant::now() + Duration::from_millis(20);
+    let unix = |t: SystemTime| {
+        t.duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    };
+    let (now_i, now_w) = (Instant::now(), SystemTime::now());
+    let (t0, started_unix) = match cfg.start_at {
+        Some(at) => {
+            let t0 = match at.duration_since(now_w) {
+                Ok(ahead) => now_i + ahead,
+                // a start just passed (the caller refuses older ones): the
+                // first sessions start late, and say so
+                Err(e) => now_i.checked_sub(e.duration()).unwrap_or(now_i),
+            };
+            (t0, unix(at))
+        }
+        None => {
+            let lead = Duration::from_millis(20);
+            (now_i + lead, unix(now_w) + lead.as_secs_f64())
+        }
+    };
+    // when the schedule really began: the wall clock read on waking at t0
+    let began = tokio::spawn(async move {
+        sleep_until(t0.into()).await;
+        unix(SystemTime::now())
+    });
     let ctx = Arc::new(Ctx {
         cfg: cfg.clone(),
         work: work.clone(),
@@ -107,12 +142,6 @@ pub async fn run(
         refused_streak: AtomicU64::new(0),
         last_connect_ok_us: AtomicU64::new(0),
     });
-    let total: usize = match cfg.max_sessions {
-        Some(m) => m.min(work.session_count()),
-        None => work.session_count(),
-    };
-    live.total.store(total as u64, Ordering::Relaxed);
-
     let shards = work.shards.len();
     let limits: Vec<usize> = (0..shards)
         .map(|k| {
@@ -124,6 +153,15 @@ pub async fn run(
             }
         })
         .collect();
+    let owned = |k: usize, i: usize| cfg.shard.is_none_or(|s| s.owns(k, i, shards));
+    // the sessions this process starts (all of them unless it runs a shard)
+    let mine: Vec<usize> = limits
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| (0..n).filter(|&i| owned(k, i)).count())
+        .collect();
+    let total: usize = mine.iter().sum();
+    live.total.store(total as u64, Ordering::Relaxed);
 
     let (tx, rx) = mpsc::unbounded_channel::<Report>();
     let late_us = cfg.late_threshold.as_micros() as u64;
@@ -136,6 +174,10 @@ pub async fn run(
 
     let mut dispatchers = JoinSet::new();
     for (k, &limit) in limits.iter().enumerate() {
+        if mine[k] == 0 {
+            continue;
+        }
+        let shard = cfg.shard;
         let ctx = ctx.clone();
         let arrivals = per_shard(&cfg.arrivals, shards);
         let mut stop = stop_rx.clone();
@@ -144,6 +186,9 @@ pub async fn run(
             let mut sessions = JoinSet::new();
             let offsets = arrivals.offsets(ctx.cfg.seed.wrapping_add(k as u64 * 0x9e37_79b9));
             for (i, off) in offsets.take(limit).enumerate() {
+                if shard.is_some_and(|s| !s.owns(k, i, shards)) {
+                    continue;
+                }
                 let at = ctx.t0 + off;
                 tokio::select! {
                     _ = sleep_until(at.into()) => {}
@@ -244,7 +289,36 @@ pub async fn run(
         playback_buffer_s: cfg.playback_buffer.as_secs_f64(),
         pace_target: cfg.pace_target,
     };
-    Ok(results::assemble(&info, &metrics, &mon))
+    let actual_start_unix_s = if began.is_finished() {
+        began.await.unwrap_or(started_unix)
+    } else {
+        // stopped before the start time came
+        began.abort();
+        started_unix
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let dump = MetricsDump::new(
+        &DumpInfo {
+            shard: cfg.shard,
+            origin_unix_s: started_unix,
+            actual_start_unix_s,
+        },
+        &info,
+        &metrics,
+        &mon,
+        cpus,
+        results::peak_rss_mb(),
+    )
+    .map_err(std::io::Error::other)?;
+    let mut out = results::assemble(&info, &metrics, &mon);
+    out.shard = cfg.shard.map(|s| ShardRecord {
+        index: s.index,
+        count: s.count,
+        rule: SPLIT_RULE.into(),
+        origin_unix_s: started_unix,
+        actual_start_unix_s,
+    });
+    Ok((out, dump))
 }
 
 /// Owns the run's metrics and the requests CSV; ends when every sender has gone.

@@ -28,13 +28,15 @@ pub mod load;
 pub mod metrics;
 pub mod results;
 pub mod schedule;
+pub mod shard;
 pub mod slots;
 pub mod testserver;
 pub mod viewer;
 
 pub use config::{Live, RunConfig};
 pub use driver::{LatePacing, SessionDriver};
-pub use engine::run;
+pub use engine::{run, run_parts};
 pub use load::LoadedWorkload;
 pub use results::{Results, StopReason};
 pub use schedule::Arrivals;
+pub use shard::{MetricsDump, ShardSpec};

@@ -22,6 +22,8 @@ pub enum StopReason {
     Duration,
     /// Connections were refused with no success for a while: the server is gone.
     ServerUnreachable,
+    /// A merged run lacks a shard's results (it died or never ran).
+    ShardMissing,
 }
 
 /// Per-class (or overall) figures of measured sessions.
@@ -336,9 +338,17 @@ pub struct Results {
     /// The figures that judge a pacing server (absent from older files).
     #[serde(default)]
     pub delivery: Delivery,
+    /// The shard of a split run this process ran (`--shard I/N`; absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardRecord>,
+    /// How a merged run was put together (`vodlab merge`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<crate::shard::MergeInfo>,
 }
 
-fn peak_rss_mb() -> f64 {
+/// Peak resident memory of this process, MiB (0 when unknown).
+pub fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -395,6 +405,10 @@ pub struct Monitor {
     pub cpu_pct: Vec<f64>,
     /// Most active sessions at any sample.
     pub peak_active: u64,
+    /// CPU cores of the client (none: this process's).
+    pub cpus: Option<usize>,
+    /// Peak resident memory of the client, MiB (none: this process's).
+    pub peak_rss_mb: Option<f64>,
 }
 
 impl Monitor {
@@ -431,7 +445,9 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         .completed_between((from / w).floor() * w, (to / w).ceil() * w);
     let window = (to - from).max(1e-3);
     let tput = bytes / window;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = mon
+        .cpus
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let max_cpu = mon.cpu_pct.iter().copied().fold(0.0, f64::max);
     let health = Health {
         late_threshold_ms: info.late_threshold.as_secs_f64() * 1e3,
@@ -444,7 +460,7 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         descriptor_errors: sh.errors.get(ErrorKind::Descriptors),
         port_errors: sh.errors.get(ErrorKind::Ports),
         peak_active_sessions: mon.peak_active,
-        peak_rss_mb: peak_rss_mb(),
+        peak_rss_mb: mon.peak_rss_mb.unwrap_or_else(peak_rss_mb),
     };
     let mut invalid = Vec::new();
     let starts = sh.start_lateness.len().max(1);
@@ -558,6 +574,8 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         interval_s: width,
         intervals,
         delivery,
+        shard: None,
+        merge: None,
     }
 }
 
@@ -580,6 +598,28 @@ impl Results {
         );
         for r in &self.invalid_reasons {
             let _ = writeln!(s, "  invalid: {r}");
+        }
+        if let Some(sh) = &self.shard {
+            let _ = writeln!(
+                s,
+                "  shard {}/{} of a split run (origin {:.3}, began {:+.1} ms after it)",
+                sh.index,
+                sh.count,
+                sh.origin_unix_s,
+                (sh.actual_start_unix_s - sh.origin_unix_s) * 1e3
+            );
+        }
+        if let Some(m) = &self.merge {
+            let _ = writeln!(
+                s,
+                "  merged {} of {} shard(s); start skew {:.1} ms",
+                m.merged.len().max(m.starts.len()),
+                m.shards,
+                m.start_skew_s * 1e3
+            );
+            for r in &m.incomplete_reasons {
+                let _ = writeln!(s, "  incomplete: {r}");
+            }
         }
         let _ = writeln!(
             s,
