@@ -39,6 +39,10 @@ pub struct CompareFile {
     pub hw_box: Option<BoxSpec>,
     /// The disk profile the box emulated, if one was named.
     pub profile: Option<ProfileInfo>,
+    /// The emulated drive every server read from (`vodlab disk mount`,
+    /// `--disk`); then the disk figures are the drive model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<EmulatedDisk>,
     /// The criterion in words.
     pub criterion: String,
     /// Seconds of arrivals per point.
@@ -83,6 +87,23 @@ impl From<Profile> for ProfileInfo {
             source: p.source.into(),
         }
     }
+}
+
+/// The emulated drive of a comparison (`--disk`): each server read its
+/// files from a fresh `vodlab disk mount` of this profile before every run,
+/// and a run's disk figures are the drive model's statistics (the full
+/// statistics are in the run's directory, `disk.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmulatedDisk {
+    /// Profile name or file as given.
+    pub profile: String,
+    /// The profile's own description.
+    pub description: String,
+    /// Time compression k of the drive model (only the drive's times).
+    pub time_compression: f64,
+    /// Further `vodlab disk mount` arguments (placement, scheduler).
+    #[serde(default)]
+    pub mount_args: Vec<String>,
 }
 
 /// `vodlab fileset seqread` in the box from a cold cache.

@@ -286,6 +286,7 @@ fn version_2_compare_round_trips_and_validates() {
         root: "/r".into(),
         hw_box: None,
         profile: vodlab_lab::hwbox::profile("ssd").ok().map(Into::into),
+        disk: None,
         criterion: "no failed session".into(),
         window_s: 2.0,
         pacing: false,

@@ -2,14 +2,16 @@
 //! from a cold cache; a capacity search per server plus the sequential-read
 //! bound, and the thesis's comparison table (docs/experiments.md).
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
-use vodlab_lab::compare::{add_box_figures, COMPARE_FORMAT, COMPARE_VERSION};
+use vodlab_lab::compare::{add_box_figures, EmulatedDisk, COMPARE_FORMAT, COMPARE_VERSION};
 use vodlab_lab::hwbox::{BoxSpec, HwBox};
 use vodlab_lab::runner::unix_now;
 use vodlab_lab::servers::{self, ServerKind, ServerSetup};
@@ -17,7 +19,7 @@ use vodlab_lab::{
     Answer, CompareFile, Figures, ProfileInfo, Search, SearchOutcome, SeqRead, ServerRow, Stop,
 };
 
-use crate::boxcmd::{describe, HwArgs};
+use crate::boxcmd::{describe, DiskArgs, DiskDaemon, DiskSpec, HwArgs};
 use crate::capacity::{self, Printer, SearchArgs};
 
 /// Arguments of `vodlab compare`.
@@ -26,8 +28,9 @@ pub struct CompareArgs {
     /// A `vodlab gen` workload directory.
     pub workload: PathBuf,
     /// Its file set (`vodlab fileset create`), which every server serves.
-    #[arg(long, value_name = "DIR")]
-    pub root: PathBuf,
+    /// Not needed with --disk (the emulated drive presents the set).
+    #[arg(long, value_name = "DIR", required_unless_present = "disk")]
+    pub root: Option<PathBuf>,
     /// Servers to compare, comma-separated, in order.
     #[arg(
         long,
@@ -37,6 +40,11 @@ pub struct CompareArgs {
     pub servers: Vec<String>,
     #[command(flatten)]
     pub hw: HwArgs,
+    /// Emulated drive: every server reads the file set from a fresh
+    /// `vodlab disk mount` before every run (cold drive, cold page cache);
+    /// the disk figures are the drive model's.
+    #[command(flatten)]
+    pub disk: DiskArgs,
     /// Run without a box (no root needed; the disk figures then come from
     /// the device's counters, shared with every other process).
     #[arg(long)]
@@ -69,20 +77,21 @@ fn box_usage(b: &Option<HwBox>) -> anyhow::Result<Option<vodlab_lab::Usage>> {
 
 fn seqread(
     a: &CompareArgs,
+    root: &Path,
     spec: Option<BoxSpec>,
     catalog: &vodlab_workload::construct::Catalog,
     out: &Path,
 ) -> anyhow::Result<SeqRead> {
-    vodlab_fileset::cool(&a.root, catalog)?;
+    vodlab_fileset::cool(root, catalog)?;
     let b = spec.map(HwBox::create).transpose()?;
-    let dev = vodlab_lab::Dev::of_path(&a.root).ok();
+    let dev = vodlab_lab::Dev::of_path(root).ok();
     let d0 = dev.and_then(|d| d.stat().ok());
     let u0 = box_usage(&b)?;
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.args(["fileset", "seqread"])
         .arg(&a.workload)
         .arg("--root")
-        .arg(&a.root)
+        .arg(root)
         .arg("--warm-cache");
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
     if let Some(b) = &b {
@@ -130,26 +139,52 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()?;
     anyhow::ensure!(!kinds.is_empty(), "--servers: name at least one server");
     let (_, catalog) = crate::fileset::load(&a.workload)?;
-    let v = vodlab_fileset::verify(&a.root, &catalog, Some(8), 1, &mut |_, _| {}).with_context(
-        || {
-            format!(
-                "{} is not this workload's file set (run `vodlab fileset create`)",
-                a.root.display()
-            )
-        },
-    )?;
-    anyhow::ensure!(
-        v.damaged.is_empty(),
-        "{}: {} damaged file(s) in a sample of 8; run `vodlab fileset verify`",
-        a.root.display(),
-        v.damaged.len()
-    );
+    let disk = a.disk.spec(Some(&a.workload))?;
     let out = a
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("results/compare-{}", unix_now() as u64)));
     std::fs::create_dir_all(&out)?;
-    let root = std::fs::canonicalize(&a.root)?;
+    // with --disk: one mount point for every fresh mount, reachable by
+    // servers that drop privileges
+    let mnt_dir;
+    let root = match (&disk, &a.root) {
+        (Some(_), Some(_)) => {
+            bail!("--root and --disk: give one (the emulated drive presents the file set)")
+        }
+        (Some(d), None) => {
+            let p = vodlab_disk::Profile::resolve(&d.profile)?;
+            eprintln!(
+                "vodlab compare: emulated drive {} ({})",
+                p.name, p.description
+            );
+            mnt_dir = tempfile::Builder::new()
+                .prefix("vodlab-compare-")
+                .tempdir()?;
+            std::fs::set_permissions(mnt_dir.path(), std::fs::Permissions::from_mode(0o755))?;
+            let m = mnt_dir.path().join("mnt");
+            std::fs::create_dir(&m)?;
+            m
+        }
+        (None, Some(r)) => {
+            let v = vodlab_fileset::verify(r, &catalog, Some(8), 1, &mut |_, _| {}).with_context(
+                || {
+                    format!(
+                        "{} is not this workload's file set (run `vodlab fileset create`)",
+                        r.display()
+                    )
+                },
+            )?;
+            anyhow::ensure!(
+                v.damaged.is_empty(),
+                "{}: {} damaged file(s) in a sample of 8; run `vodlab fileset verify`",
+                r.display(),
+                v.damaged.len()
+            );
+            std::fs::canonicalize(r)?
+        }
+        (None, None) => bail!("give --root DIR (the file set) or --disk PROFILE"),
+    };
     let spec = |name: &str| -> anyhow::Result<Option<BoxSpec>> {
         if a.no_box {
             Ok(None)
@@ -199,12 +234,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "vodlab compare: sequential-read bound (vodlab fileset seqread, cold, in the box) ..."
         );
-        let v = seqread(
-            &a,
-            spec(&format!("vodlab-compare-{}-seqread", std::process::id()))?,
-            &catalog,
-            &out,
-        )?;
+        let sspec = spec(&format!("vodlab-compare-{}-seqread", std::process::id()))?;
+        let v = match &disk {
+            Some(d) => seqread_disk(&a, d, &root, sspec, &out)?,
+            None => seqread(&a, &root, sspec, &catalog, &out)?,
+        };
         eprintln!("vodlab compare: sequential bound {:.1} MB/s", v.mb_s);
         Some(v)
     };
@@ -216,6 +250,15 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         root: root.display().to_string(),
         hw_box: spec("vodlab-compare")?,
         profile: a.hw.profile()?.map(ProfileInfo::from),
+        disk: match &disk {
+            Some(d) => Some(EmulatedDisk {
+                profile: d.profile.clone(),
+                description: vodlab_disk::Profile::resolve(&d.profile)?.description,
+                time_compression: d.time_compression,
+                mount_args: d.extra.clone(),
+            }),
+            None => None,
+        },
         criterion: cfg.criterion.to_string(),
         window_s: a.search.window,
         pacing: !a.search.no_pacing,
@@ -230,16 +273,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         let sdir = out.join(name);
         std::fs::create_dir_all(&sdir)?;
         eprintln!("vodlab compare: {name}");
-        let r = one_server(
-            &a,
-            kind,
-            &root,
-            addr,
-            &sdir,
-            spec(&format!("vodlab-compare-{}-{name}", std::process::id()))?,
-            &catalog,
-            cfg.clone(),
-        );
+        let bspec = spec(&format!("vodlab-compare-{}-{name}", std::process::id()))?;
+        let r = match &disk {
+            Some(d) => one_server_disk(&a, kind, d, &root, addr, &sdir, bspec, cfg.clone()),
+            None => one_server(&a, kind, &root, addr, &sdir, bspec, &catalog, cfg.clone()),
+        };
         let row = match r {
             Ok((search, stop)) => ServerRow {
                 server: name.into(),
@@ -347,7 +385,13 @@ fn summary(file: &CompareFile) -> String {
             "sequential-read bound (vodlab fileset seqread, cold, same box): {b:.1} MB/s\n"
         );
     }
-    s += "figures at each server's highest failure-free rate; disk = reads charged to the box's cgroup\n";
+    match &file.disk {
+        Some(d) => s += &format!(
+            "figures at each server's highest failure-free rate; disk = the emulated drive {} (model time, k = {}): its MB/s, mean read and service time per read, each run from a fresh mount\n",
+            d.profile, d.time_compression
+        ),
+        None => s += "figures at each server's highest failure-free rate; disk = reads charged to the box's cgroup\n",
+    }
     s
 }
 
@@ -427,6 +471,190 @@ fn one_server(
         )
     };
     drop(guard);
+    let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
+    runner.write_capacity(&search, stop.as_ref(), Some(kind.name().into()), started)?;
+    runner.finish();
+    if let Some(mut b) = b {
+        b.teardown()?;
+    }
+    Ok((search, stop))
+}
+
+/// The sequential-read bound on the emulated drive: `vodlab fileset seqread`
+/// in the box through a fresh mount (cold drive, cold page cache); MB/s is
+/// the drive's bytes over the command's time (model time: divided by k).
+fn seqread_disk(
+    a: &CompareArgs,
+    d: &DiskSpec,
+    mnt: &Path,
+    spec: Option<BoxSpec>,
+    out: &Path,
+) -> anyhow::Result<SeqRead> {
+    let b = spec.map(HwBox::create).transpose()?;
+    let daemon = DiskDaemon::start(d, Some(mnt))?;
+    let mut cmd = Command::new(std::env::current_exe()?);
+    // --warm-cache: a fresh mount is cold, and evicting through it would
+    // open every file (metadata reads the bound should not pay)
+    cmd.args(["fileset", "seqread"])
+        .arg(&a.workload)
+        .arg("--root")
+        .arg(mnt)
+        .arg("--warm-cache");
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Some(b) = &b {
+        b.command(&mut cmd);
+    }
+    let t = Instant::now();
+    let o = cmd.output().context("running vodlab fileset seqread")?;
+    let secs = t.elapsed().as_secs_f64();
+    drop(b);
+    let r = daemon.stop()?;
+    anyhow::ensure!(
+        o.status.success(),
+        "vodlab fileset seqread through the emulated drive failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let printed = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    std::fs::write(out.join("seqread.txt"), &printed)?;
+    std::fs::write(
+        out.join("seqread-disk.json"),
+        serde_json::to_vec_pretty(&r)?,
+    )?;
+    let model_s = secs * d.time_compression;
+    Ok(SeqRead {
+        bytes_read: r.disk.bytes,
+        seconds: model_s,
+        mb_s: r.disk.bytes as f64 / 1e6 / model_s,
+        output: printed,
+    })
+}
+
+/// The disk figures of one run from the emulated drive's statistics over
+/// it (the mount was fresh before the run): MB/s in model time, mean read,
+/// mean service time per read, drive bytes per delivered byte.
+fn add_disk_figures(e: &mut vodlab_lab::RunExtra, secs: f64, k: f64, r: &vodlab_diskfs::Report) {
+    let model_s = (secs * k).max(1e-3);
+    e.disk_bytes = Some(r.disk.bytes);
+    e.disk_mb_s = Some(r.disk.bytes as f64 / 1e6 / model_s);
+    e.device_mb_s = None;
+    e.mean_read_kib = (r.disk.reads > 0).then(|| r.derived.mean_read_bytes / 1024.0);
+    e.device_ms_per_read = (r.disk.reads > 0).then_some(r.derived.mean_service_ms);
+    e.cache_miss_pct = e
+        .delivered_bytes
+        .filter(|d| *d > 0)
+        .map(|d| 100.0 * r.disk.bytes as f64 / d as f64);
+}
+
+/// A server and its emulated drive, restarted before every run.
+struct Live {
+    server: Option<std::process::Child>,
+    daemon: Option<DiskDaemon>,
+}
+
+impl Live {
+    fn stop(&mut self) {
+        if let Some(mut c) = self.server.take() {
+            servers::stop(&mut c, Duration::from_secs(10));
+        }
+        // the server's processes are gone: the unmount drops its pages
+        self.daemon.take();
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One server's search on the emulated drive: before every run the server
+/// is stopped, the drive unmounted (its page cache with it), mounted afresh
+/// (cold model: head at its seed position, empty drive cache) and the
+/// server started again in the same box.
+#[allow(clippy::too_many_arguments)]
+fn one_server_disk(
+    a: &CompareArgs,
+    kind: ServerKind,
+    d: &DiskSpec,
+    mnt: &Path,
+    addr: SocketAddr,
+    sdir: &Path,
+    spec: Option<BoxSpec>,
+    cfg: vodlab_lab::SearchConfig,
+) -> anyhow::Result<(Search, Option<Stop>)> {
+    let setup = ServerSetup {
+        kind,
+        root: mnt.to_path_buf(),
+        addr,
+        workdir: sdir.join("server"),
+        vodlab: std::env::current_exe()?,
+        workers: a
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        vodlab_args: a.serve_args.clone(),
+    };
+    let b = spec.map(HwBox::create).transpose()?;
+    let live = RefCell::new(Live {
+        server: None,
+        daemon: None,
+    });
+    let restart = || -> anyhow::Result<()> {
+        let mut l = live.borrow_mut();
+        l.stop();
+        l.daemon = Some(DiskDaemon::start(d, Some(mnt))?);
+        let mut cmd = servers::command(&setup)?;
+        if let Some(b) = &b {
+            b.command(&mut cmd);
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", kind.name()))?;
+        let r = servers::wait_listening(&setup, &mut child, Duration::from_secs(15));
+        l.server = Some(child);
+        Ok(r?)
+    };
+    // up once before the runner asks whether the target is a vodlab serve
+    restart()?;
+    let target = format!("http://{addr}");
+    let mut runner = capacity::runner(&a.workload, &target, false, &a.search, sdir)?;
+    let mut search = Search::new(cfg)?;
+    let started = unix_now();
+    let before = std::cell::Cell::new(None);
+    let mut printer = Printer::new(&format!("  {:<15}", kind.name()), &a.search);
+    let res: anyhow::Result<Answer> = runner.run_search(
+        &mut search,
+        &mut printer,
+        || {
+            restart()?;
+            before.set(box_usage(&b)?);
+            Ok(())
+        },
+        |m, o| {
+            let mut l = live.borrow_mut();
+            if let Some(st) = l.server.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                bail!(
+                    "{} exited ({st}); see {}",
+                    kind.name(),
+                    setup.workdir.display()
+                );
+            }
+            let daemon = l.daemon.as_mut().context("no emulated drive")?;
+            daemon.check()?;
+            let r = daemon.report()?;
+            let secs = m.results.duration_s;
+            let usage = before.get().zip(box_usage(&b)?);
+            add_box_figures(&mut o.extra, secs, None, usage);
+            add_disk_figures(&mut o.extra, secs, d.time_compression, &r);
+            if let Some(rel) = &o.extra.results {
+                std::fs::write(
+                    sdir.join(rel).join("disk.json"),
+                    serde_json::to_vec_pretty(&r)?,
+                )?;
+            }
+            Ok(())
+        },
+    );
+    live.borrow_mut().stop();
     let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
     runner.write_capacity(&search, stop.as_ref(), Some(kind.name().into()), started)?;
     runner.finish();
