@@ -57,8 +57,21 @@ pub enum Command {
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --rate 10 -o results/yt-10
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --steps 300:5,300:10 --strict
     ///   vodlab run s.vsl --target http://[::1]:8080 --rate 2 --no-shaping --requests-csv
+    ///   vodlab run work/yt --target http://10.0.0.5:8080 --allow-remote --rate 40 --shard 0/4 --start-at 2025-01-31T12:00:00Z -o results/s0
     #[command(verbatim_doc_comment)]
     Run(crate::run::RunArgs),
+    /// Merge the results of a run split over processes or hosts (`vodlab run
+    /// --shard I/N`) exactly: counts and bytes summed, HdrHistograms added
+    /// (never percentiles averaged), per-interval series aligned by
+    /// wall-clock time. The merged run is invalid when a shard was (named),
+    /// incomplete when a shard was or is missing (named); the shards' start
+    /// skew is reported (docs/scale-out.md).
+    ///
+    /// Examples:
+    ///   vodlab merge results/s0 results/s1 results/s2 results/s3 -o results/merged
+    ///   vodlab merge results/s* -o results/merged --strict
+    #[command(verbatim_doc_comment)]
+    Merge(crate::merge::MergeArgs),
     /// Serve a directory over HTTP/1.1, built for video: sendfile, byte
     /// ranges, and ASAP prefetching (docs/serve.md).
     ///
@@ -138,6 +151,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gen(a) => crate::gen::run(a),
         Command::Fileset(c) => crate::fileset::run(c),
         Command::Run(a) => crate::run::run(a),
+        Command::Merge(a) => crate::merge::run(a),
         Command::Serve(a) => crate::serve::run(a),
         Command::Script(c) => crate::script::run(c),
         Command::Capacity(a) => crate::capacity::run(a),

@@ -11,6 +11,7 @@ mod disk;
 mod fileset;
 mod gen;
 mod lab;
+mod merge;
 mod report;
 mod run;
 mod script;

@@ -95,6 +95,20 @@ pub struct RunArgs {
     /// it to the server's `--pace`).
     #[arg(long, default_value_t = 1.0, value_name = "K")]
     pub pace_target: f64,
+    /// Run only shard I of N (I from 0) of the workload's sessions, as one of
+    /// N processes whose results `vodlab merge` combines exactly. Session i of
+    /// script shard k (of S) is number i*S+k; this process runs the numbers
+    /// equal to I mod N, each at the offset it has in the one-process
+    /// schedule (docs/scale-out.md). Give every process the same --rate,
+    /// --seed and workload.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Start at this wall-clock time (RFC 3339 in UTC, e.g.
+    /// 2025-01-31T12:00:00Z, or Unix seconds): offset 0 of every schedule,
+    /// shared by the processes of a split run. A time more than a second in
+    /// the past is refused. Default: at once.
+    #[arg(long, value_name = "RFC3339|UNIX_SECONDS")]
+    pub start_at: Option<String>,
     /// Exit with status 1 when the results are invalid or incomplete.
     #[arg(long)]
     pub strict: bool,
@@ -321,6 +335,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         "--pace-target must be between 0.01 and 1000"
     );
     cfg.pace_target = a.pace_target;
+    cfg.shard = a
+        .shard
+        .as_deref()
+        .map(vodlab_client::ShardSpec::parse)
+        .transpose()?;
+    cfg.start_at = a
+        .start_at
+        .as_deref()
+        .map(|s| parse_start_at(s, std::time::SystemTime::now()))
+        .transpose()?;
     let out_dir = a.output.clone().unwrap_or_else(|| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -335,13 +359,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .sessions
         .map_or(work.session_count(), |n| n.min(work.session_count()));
     if !a.quiet {
+        let part = cfg
+            .shard
+            .map_or_else(String::new, |s| format!(", running shard {s} of them"));
         eprintln!(
-            "vodlab run: {} sessions from {} ({} shard(s)) against {} ({addr}); open files limit {nofile}",
+            "vodlab run: {} sessions from {} ({} script shard(s){part}) against {} ({addr}); open files limit {nofile}",
             total,
             a.workload.display(),
             work.shards.len(),
             a.target
         );
+        if let Some(at) = cfg.start_at {
+            let wait = at
+                .duration_since(std::time::SystemTime::now())
+                .unwrap_or_default();
+            eprintln!(
+                "vodlab run: starting at {} (in {:.1} s)",
+                humantime::format_rfc3339_millis(at),
+                wait.as_secs_f64()
+            );
+        }
     }
 
     let live = Arc::new(Live::default());
@@ -366,13 +403,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 let _ = cancel_tx.send(true);
             }
         });
-        vodlab_client::run(work, cfg, live.clone(), cancel_rx).await
+        vodlab_client::run_parts(work, cfg, live.clone(), cancel_rx).await
     })?;
+    let (results, dump) = results;
     live.done.store(true, Ordering::Relaxed);
     if let Some(p) = progress {
         let _ = p.join();
     }
     write_results(&out_dir, &results)?;
+    write_metrics(&out_dir, &dump)?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(results.table().as_bytes())?;
     writeln!(
@@ -403,6 +442,48 @@ pub(crate) fn write_results(dir: &Path, r: &Results) -> anyhow::Result<()> {
     std::fs::write(&summary, r.table())
         .with_context(|| format!("writing {}", summary.display()))?;
     Ok(())
+}
+
+/// Writes `metrics.json`, the exact state `vodlab merge` combines.
+pub(crate) fn write_metrics(dir: &Path, d: &vodlab_client::MetricsDump) -> anyhow::Result<()> {
+    let p = dir.join("metrics.json");
+    let mut text = serde_json::to_string(d)?;
+    text.push('\n');
+    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+}
+
+/// Parses `--start-at`: RFC 3339 (UTC) or Unix seconds; refuses a time more
+/// than a second before `now`, or more than a week after it.
+pub(crate) fn parse_start_at(
+    s: &str,
+    now: std::time::SystemTime,
+) -> anyhow::Result<std::time::SystemTime> {
+    let t = if let Ok(secs) = s.trim().parse::<f64>() {
+        anyhow::ensure!(
+            secs.is_finite() && secs >= 0.0,
+            "--start-at `{s}`: Unix seconds must be a number >= 0"
+        );
+        std::time::UNIX_EPOCH + Duration::from_secs_f64(secs)
+    } else {
+        humantime::parse_rfc3339_weak(s.trim()).with_context(|| {
+            format!(
+                "--start-at `{s}`: expected RFC 3339 in UTC (2025-01-31T12:00:00Z) or Unix seconds"
+            )
+        })?
+    };
+    if let Err(e) = t.duration_since(now) {
+        let past = e.duration().as_secs_f64();
+        anyhow::ensure!(
+            past <= 1.0,
+            "--start-at `{s}` is {past:.1} s in the past (at most 1 s is accepted; pick a time far enough ahead for every process to be ready)"
+        );
+    } else if let Ok(ahead) = t.duration_since(now) {
+        anyhow::ensure!(
+            ahead.as_secs_f64() <= MAX_RUN_S,
+            "--start-at `{s}` is more than a week ahead"
+        );
+    }
+    Ok(t)
 }
 
 /// Live progress on stderr: a status line on a terminal, a line every 10 s otherwise.
@@ -455,4 +536,30 @@ pub(crate) fn spawn_progress(live: Arc<Live>, total: u64) -> std::thread::JoinHa
         }
         bar.finish_and_clear();
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn start_at_takes_rfc3339_or_unix_seconds_and_refuses_the_past() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let at = |s| parse_start_at(s, now);
+        assert_eq!(
+            at("1700000010.5").unwrap(),
+            now + Duration::from_millis(10_500)
+        );
+        assert_eq!(
+            at("2023-11-14T22:13:30Z").unwrap(),
+            now + Duration::from_secs(10)
+        );
+        // just passed: accepted (the first sessions start late, and say so)
+        assert!(at("1699999999.5").is_ok());
+        let e = at("1699999990").unwrap_err().to_string();
+        assert!(e.contains("in the past"), "{e}");
+        assert!(at("tomorrow").is_err());
+        assert!(at("1800000000").is_err(), "years ahead");
+    }
 }
