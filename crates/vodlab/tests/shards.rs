@@ -99,6 +99,18 @@ fn wait_ok(c: Child) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// Asserts that `v` follows docs/results.schema.json.
+fn assert_schema(v: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+}
+
 fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
@@ -141,6 +153,9 @@ fn four_shard_processes_merge_into_the_counts_and_bytes_of_one() {
 
     let a = common::results(&one);
     let m = common::results(&merged);
+    assert_schema(&m);
+    assert_schema(&common::results(&dirs[0]));
+    assert_eq!(common::results(&dirs[3])["shard"]["index"], 3);
     assert_eq!(m["complete"], true, "{m}");
     assert_eq!(m["valid"], true, "{}", m["invalid_reasons"]);
     for f in [
@@ -245,6 +260,7 @@ fn a_killed_shard_and_a_stopped_one_make_the_merge_incomplete_and_are_named() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("INCOMPLETE"), "{text}");
     let m = common::results(&merged);
+    assert_schema(&m);
     assert_eq!(m["complete"], false);
     let info = &m["merge"];
     assert_eq!(info["missing"], serde_json::json!([2]));
