@@ -41,6 +41,19 @@ pub struct BenchArgs {
     /// point then lasts as long as its sessions: raise --window and --drain).
     #[arg(long)]
     pub paced: bool,
+    /// Run the cached smoke test (embedded server, file set in the page
+    /// cache) even as root.
+    #[arg(long)]
+    pub cached: bool,
+    /// As root: the emulated drive (`vodlab disk profiles`).
+    #[arg(long, default_value = "st1000dm003", value_name = "PROFILE")]
+    pub disk: String,
+    /// As root: the memory box, page cache included.
+    #[arg(long, default_value = "1G", value_parser = vodlab_lab::hwbox::parse_size, value_name = "SIZE")]
+    pub mem: u64,
+    /// As root: the servers compared on the emulated drive.
+    #[arg(long, value_delimiter = ',', default_value = "vodlab-asap,nginx")]
+    pub servers: Vec<String>,
     /// Search settings (bench's defaults: unpaced sessions, 15 s per point).
     #[command(flatten)]
     pub search: SearchArgs,
@@ -103,6 +116,14 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     check_bounds(&a)?;
     let cfg = a.search.config()?;
+    if !a.cached {
+        match disk_bench_possible() {
+            Ok(()) => return disk_bench(a, &given),
+            Err(why) => eprintln!(
+                "vodlab bench: {why}; so no emulated disk and no memory box (the thesis's experiment needs both): running the cached smoke test instead (the embedded server, its files in the page cache)"
+            ),
+        }
+    }
     let exe = std::env::current_exe()?;
     let tmp;
     let work_dir = match &a.work_dir {
@@ -228,4 +249,208 @@ fn bench_answer(answer: &Answer, outcome: &SearchOutcome, a: &BenchArgs) -> Stri
             )
         }
     }
+}
+
+/// Why the emulated-disk bench cannot run here, if it cannot.
+fn disk_bench_possible() -> Result<(), String> {
+    if !vodlab_lab::hwbox::is_root() {
+        return Err(
+            "not root: cannot create a cgroup memory box or mount the emulated disk".into(),
+        );
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        return Err("no /dev/fuse: cannot mount the emulated disk".into());
+    }
+    let has_fusermount = std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| d.join(vodlab_diskfs::sys::FUSERMOUNT).exists())
+    });
+    if !has_fusermount {
+        return Err(format!(
+            "no {} (Debian: fuse3): cannot mount the emulated disk",
+            vodlab_diskfs::sys::FUSERMOUNT
+        ));
+    }
+    Ok(())
+}
+
+/// The thesis's experiment in miniature (root): a workload whose file set
+/// lives only on an emulated drive, each server in a memory box from a cold
+/// drive and cache before every point (`vodlab compare --disk`), and the
+/// answer as the thesis would state it.
+fn disk_bench(mut a: BenchArgs, given: &dyn Fn(&str) -> bool) -> anyhow::Result<ExitCode> {
+    // the file set costs no disk space: a set several times the memory, so
+    // the drive, not the cache, serves most of it
+    if !given("--scale") {
+        a.scale = 0.05;
+    }
+    if !given("--window") {
+        a.search.window = 10.0;
+    }
+    if !given("--max-points") {
+        a.search.max_points = 5;
+    }
+    if !given("--start") {
+        a.search.start = 2.0;
+    }
+    check_bounds(&a)?;
+    let profile = vodlab_disk::Profile::resolve(&a.disk)?;
+    let exe = std::env::current_exe()?;
+    let tmp;
+    let work_dir = match &a.work_dir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = tempfile::Builder::new().prefix("vodlab-bench-").tempdir()?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("vodlab-bench-{}", unix_now() as u64)));
+    std::fs::create_dir_all(&out)?;
+    let wl = work_dir.join("workload");
+    eprintln!(
+        "vodlab bench: {} at scale {} with {} sessions on an emulated {} with {} MiB of memory; work in {}",
+        a.preset,
+        a.scale,
+        a.sessions,
+        profile.name,
+        a.mem >> 20,
+        work_dir.display()
+    );
+    step(
+        "vodlab gen",
+        Command::new(&exe)
+            .args([
+                "gen",
+                "--preset",
+                &a.preset,
+                "--scale",
+                &a.scale.to_string(),
+                "--sessions",
+                &a.sessions.to_string(),
+                "-o",
+            ])
+            .arg(&wl),
+    )?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let t = Instant::now();
+    let cmp = crate::compare::CompareArgs {
+        workload: wl.clone(),
+        root: None,
+        servers: a.servers.clone(),
+        hw: crate::boxcmd::HwArgs {
+            profile: None,
+            mem: Some(a.mem),
+            device_of: None,
+            read_bps: None,
+            read_iops: None,
+            readahead_kb: None,
+        },
+        disk: crate::boxcmd::DiskArgs {
+            disk: Some(a.disk.clone()),
+            mount: None,
+            time_compression: 1.0,
+            disk_args: Vec::new(),
+        },
+        no_box: false,
+        port,
+        workers: None,
+        serve_args: Vec::new(),
+        // the bound reads the whole set once: minutes at this scale
+        no_seqread: true,
+        output: Some(out.clone()),
+        search: a.search.clone(),
+    };
+    let code = crate::compare::run(cmp)?;
+    let file = vodlab_lab::CompareFile::read(&out.join("compare.json"))?;
+    let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench", 20_000)?;
+    std::fs::write(out.join("report.html"), html)?;
+    println!(
+        "{}",
+        disk_answer(&file, &profile, a.mem, &a.preset, a.scale)
+    );
+    println!(
+        "  {:.0} s; results: {}\n  report:  {}",
+        t.elapsed().as_secs_f64(),
+        out.join("compare.json").display(),
+        out.join("report.html").display()
+    );
+    Ok(code)
+}
+
+fn server_label(name: &str) -> &str {
+    match name {
+        "vodlab-asap" => "vodlab serve (ASAP)",
+        "vodlab-vanilla" => "vodlab serve (vanilla)",
+        n => n,
+    }
+}
+
+/// The sentence of the emulated-disk bench: each server's failure-free
+/// rate, and ASAP against nginx.
+fn disk_answer(
+    file: &vodlab_lab::CompareFile,
+    profile: &vodlab_disk::Profile,
+    mem: u64,
+    preset: &str,
+    scale: f64,
+) -> String {
+    let rpm = profile
+        .hdd
+        .as_ref()
+        .map(|h| format!("{} rpm disk", group_thousands(h.rpm as u64)))
+        .unwrap_or_else(|| "drive".into());
+    let cap = |name: &str| -> Option<(String, Option<f64>)> {
+        let r = file.server(name)?;
+        let limited = matches!(r.outcome, SearchOutcome::ClientLimited { .. });
+        let above = !matches!(r.outcome, SearchOutcome::Found) && r.answer.capacity.is_some();
+        Some(match (r.answer.capacity, r.answer.lowest_failed) {
+            (Some(c), _) if limited => (
+                format!("at least {c:.1} new sessions/s (the load generator limited the search)"),
+                Some(c),
+            ),
+            (Some(c), _) if above => (format!("at least {c:.1} new sessions/s"), Some(c)),
+            (Some(c), _) => (format!("{c:.1} new sessions/s"), Some(c)),
+            (None, Some(f)) => (format!("fewer than {f:.1} new sessions/s"), None),
+            _ => (
+                format!("no answer ({})", r.error.as_deref().unwrap_or("no point")),
+                None,
+            ),
+        })
+    };
+    let mut parts = Vec::new();
+    for r in &file.servers {
+        if let Some((t, _)) = cap(&r.server) {
+            parts.push(format!("{} {t}", server_label(&r.server)));
+        }
+    }
+    let mut s = format!(
+        "answer: on an emulated {rpm} ({}) with {} of memory, from a cold cache, {} of {preset} at scale {scale}, without a failed session: {}",
+        profile.name,
+        if mem >= 1 << 30 { format!("{:.0} GiB", mem as f64 / (1u64 << 30) as f64) } else { format!("{} MiB", mem >> 20) },
+        "unpaced viewers",
+        parts.join("; ")
+    );
+    if let (Some((_, Some(x))), Some((_, Some(z)))) = (cap("vodlab-asap"), cap("nginx")) {
+        s += &format!(
+            " (ASAP / nginx = {:.2}x; the thesis measured 2.33x on a real disk)",
+            x / z
+        );
+    }
+    s
+}
+
+fn group_thousands(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -279,3 +279,68 @@ fn compare_on_an_emulated_disk_records_the_drives_figures() {
         "a mount is left behind: {mounts}"
     );
 }
+
+#[test]
+fn bench_as_root_compares_servers_on_an_emulated_disk() {
+    let d = readable_tempdir();
+    let out = d.path().join("out");
+    let o = vodlab(&[
+        "bench",
+        "--scale",
+        "0.002",
+        "--sessions",
+        "100",
+        "--disk",
+        "hitachi-5k3000",
+        "--mem",
+        "256M",
+        "--window",
+        "2",
+        "--drain",
+        "10",
+        "--start",
+        "2",
+        "--max-points",
+        "1",
+        "--pause",
+        "0.2",
+        "--quiet",
+        "--late-threshold-ms",
+        "1000",
+        "--work-dir",
+        d.path().join("work").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stdout}\n{err}");
+    if !is_root() {
+        assert!(
+            err.contains("not root: cannot create a cgroup memory box"),
+            "{err}"
+        );
+        assert!(err.contains("running the cached smoke test"), "{err}");
+        assert!(out.join("capacity.json").exists());
+        return;
+    }
+    fuse_ready();
+    require("nginx", "nginx-light");
+    assert!(
+        stdout.contains(
+            "answer: on an emulated 5,400 rpm disk (hitachi-5k3000) with 256 MiB of memory"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("vodlab serve (ASAP)") && stdout.contains("nginx"),
+        "{stdout}"
+    );
+    let cmp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("compare.json")).unwrap()).unwrap();
+    assert_eq!(cmp["disk"]["profile"], "hitachi-5k3000");
+    assert_eq!(cmp["servers"].as_array().unwrap().len(), 2, "{cmp}");
+    assert!(out.join("report.html").exists());
+}

@@ -71,6 +71,9 @@ fn bench_end_to_end_at_a_tiny_scale() {
     let out = d.path().join("out");
     let stdout = vodlab_ok(&[
         "bench",
+        // the embedded server's smoke test, root or not (as root bench
+        // otherwise runs the emulated-disk comparison, tests/disk_box.rs)
+        "--cached",
         "--scale",
         "0.002",
         "--sessions",
@@ -254,6 +257,9 @@ fn bench_gives_no_answer_from_an_invalid_point() {
     let out = d.path().join("out");
     let stdout = vodlab_ok(&[
         "bench",
+        // the embedded server's smoke test, root or not (as root bench
+        // otherwise runs the emulated-disk comparison, tests/disk_box.rs)
+        "--cached",
         "--scale",
         "0.002",
         "--sessions",
