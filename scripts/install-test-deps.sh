@@ -7,6 +7,7 @@
 #   apache2, lighttpd  servers `vodlab compare` configures and measures beside nginx
 #   fuse3           fusermount3, which `vodlab disk mount` (FUSE) mounts and unmounts with
 set -euo pipefail
+command -v kubernetes-validate >/dev/null || python3 -m pip install -q kubernetes-validate # offline Kubernetes schemas: tests/k8s.rs validates `vodlab k8s`'s manifests
 packages=(nginx-light apache2 lighttpd httperf nghttp2-client curl fuse3)
 missing=()
 for p in "${packages[@]}"; do

@@ -72,6 +72,15 @@ pub enum Command {
     ///   vodlab merge results/s* -o results/merged --strict
     #[command(verbatim_doc_comment)]
     Merge(crate::merge::MergeArgs),
+    /// Kubernetes manifests for a run split over pods: an Indexed Job (pod I
+    /// runs `vodlab run --shard I/N`), a start time in a ConfigMap set at
+    /// apply time, a results volume, and a merge Job (docs/scale-out.md).
+    ///
+    /// Examples:
+    ///   vodlab k8s --shards 8 --target http://vod.default.svc:8080 --workload-path /workload --rate 400 -o k8s/
+    ///   vodlab k8s --shards 2 --target http://172.18.0.1:8080 --workload-path /workload --rate 20 --results hostpath:/var/vodlab -o k8s/ -- --no-pacing
+    #[command(verbatim_doc_comment)]
+    K8s(crate::k8s::K8sArgs),
     /// Serve a directory over HTTP/1.1, built for video: sendfile, byte
     /// ranges, and ASAP prefetching (docs/serve.md).
     ///
@@ -152,6 +161,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fileset(c) => crate::fileset::run(c),
         Command::Run(a) => crate::run::run(a),
         Command::Merge(a) => crate::merge::run(a),
+        Command::K8s(a) => crate::k8s::run(a),
         Command::Serve(a) => crate::serve::run(a),
         Command::Script(c) => crate::script::run(c),
         Command::Capacity(a) => crate::capacity::run(a),

@@ -10,6 +10,7 @@ mod compare;
 mod disk;
 mod fileset;
 mod gen;
+mod k8s;
 mod lab;
 mod merge;
 mod report;
