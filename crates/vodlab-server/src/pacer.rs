@@ -237,7 +237,7 @@ impl Pacer {
     pub fn new(cfg: PacerConfig) -> Result<Self, PacerConfigError> {
         cfg.validate()?;
         let depth = cfg.link_capacity.map_or(f64::INFINITY, |l| {
-            (l as f64 * cfg.burst_window).max(cfg.chunk_size as f64)
+            (l as f64 * cfg.burst_window).max(cfg.chunk_size.max(cfg.burst_chunk) as f64)
         });
         Ok(Self {
             cfg,
@@ -656,7 +656,14 @@ impl Pacer {
         }
         s.paced_pending = false;
         if s.wants_extra() && s.next_extra <= now {
-            let want = s.chunk.min(s.owed + s.burst_owed).min(left);
+            // catch-up in chunks (it keeps the paced grid's accuracy); a
+            // pure burst in burst chunks
+            let piece = if s.owed > 0 {
+                s.chunk
+            } else {
+                s.chunk.max(self.cfg.burst_chunk)
+            };
+            let want = piece.min(s.owed + s.burst_owed).min(left);
             if self.tokens >= want as f64 {
                 self.tokens -= want as f64;
                 let kind = if s.owed > 0 {

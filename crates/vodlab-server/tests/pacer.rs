@@ -573,7 +573,7 @@ proptest! {
         let reserved: u64 = specs.iter().map(|s| s.1).sum();
         let link = (reserved as f64 * headroom) as u64;
         let cfg = PacerConfig { link_capacity: Some(link), ..PacerConfig::default() };
-        let depth = (link as f64 * cfg.burst_window).max(cfg.chunk_size as f64);
+        let depth = (link as f64 * cfg.burst_window).max(cfg.chunk_size.max(cfg.burst_chunk) as f64);
         let mut p = Pacer::new(cfg).unwrap();
         let arrivals: Vec<_> = specs
             .iter()
