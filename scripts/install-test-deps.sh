@@ -7,7 +7,7 @@
 #   apache2, lighttpd  servers `vodlab compare` configures and measures beside nginx
 #   fuse3           fusermount3, which `vodlab disk mount` (FUSE) mounts and unmounts with
 set -euo pipefail
-command -v kubernetes-validate >/dev/null || python3 -m pip install -q kubernetes-validate # offline Kubernetes schemas: tests/k8s.rs validates `vodlab k8s`'s manifests
+python3 -c 'import kubernetes_validate' 2>/dev/null || PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q kubernetes-validate || echo 'install-test-deps: kubernetes-validate (PyPI) not installed: tests/k8s.rs validates vodlab k8s manifests with it' >&2
 packages=(nginx-light apache2 lighttpd httperf nghttp2-client curl fuse3)
 missing=()
 for p in "${packages[@]}"; do

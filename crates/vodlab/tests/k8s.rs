@@ -50,11 +50,11 @@ fn yaml(p: &Path) -> serde_yaml::Value {
     serde_yaml::from_str(&fs::read_to_string(p).unwrap()).unwrap()
 }
 
-/// Runs kubernetes-validate --strict on `files`; fails (never skips) when
-/// it is not installed.
+/// Runs kubernetes-validate --strict on `files` (as `python3 -m`, wherever
+/// pip put its script); fails (never skips) when it is not installed.
 fn validate(files: &[PathBuf]) -> Output {
-    let found = Command::new("kubernetes-validate")
-        .arg("--version")
+    let found = Command::new("python3")
+        .args(["-m", "kubernetes_validate", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
     assert!(
@@ -65,8 +65,8 @@ fn validate(files: &[PathBuf]) -> Output {
     );
     // 1.33: the earliest version whose schema has backoffLimitPerIndex GA
     // (k8s-openapi feature v1_33); 1.37: the newest kubernetes-validate knows
-    Command::new("kubernetes-validate")
-        .args(["--strict", "-k", "1.33.0"])
+    Command::new("python3")
+        .args(["-m", "kubernetes_validate", "--strict", "-k", "1.33.0"])
         .args(files)
         .output()
         .unwrap()
