@@ -5,13 +5,18 @@
 #   VODLAB_NAME, VODLAB_SHARDS (N), VODLAB_TARGET, VODLAB_WORKLOAD,
 #   VODLAB_RESULTS (the results volume), VODLAB_RUN_ARGS (more `vodlab run`
 #   flags, split on spaces), VODLAB_START_AT (Unix seconds: the barrier),
-#   VODLAB_MERGE_TIMEOUT (seconds)
+#   VODLAB_MERGE_TIMEOUT (seconds); with an object store, VODLAB_RESULTS_URL
+#   (s3://BUCKET/PREFIX, through the `aws` CLI; VODLAB_AWS overrides it) and
+#   VODLAB_S3_ENDPOINT (its --endpoint-url)
 # Modes:
 #   shard  JOB_COMPLETION_INDEX=I (set by an Indexed Job) -> vodlab run --shard I/N
 #          --start-at VODLAB_START_AT into RUN/shard-I, then RUN/shard-I/exit-code
 #   wait   until every shard wrote exit-code or VODLAB_MERGE_TIMEOUT passed
 #   merge  vodlab merge RUN/shard-0 .. RUN/shard-(N-1) -o RUN/merged
 # where RUN = VODLAB_RESULTS/VODLAB_NAME-VODLAB_START_AT (one directory per run).
+# With VODLAB_RESULTS_URL the volume is the pod's own scratch: a shard uploads
+# its directory to URL/NAME-START/shard-I (exit-code last), wait polls for the
+# markers there, merge downloads the shards and uploads URL/NAME-START/merged.
 # No mode: shard when JOB_COMPLETION_INDEX is set. Anything else runs vodlab
 # with those arguments. VODLAB_BIN overrides the vodlab binary.
 set -eu
@@ -40,6 +45,16 @@ common() {
   count VODLAB_START_AT "$VODLAB_START_AT"
   [ "$VODLAB_SHARDS" -ge 1 ] || die "VODLAB_SHARDS=$VODLAB_SHARDS: at least 1"
   run_dir="$VODLAB_RESULTS/$VODLAB_NAME-$VODLAB_START_AT"
+  url=${VODLAB_RESULTS_URL:-}
+  run_url="$url/$VODLAB_NAME-$VODLAB_START_AT"
+}
+# aws s3 ARGS..., at VODLAB_S3_ENDPOINT when set
+s3() {
+  if [ -n "${VODLAB_S3_ENDPOINT:-}" ]; then
+    "${VODLAB_AWS:-aws}" --endpoint-url "$VODLAB_S3_ENDPOINT" s3 "$@"
+  else
+    "${VODLAB_AWS:-aws}" s3 "$@"
+  fi
 }
 
 mode=${1:-}
@@ -76,6 +91,11 @@ shard)
   # the marker the merge waits for, written whole (rename) after the results
   echo "$code" >"$dir/exit-code.tmp"
   mv "$dir/exit-code.tmp" "$dir/exit-code"
+  if [ -n "$url" ]; then
+    s3 cp --recursive --quiet --exclude exit-code "$dir" "$run_url/shard-$i" &&
+      s3 cp --quiet "$dir/exit-code" "$run_url/shard-$i/exit-code" ||
+      die "shard $i: uploading the results to $run_url/shard-$i failed"
+  fi
   exit "$code"
   ;;
 wait)
@@ -88,7 +108,11 @@ wait)
     missing=""
     i=0
     while [ "$i" -lt "$VODLAB_SHARDS" ]; do
-      [ -f "$run_dir/shard-$i/exit-code" ] || missing="$missing $i"
+      if [ -n "$url" ]; then
+        s3 ls "$run_url/shard-$i/exit-code" >/dev/null 2>&1 || missing="$missing $i"
+      else
+        [ -f "$run_dir/shard-$i/exit-code" ] || missing="$missing $i"
+      fi
       i=$((i + 1))
     done
     if [ -z "$missing" ]; then
@@ -107,12 +131,21 @@ merge)
   set --
   i=0
   while [ "$i" -lt "$VODLAB_SHARDS" ]; do
+    if [ -n "$url" ]; then
+      s3 cp --recursive --quiet "$run_url/shard-$i" "$run_dir/shard-$i" ||
+        echo "$me: downloading $run_url/shard-$i failed: merged as missing" >&2
+    fi
     # a pod that never ran left no directory: an empty one is merged as missing
     [ -d "$run_dir/shard-$i" ] || mkdir -p "$run_dir/shard-$i"
     set -- "$@" "$run_dir/shard-$i"
     i=$((i + 1))
   done
-  exec "$vodlab" merge "$@" -o "$run_dir/merged"
+  [ -n "$url" ] || exec "$vodlab" merge "$@" -o "$run_dir/merged"
+  code=0
+  "$vodlab" merge "$@" -o "$run_dir/merged" || code=$?
+  s3 cp --recursive --quiet "$run_dir/merged" "$run_url/merged" ||
+    die "uploading the merged results to $run_url/merged failed"
+  exit "$code"
   ;;
 *)
   exec "$vodlab" "$@"

@@ -14,10 +14,10 @@ use anyhow::{bail, ensure, Context};
 use clap::Args;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapEnvSource, Container, EnvFromSource, HostPathVolumeSource, Namespace,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec,
-    PodTemplateSpec, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    ConfigMap, ConfigMapEnvSource, Container, EmptyDirVolumeSource, EnvFromSource,
+    HostPathVolumeSource, Namespace, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, ResourceRequirements,
+    SecretEnvSource, TopologySpreadConstraint, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -54,14 +54,24 @@ pub struct K8sArgs {
     /// every pod to be scheduled, pull the image and load the workload.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub start_delay: u64,
-    /// Results volume: `pvc:NAME` (a ReadWriteMany claim; pvc.yaml creates
-    /// it) or `hostpath:DIR` (a node directory: one-node kind/k3s clusters).
+    /// Where results go: `pvc:NAME` (a ReadWriteMany claim; pvc.yaml
+    /// creates it), `hostpath:DIR` (a node directory: one-node kind/k3s
+    /// clusters) or `s3:s3://BUCKET/PREFIX` (an object store through the `aws`
+    /// CLI, which the image must hold: deploy/Dockerfile's WITH_AWSCLI=1).
     #[arg(
         long,
         default_value = "pvc:vodlab-results",
-        value_name = "pvc:NAME|hostpath:DIR"
+        value_name = "pvc:NAME|hostpath:DIR|s3:URL"
     )]
     pub results: String,
+    /// With s3: results, the object store's endpoint (MinIO, Ceph, R2, ...;
+    /// default: AWS's).
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// With s3: results, a Secret whose keys become the pods' environment
+    /// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION).
+    #[arg(long, value_name = "NAME")]
+    pub s3_secret: Option<String>,
     /// Size requested by pvc.yaml.
     #[arg(long, default_value = "1Gi", value_name = "QUANTITY")]
     pub pvc_size: String,
@@ -111,6 +121,9 @@ enum Results {
     Pvc(String),
     /// A directory on the node.
     HostPath(String),
+    /// An object store URL (`s3://BUCKET/PREFIX`); pods keep results in an
+    /// emptyDir and copy them with the `aws` CLI.
+    S3(String),
 }
 
 fn parse_results(s: &str) -> anyhow::Result<Results> {
@@ -125,10 +138,17 @@ fn parse_results(s: &str) -> anyhow::Result<Results> {
         );
         return Ok(Results::HostPath(dir.to_string()));
     }
-    if s.starts_with("s3:") {
-        bail!("--results `{s}`: object stores are not supported yet; use pvc:NAME (ReadWriteMany) or hostpath:DIR");
+    if let Some(url) = s.strip_prefix("s3:") {
+        let rest = url.strip_prefix("s3://").unwrap_or(url);
+        let bucket = rest.split('/').next().unwrap_or("");
+        ensure!(
+            !bucket.is_empty()
+                && !rest.contains(|c: char| c.is_whitespace() || "'\"\\$`*?".contains(c)),
+            "--results `{s}`: expected s3:s3://BUCKET/PREFIX (no spaces or quotes)"
+        );
+        return Ok(Results::S3(format!("s3://{}", rest.trim_end_matches('/'))));
     }
-    bail!("--results `{s}`: expected pvc:NAME or hostpath:DIR")
+    bail!("--results `{s}`: expected pvc:NAME, hostpath:DIR or s3:s3://BUCKET/PREFIX")
 }
 
 /// An RFC 1123 label: what object names, namespaces and claim names may be.
@@ -223,13 +243,7 @@ fn container(a: &K8sArgs, name: &str, mode: &str, res: Option<ResourceRequiremen
         // `:latest` would default to Always, which a kind-loaded image fails
         image_pull_policy: Some("IfNotPresent".to_string()),
         args: Some(vec![mode.to_string()]),
-        env_from: Some(vec![EnvFromSource {
-            config_map_ref: Some(ConfigMapEnvSource {
-                name: format!("{}-config", a.name),
-                optional: Some(false),
-            }),
-            ..Default::default()
-        }]),
+        env_from: Some(env_from(a)),
         volume_mounts: Some(vec![VolumeMount {
             name: "results".to_string(),
             mount_path: RESULTS_MOUNT.to_string(),
@@ -238,6 +252,27 @@ fn container(a: &K8sArgs, name: &str, mode: &str, res: Option<ResourceRequiremen
         resources: res,
         ..Default::default()
     }
+}
+
+/// The ConfigMap, and the object store's credentials when given.
+fn env_from(a: &K8sArgs) -> Vec<EnvFromSource> {
+    let mut v = vec![EnvFromSource {
+        config_map_ref: Some(ConfigMapEnvSource {
+            name: format!("{}-config", a.name),
+            optional: Some(false),
+        }),
+        ..Default::default()
+    }];
+    if let Some(secret) = &a.s3_secret {
+        v.push(EnvFromSource {
+            secret_ref: Some(SecretEnvSource {
+                name: secret.clone(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        });
+    }
+    v
 }
 
 fn volume(r: &Results) -> Volume {
@@ -258,6 +293,7 @@ fn volume(r: &Results) -> Volume {
                 type_: Some("DirectoryOrCreate".to_string()),
             })
         }
+        Results::S3(_) => v.empty_dir = Some(EmptyDirVolumeSource::default()),
     }
     v
 }
@@ -296,6 +332,25 @@ pub fn manifests(a: &K8sArgs, now_unix: u64) -> anyhow::Result<Manifests> {
         ensure!(d.is_finite() && d > 0.0, "--duration {d}: must be > 0");
     }
     let results = parse_results(&a.results)?;
+    if !matches!(results, Results::S3(_)) {
+        ensure!(
+            a.s3_endpoint.is_none() && a.s3_secret.is_none(),
+            "--s3-endpoint and --s3-secret go with --results s3:URL"
+        );
+    }
+    if let Some(secret) = &a.s3_secret {
+        ensure!(
+            is_dns_label(secret),
+            "--s3-secret `{secret}`: not a Secret name"
+        );
+    }
+    if let Some(e) = &a.s3_endpoint {
+        ensure!(
+            (e.starts_with("http://") || e.starts_with("https://"))
+                && !e.contains(char::is_whitespace),
+            "--s3-endpoint `{e}`: an http(s) URL"
+        );
+    }
     let args = run_args(a)?;
     let timeout = a
         .merge_timeout
@@ -333,7 +388,7 @@ pub fn manifests(a: &K8sArgs, now_unix: u64) -> anyhow::Result<Manifests> {
         files.push(("pvc.yaml".to_string(), yaml(&pvc)?));
     }
 
-    let data = BTreeMap::from([
+    let mut data = BTreeMap::from([
         ("VODLAB_NAME".to_string(), a.name.clone()),
         ("VODLAB_SHARDS".to_string(), a.shards.to_string()),
         ("VODLAB_TARGET".to_string(), a.target.clone()),
@@ -347,6 +402,12 @@ pub fn manifests(a: &K8sArgs, now_unix: u64) -> anyhow::Result<Manifests> {
         ),
         ("VODLAB_MERGE_TIMEOUT".to_string(), timeout.to_string()),
     ]);
+    if let Results::S3(url) = &results {
+        data.insert("VODLAB_RESULTS_URL".to_string(), url.clone());
+        if let Some(e) = &a.s3_endpoint {
+            data.insert("VODLAB_S3_ENDPOINT".to_string(), e.clone());
+        }
+    }
     let cm = ConfigMap {
         metadata: meta(a, format!("{}-config", a.name)),
         data: Some(data),
@@ -426,13 +487,17 @@ pub fn manifests(a: &K8sArgs, now_unix: u64) -> anyhow::Result<Manifests> {
         ..Default::default()
     };
     files.push(("merge-job.yaml".to_string(), yaml(&merge)?));
-    files.push(("apply.sh".to_string(), apply_script(a, &files)));
+    let location = match &results {
+        Results::S3(url) => url.clone(),
+        _ => RESULTS_MOUNT.to_string(),
+    };
+    files.push(("apply.sh".to_string(), apply_script(a, &files, &location)));
     Ok(Manifests { files })
 }
 
 /// apply.sh: sets the start time to now + delay (the barrier counted from
 /// apply, not from `vodlab k8s`), replaces an earlier run's Jobs and applies.
-fn apply_script(a: &K8sArgs, files: &[(String, String)]) -> String {
+fn apply_script(a: &K8sArgs, files: &[(String, String)], results: &str) -> String {
     let has_pvc = files.iter().any(|(f, _)| f == "pvc.yaml");
     let ns = &a.namespace;
     let name = &a.name;
@@ -457,7 +522,6 @@ echo "follow: $kubectl -n {ns} get pods -l app.kubernetes.io/instance={name} -w"
 "#,
         delay = a.start_delay,
         pvc = if has_pvc { " -f pvc.yaml" } else { "" },
-        results = RESULTS_MOUNT,
     )
 }
 
@@ -558,9 +622,39 @@ mod tests {
     }
 
     #[test]
+    fn s3_results_use_an_empty_dir_the_url_and_the_secret() {
+        let m = manifests(
+            &args(&[
+                "--results",
+                "s3:s3://bucket/runs/",
+                "--s3-secret",
+                "creds",
+                "--s3-endpoint",
+                "http://minio:9000",
+            ]),
+            0,
+        )
+        .unwrap();
+        assert!(m.files.iter().all(|(f, _)| f != "pvc.yaml"));
+        let cm: serde_yaml::Value = serde_yaml::from_str(file(&m, "config.yaml")).unwrap();
+        assert_eq!(cm["data"]["VODLAB_RESULTS_URL"], "s3://bucket/runs");
+        assert_eq!(cm["data"]["VODLAB_S3_ENDPOINT"], "http://minio:9000");
+        let job: serde_yaml::Value = serde_yaml::from_str(file(&m, "shards-job.yaml")).unwrap();
+        let pod = &job["spec"]["template"]["spec"];
+        assert!(pod["volumes"][0]["emptyDir"].is_mapping());
+        assert_eq!(
+            pod["containers"][0]["envFrom"][1]["secretRef"]["name"],
+            "creds"
+        );
+        let m = manifests(&args(&["--results", "s3:bucket"]), 0).unwrap();
+        assert!(file(&m, "config.yaml").contains("VODLAB_RESULTS_URL: s3://bucket\n"));
+    }
+
+    #[test]
     fn bad_input_names_the_flag() {
         let err = |extra: &[&str]| format!("{:#}", manifests(&args(extra), 0).unwrap_err());
-        assert!(err(&["--results", "s3://b/x"]).contains("--results"));
+        assert!(err(&["--results", "s3:"]).contains("--results"));
+        assert!(err(&["--s3-secret", "creds"]).contains("--s3-secret"));
         assert!(err(&["--results", "nfs:x"]).contains("--results"));
         assert!(err(&["--results", "hostpath:rel"]).contains("absolute"));
         assert!(err(&["--namespace", "Big"]).contains("--namespace"));

@@ -78,6 +78,10 @@ fn manifests_validate_offline_against_the_kubernetes_schemas() {
     for (sub, extra) in [
         ("pvc", vec!["--", "--no-pacing", "--interval", "1"]),
         ("hostpath", vec!["--results", "hostpath:/var/vodlab"]),
+        (
+            "s3",
+            vec!["--results", "s3:s3://b/p", "--s3-secret", "creds"],
+        ),
     ] {
         let out = t.path().join(sub);
         k8s(&out, &extra);
@@ -196,20 +200,16 @@ fn ok(o: Output) -> String {
     text
 }
 
-#[test]
-fn the_entrypoint_as_an_indexed_job_on_loopback_merges_every_shard() {
-    common::raise_nofile();
-    let t = tempfile::tempdir().unwrap();
-    let (w, root) = workload(t.path(), 48);
-    let server = Running::start(&root, |_| {});
-    let target = server.url("");
-    let out = t.path().join("k8s");
-    vodlab_ok(&[
+/// `vodlab k8s` for a loopback run of `w` against `target` in `shards`
+/// shards, results as `results`, written to `out`.
+fn generate(w: &Path, target: &str, shards: usize, out: &Path, results: &[&str]) {
+    let shards = shards.to_string();
+    let mut a = vec![
         "k8s",
         "--shards",
-        &SHARDS.to_string(),
+        &shards,
         "--target",
-        &target,
+        target,
         "--workload-path",
         w.to_str().unwrap(),
         "--rate",
@@ -218,10 +218,11 @@ fn the_entrypoint_as_an_indexed_job_on_loopback_merges_every_shard() {
         "1",
         "--start-delay",
         "3",
-        "--results",
-        "hostpath:/var/vodlab",
         "-o",
         out.to_str().unwrap(),
+    ];
+    a.extend(results);
+    a.extend([
         "--",
         "--arrivals",
         "constant",
@@ -236,22 +237,31 @@ fn the_entrypoint_as_an_indexed_job_on_loopback_merges_every_shard() {
         "--ramp-down",
         "1",
     ]);
+    vodlab_ok(&a);
+}
 
-    // apply.sh with a kubectl that records its calls and the ConfigMap it gets
-    let fake = t.path().join("kubectl");
-    let log = t.path().join("kubectl.log");
-    let applied = t.path().join("applied-config.yaml");
-    fs::write(
+/// Writes an executable shell script.
+fn script(path: &Path, text: &str) {
+    fs::write(path, text).unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    fs::set_permissions(path, mode).unwrap();
+}
+
+/// Runs `out`/apply.sh with a kubectl that records its calls and the
+/// ConfigMap it is given; checks the calls and returns the ConfigMap's data
+/// as applied (the start time counted at apply time).
+fn apply(out: &Path, scratch: &Path) -> BTreeMap<String, String> {
+    let fake = scratch.join("kubectl");
+    let log = scratch.join("kubectl.log");
+    let applied = scratch.join("applied-config.yaml");
+    script(
         &fake,
-        format!(
+        &format!(
             "#!/bin/sh\necho \"$*\" >> {}\nif [ \"$*\" = \"apply -f -\" ]; then cat > {}; fi\n",
             log.display(),
             applied.display()
         ),
-    )
-    .unwrap();
-    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-    fs::set_permissions(&fake, mode).unwrap();
+    );
     let before = unix_now();
     ok(Command::new(out.join("apply.sh"))
         .env("KUBECTL", &fake)
@@ -259,20 +269,37 @@ fn the_entrypoint_as_an_indexed_job_on_loopback_merges_every_shard() {
         .unwrap());
     let calls = fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = calls.lines().collect();
-    assert_eq!(lines[0], "apply -f namespace.yaml", "{calls}");
+    assert!(lines[0].starts_with("apply -f namespace.yaml"), "{calls}");
     assert!(lines[1].starts_with("-n vodlab delete job vodlab-shards vodlab-merge"));
     assert_eq!(lines[2], "apply -f -");
     assert_eq!(lines[3], "apply -f shards-job.yaml -f merge-job.yaml");
-
-    // the ConfigMap as applied: the barrier counted from apply time
     let cm = yaml(&applied);
+    assert_eq!(cm["metadata"]["name"], "vodlab-config");
     let data: BTreeMap<String, String> = serde_yaml::from_value(cm["data"].clone()).unwrap();
     let start: u64 = data["VODLAB_START_AT"].parse().unwrap();
     assert!(
         start >= before + 3 && start <= unix_now() + 3,
         "start {start}"
     );
-    assert_eq!(cm["metadata"]["name"], "vodlab-config");
+    data
+}
+
+#[test]
+fn the_entrypoint_as_an_indexed_job_on_loopback_merges_every_shard() {
+    common::raise_nofile();
+    let t = tempfile::tempdir().unwrap();
+    let (w, root) = workload(t.path(), 48);
+    let server = Running::start(&root, |_| {});
+    let out = t.path().join("k8s");
+    generate(
+        &w,
+        &server.url(""),
+        SHARDS,
+        &out,
+        &["--results", "hostpath:/var/vodlab"],
+    );
+    let data = apply(&out, t.path());
+    let start: u64 = data["VODLAB_START_AT"].parse().unwrap();
 
     let job = yaml(&out.join("shards-job.yaml"));
     assert_eq!(job["spec"]["completionMode"], "Indexed");
@@ -374,4 +401,111 @@ fn the_entrypoint_refuses_a_shard_index_out_of_range_and_missing_settings() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("VODLAB_START_AT is not set"));
+}
+
+/// A stand-in for the `aws` CLI's `s3 cp [--recursive]` and `s3 ls`, with
+/// s3://X kept in $FAKE_S3/X.
+const FAKE_AWS: &str = r#"#!/bin/sh
+set -eu
+mkdir -p "$FAKE_S3"
+if [ "$1" = --endpoint-url ]; then echo "$2" >"$FAKE_S3/.endpoint"; shift 2; fi
+[ "$1" = s3 ] || exit 2
+op=$2
+shift 2
+src=
+dst=
+rec=0
+skip=
+for a in "$@"; do
+  if [ -n "$skip" ]; then skip=; continue; fi
+  case $a in
+  --recursive) rec=1 ;;
+  --exclude) skip=1 ;;
+  --*) ;;
+  *) if [ -z "$src" ]; then src=$a; else dst=$a; fi ;;
+  esac
+done
+map() { case $1 in s3://*) echo "$FAKE_S3/${1#s3://}" ;; *) echo "$1" ;; esac; }
+s=$(map "$src")
+case $op in
+cp)
+  d=$(map "$dst")
+  if [ $rec = 1 ]; then
+    [ -d "$s" ] || exit 0
+    mkdir -p "$d"
+    for f in "$s"/*; do [ "$(basename "$f")" = exit-code ] || cp -R "$f" "$d/"; done
+  else
+    mkdir -p "$(dirname "$d")"
+    cp "$s" "$d"
+  fi
+  ;;
+ls) [ -e "$s" ] ;;
+*) exit 2 ;;
+esac
+"#;
+
+/// Results through an object store: every pod has its own scratch volume (an
+/// emptyDir), the shards upload, the merge downloads and uploads the merge.
+#[test]
+fn with_s3_results_the_pods_share_nothing_but_the_bucket() {
+    common::raise_nofile();
+    let t = tempfile::tempdir().unwrap();
+    let (w, root) = workload(t.path(), 24);
+    let server = Running::start(&root, |_| {});
+    let out = t.path().join("k8s");
+    let results = [
+        "--results",
+        "s3:s3://bucket/runs",
+        "--s3-endpoint",
+        "http://minio.local:9000",
+    ];
+    generate(&w, &server.url(""), 2, &out, &results);
+    let data = apply(&out, t.path());
+    let start = &data["VODLAB_START_AT"];
+    assert_eq!(data["VODLAB_RESULTS_URL"], "s3://bucket/runs");
+    let aws = t.path().join("aws");
+    script(&aws, FAKE_AWS);
+    let bucket = t.path().join("s3");
+    let job = yaml(&out.join("shards-job.yaml"));
+    assert!(job["spec"]["template"]["spec"]["volumes"][0]["emptyDir"].is_mapping());
+    let (args, ..) = container(&job, false);
+    let pod = |name: &str, args: &[String]| {
+        let mut c = entrypoint(args, &data, &t.path().join(name));
+        c.env("VODLAB_AWS", &aws).env("FAKE_S3", &bucket);
+        c
+    };
+    let kids: Vec<Child> = (0..2)
+        .map(|i| {
+            pod(&format!("pod-{i}"), &args)
+                .env("JOB_COMPLETION_INDEX", i.to_string())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        ok(k.wait_with_output().unwrap());
+    }
+    let run = bucket.join(format!("bucket/runs/vodlab-{start}"));
+    for i in 0..2 {
+        assert_eq!(
+            fs::read_to_string(run.join(format!("shard-{i}/exit-code")))
+                .unwrap()
+                .trim(),
+            "0"
+        );
+    }
+    let merge_job = yaml(&out.join("merge-job.yaml"));
+    let (wait_args, ..) = container(&merge_job, true);
+    let (merge_args, ..) = container(&merge_job, false);
+    let text = ok(pod("merge-pod", &wait_args).output().unwrap());
+    assert!(text.contains("all 2 shards finished"), "{text}");
+    ok(pod("merge-pod", &merge_args).output().unwrap());
+    let m = common::results(&run.join("merged"));
+    assert_eq!(m["complete"], true, "{m}");
+    assert_eq!(m["merge"]["merged"], serde_json::json!([0, 1]));
+    assert_eq!(m["started_sessions"], 24);
+    assert_eq!(
+        fs::read_to_string(bucket.join(".endpoint")).unwrap().trim(),
+        "http://minio.local:9000"
+    );
 }
