@@ -1,7 +1,7 @@
 //! The tokio executor of session drivers: open-loop session arrivals from a
 //! [`Schedule`](crate::schedule), one task per session running its
 //! [`SessionDriver`] over persistent connections, and one aggregator task
-//! that owns the run's [`RunMetrics`] (sessions report in batches over a
+//! that owns the run's [`RunMetrics`](crate::metrics::RunMetrics) (sessions report in batches over a
 //! channel: no lock per request). Every session rule lives in the driver;
 //! this module only sleeps, connects, sends and forwards.
 
@@ -28,10 +28,13 @@ use crate::exchange::{ErrorKind, Failure};
 use crate::http::{Connection, Outgoing};
 use crate::link::LinkSpec;
 use crate::load::LoadedWorkload;
-use crate::metrics::{RequestSample, RunMetrics, SampleDone, SessionSample};
+use crate::metrics::{RequestSample, SampleDone, SessionSample};
 use crate::results::{self, Monitor, Results, RunInfo, StopReason};
 use crate::schedule::Arrivals;
 use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
+
+mod collect;
+use collect::{aggregate, session_id};
 
 /// Requests a session reports at once.
 const BATCH: usize = 64;
@@ -319,120 +322,6 @@ pub async fn run_parts(
         actual_start_unix_s,
     });
     Ok((out, dump))
-}
-
-/// Owns the run's metrics and the requests CSV; ends when every sender has gone.
-async fn aggregate(
-    mut rx: mpsc::UnboundedReceiver<Report>,
-    ctx: Arc<Ctx>,
-    limits: Vec<usize>,
-    mut csv: Option<std::io::BufWriter<std::fs::File>>,
-    late_us: u64,
-) -> (RunMetrics, Option<std::io::Error>) {
-    let mut m = RunMetrics::new(late_us);
-    let mut csv_err = None;
-    let mut line = String::new();
-    while let Some(r) = rx.recv().await {
-        match r {
-            Report::Start { t_s, lateness_us } => m.record_start(t_s, lateness_us),
-            Report::Requests {
-                shard,
-                index,
-                samples,
-                delivery,
-            } => {
-                let (shard, index) = (shard as usize, index as usize);
-                let session = &ctx.work.shards[shard].sessions[index];
-                let class = session.header.class.as_deref().unwrap_or("default");
-                let measured = ctx.work.is_measured(index, limits[shard]);
-                m.record_delivery(measured, &delivery);
-                for s in &samples {
-                    m.record_request(class, measured, s);
-                }
-                if let Some(f) = csv.as_mut() {
-                    let id = session_id(session, shard, index);
-                    for s in &samples {
-                        line.clear();
-                        csv_row(&mut line, id, shard, class, session, measured, s);
-                        if let Err(e) = f.write_all(line.as_bytes()) {
-                            csv_err.get_or_insert(e);
-                        }
-                    }
-                }
-            }
-            Report::Session {
-                shard,
-                index,
-                sample,
-            } => {
-                let (shard, index) = (shard as usize, index as usize);
-                let session = &ctx.work.shards[shard].sessions[index];
-                let class = session.header.class.as_deref().unwrap_or("default");
-                let measured = ctx.work.is_measured(index, limits[shard]);
-                m.record_session(class, measured, &sample);
-            }
-        }
-    }
-    if let Some(f) = csv.as_mut() {
-        if let Err(e) = f.flush() {
-            csv_err.get_or_insert(e);
-        }
-    }
-    (m, csv_err)
-}
-
-fn session_id(session: &Session, shard: usize, index: usize) -> u64 {
-    session
-        .header
-        .id
-        .unwrap_or(((shard as u64) << 40) | index as u64)
-}
-
-fn csv_row(
-    out: &mut String,
-    id: u64,
-    shard: usize,
-    class: &str,
-    session: &Session,
-    measured: bool,
-    s: &RequestSample,
-) {
-    use std::fmt::Write as _;
-    let j = s.request as usize;
-    let r = &session.requests[j];
-    let range = r
-        .range
-        .map(|g| g.header_value().trim_start_matches("bytes=").to_string())
-        .unwrap_or_default();
-    let _ = match s.outcome {
-        Ok(d) => {
-            let _ = write!(
-                out,
-                "{id},{shard},{class},{j},{},{range},{},{:.6},{:.6},{:.3},{:.3},{},{},",
-                r.path,
-                u8::from(measured),
-                s.scheduled_s,
-                s.sent_s,
-                d.ttfb_us as f64 / 1e3,
-                d.response_us as f64 / 1e3,
-                d.bytes,
-                d.status
-            );
-            if let crate::delivery::Playback::After(t) = d.playback {
-                let _ = write!(out, "{:.3}", t.as_secs_f64() * 1e3);
-            }
-            // error last and empty, as before the playback columns
-            writeln!(out, ",{:.3},", d.response_us as f64 / 1e3)
-        }
-        Err(k) => writeln!(
-            out,
-            "{id},{shard},{class},{j},{},{range},{},{:.6},,,,,,,,{}",
-            r.path,
-            u8::from(measured),
-            s.scheduled_s,
-            k.name()
-        ),
-    };
 }
 
 async fn monitor(

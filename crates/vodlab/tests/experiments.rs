@@ -490,7 +490,7 @@ fn report_names_what_it_cannot_read() {
     let o = vodlab(&["report", d.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr)
-        .contains("no compare.json, capacity.json or results.json"));
+        .contains("no pacing.json, compare.json, capacity.json or results.json"));
     std::fs::write(d.path().join("results.json"), "{\"format\": \"other\"}").unwrap();
     let o = vodlab(&["report", d.path().to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown format"));
