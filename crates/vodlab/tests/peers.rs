@@ -14,31 +14,9 @@ use std::process::Command;
 use common::{require, vodlab_ok, Nginx};
 use vodlab_workload::output::read_workload_scripts;
 
-/// A small unpaced youtube-2011 workload plus sparse files for its catalog.
+/// A small unpaced workload plus sparse files for its catalog.
 fn workload(dir: &Path, preset: &str, sessions: u32) -> (std::path::PathBuf, std::path::PathBuf) {
-    let spec_text =
-        vodlab_ok(&["gen", "--show-preset", preset]).replace("pacing_s = 10.0", "pacing_s = 0.0");
-    let spec = dir.join("spec.toml");
-    fs::write(&spec, spec_text).unwrap();
-    let w = dir.join("w");
-    vodlab_ok(&[
-        "gen",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--sessions",
-        &sessions.to_string(),
-        "--titles",
-        "300",
-        "--shards",
-        "1",
-        "--seed",
-        "4",
-        "-o",
-        w.to_str().unwrap(),
-    ]);
-    let root = dir.join("root");
-    common::sparse_fileset(&w, &root);
-    (w, root)
+    common::unpaced_workload(dir, preset, sessions, 300, 1, 4)
 }
 
 fn field(text: &str, after: &str) -> u64 {

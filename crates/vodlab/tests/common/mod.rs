@@ -161,6 +161,42 @@ impl Drop for Nginx {
     }
 }
 
+/// An unpaced workload of `preset` (`pacing_s = 0`) made by `vodlab gen`
+/// in `dir/w`, and sparse files for its catalog in `dir/root`: (workload,
+/// root).
+pub fn unpaced_workload(
+    dir: &Path,
+    preset: &str,
+    sessions: u32,
+    titles: u32,
+    shards: u32,
+    seed: u64,
+) -> (PathBuf, PathBuf) {
+    let spec_text =
+        vodlab_ok(&["gen", "--show-preset", preset]).replace("pacing_s = 10.0", "pacing_s = 0.0");
+    let spec = dir.join("spec.toml");
+    std::fs::write(&spec, spec_text).unwrap();
+    let w = dir.join("w");
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--sessions",
+        &sessions.to_string(),
+        "--titles",
+        &titles.to_string(),
+        "--shards",
+        &shards.to_string(),
+        "--seed",
+        &seed.to_string(),
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let root = dir.join("root");
+    sparse_fileset(&w, &root);
+    (w, root)
+}
+
 /// Creates every file of a `vodlab gen` workload's catalog under `root` as a
 /// sparse file of the right size (zeros: fine for tests that do not check bytes).
 pub fn sparse_fileset(workload: &Path, root: &Path) {
