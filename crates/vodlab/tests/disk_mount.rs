@@ -134,6 +134,15 @@ impl Drop for Mount {
             unsafe { libc::kill(self.pid(), libc::SIGTERM) };
             let _ = self.child.wait();
         }
+        // a daemon killed without auto_unmount (or a test that failed in
+        // between) leaves a stale mount: never leave it behind (a live
+        // mount of a later daemon on the same point is not touched)
+        if is_stale(&self.mp) {
+            let _ = Command::new("fusermount3")
+                .args(["-u", "-z"])
+                .arg(&self.mp)
+                .status();
+        }
     }
 }
 
@@ -469,11 +478,14 @@ fn a_killed_daemon_leaves_no_stale_mount() {
         is_stale(&mp),
         "a SIGKILLed daemon without auto_unmount leaves ENOTCONN"
     );
-    drop(m);
+    // (kept until the next mount has replaced the stale one: its drop
+    // would clean it)
+    let killed = m;
     // ... which the next mount detects and cleans, saying so
     let m = Mount::start(&w, &mp, &["--profile", "nvme"]);
     let err = std::fs::read_to_string(&m.stderr).unwrap();
     assert!(err.contains("stale mount"), "{err}");
+    drop(killed);
     assert!(mp.join("fileset.json").exists());
     // with auto_unmount (the default) a SIGKILL leaves nothing behind
     // SAFETY: signals our own child
