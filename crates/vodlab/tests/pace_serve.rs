@@ -264,7 +264,12 @@ fn a_client_that_stops_reading_does_not_delay_another() {
     // writes are refused, and it stays in the pacer for the whole test
     let mut stalled = TcpStream::connect(s.addr).unwrap();
     write!(stalled, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // until the stalled response is in the pacer (no guessed sleep)
+    common::wait_until(
+        "the stalled response in the pacer",
+        Duration::from_secs(5),
+        || s.server().state.stats().pacing.active_sessions >= 1,
+    );
     let c = get(s.addr, "/v.mp4", "");
     assert_eq!(c.body, SIZE);
     let end = c.end();

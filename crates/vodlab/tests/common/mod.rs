@@ -329,3 +329,14 @@ pub fn raise_nofile() -> u64 {
     }
     l.rlim_cur
 }
+
+/// Polls `cond` every 10 ms until it holds, at most `limit`; panics naming
+/// `what` when it never does. For a test that waits for a state it can
+/// observe, instead of sleeping a guessed time.
+pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
