@@ -59,6 +59,26 @@ pub struct BenchArgs {
     pub search: SearchArgs,
 }
 
+/// `vodlab gen` of the bench's preset, scale and sessions into `wl`.
+fn gen_workload(exe: &std::path::Path, a: &BenchArgs, wl: &std::path::Path) -> anyhow::Result<()> {
+    step(
+        "vodlab gen",
+        Command::new(exe)
+            .args([
+                "gen",
+                "--preset",
+                &a.preset,
+                "--scale",
+                &a.scale.to_string(),
+                "--sessions",
+                &a.sessions.to_string(),
+                "-o",
+            ])
+            .arg(wl),
+    )?;
+    Ok(())
+}
+
 fn step(what: &str, cmd: &mut Command) -> anyhow::Result<String> {
     let t = Instant::now();
     let o = cmd
@@ -147,21 +167,7 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
         a.sessions,
         work_dir.display()
     );
-    step(
-        "vodlab gen",
-        Command::new(&exe)
-            .args([
-                "gen",
-                "--preset",
-                &a.preset,
-                "--scale",
-                &a.scale.to_string(),
-                "--sessions",
-                &a.sessions.to_string(),
-                "-o",
-            ])
-            .arg(&wl),
-    )?;
+    gen_workload(&exe, &a, &wl)?;
     let made = step(
         "vodlab fileset create",
         Command::new(&exe)
@@ -324,21 +330,7 @@ fn disk_bench(mut a: BenchArgs, given: &dyn Fn(&str) -> bool) -> anyhow::Result<
         a.mem >> 20,
         work_dir.display()
     );
-    step(
-        "vodlab gen",
-        Command::new(&exe)
-            .args([
-                "gen",
-                "--preset",
-                &a.preset,
-                "--scale",
-                &a.scale.to_string(),
-                "--sessions",
-                &a.sessions.to_string(),
-                "-o",
-            ])
-            .arg(&wl),
-    )?;
+    gen_workload(&exe, &a, &wl)?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
