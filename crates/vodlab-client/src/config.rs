@@ -54,6 +54,8 @@ pub struct RunConfig {
     /// Wall-clock time of offset 0 of every schedule (`--start-at`): the run
     /// waits until then. `None`: at once.
     pub start_at: Option<std::time::SystemTime>,
+    /// Protocol, TLS and HTTP/2 settings (`--protocol`; h1 by default).
+    pub transport: crate::transport::TransportConfig,
 }
 
 impl RunConfig {
@@ -79,6 +81,7 @@ impl RunConfig {
             pace_target: 1.0,
             shard: None,
             start_at: None,
+            transport: crate::transport::TransportConfig::default(),
         }
     }
 }

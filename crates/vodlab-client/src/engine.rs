@@ -7,34 +7,26 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use std::future::{poll_fn, Future};
-use std::task::Poll;
-
-use futures_util::future::BoxFuture;
-use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
-use vodlab_workload::content;
-use vodlab_workload::script::Session;
 
 use crate::config::{Live, RunConfig};
 use crate::delivery::DeliveryOut;
-use crate::driver::{Action, DriverConfig, Event, RequestRecord, SessionDriver, SessionOutcome};
-use crate::exchange::{ErrorKind, Failure};
-use crate::http::{Connection, Outgoing};
-use crate::link::LinkSpec;
 use crate::load::LoadedWorkload;
-use crate::metrics::{RequestSample, SampleDone, SessionSample};
+use crate::metrics::{RequestSample, SessionSample};
 use crate::results::{self, Monitor, Results, RunInfo, StopReason};
 use crate::schedule::Arrivals;
 use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
+use crate::transport::{Connector, Opened};
 
 mod collect;
-use collect::{aggregate, session_id};
+mod session;
+use collect::aggregate;
+use session::run_session;
 
 /// Requests a session reports at once.
 const BATCH: usize = 64;
@@ -44,6 +36,8 @@ const DELIVERY_BATCH: usize = 4096;
 
 struct Ctx {
     cfg: RunConfig,
+    /// The run's transport (protocol, TLS configuration).
+    connector: Connector,
     work: Arc<LoadedWorkload>,
     t0: Instant,
     live: Arc<Live>,
@@ -78,6 +72,8 @@ enum Report {
         index: u32,
         sample: SessionSample,
     },
+    /// A new connection was opened (TLS handshake time and resumption).
+    Opened(Opened),
 }
 
 /// Runs the workload until every session ended, `cancel` turns true, the
@@ -137,8 +133,11 @@ pub async fn run_parts(
         sleep_until(t0.into()).await;
         unix(SystemTime::now())
     });
+    let connector = Connector::new(cfg.addr, &cfg.host, &cfg.transport)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let ctx = Arc::new(Ctx {
         cfg: cfg.clone(),
+        connector,
         work: work.clone(),
         t0,
         live: live.clone(),
@@ -314,6 +313,7 @@ pub async fn run_parts(
     )
     .map_err(std::io::Error::other)?;
     let mut out = results::assemble(&info, &metrics, &mon);
+    out.protocol = cfg.transport.protocol;
     out.shard = cfg.shard.map(|s| ShardRecord {
         index: s.index,
         count: s.count,
@@ -356,345 +356,6 @@ async fn monitor(
     }
 }
 
-/// A session's reports, sent in batches; what is left is sent when the
-/// session ends or is aborted (dropped), so an interrupted run keeps it.
-struct Batch {
-    tx: mpsc::UnboundedSender<Report>,
-    shard: u32,
-    index: u32,
-    samples: Vec<RequestSample>,
-    delivery: DeliveryOut,
-}
-
-impl Batch {
-    fn push(&mut self, s: RequestSample) {
-        self.samples.push(s);
-        if self.samples.len() >= BATCH {
-            self.flush();
-        }
-    }
-
-    /// Takes the driver's delivery figures, reporting them when many.
-    fn take_delivery(&mut self, d: &mut SessionDriver<'_>) {
-        if d.delivery_pending() > 0 {
-            d.take_delivery(&mut self.delivery);
-            if self.delivery.len() >= DELIVERY_BATCH {
-                self.flush();
-            }
-        }
-    }
-
-    fn flush(&mut self) {
-        if !self.samples.is_empty() || !self.delivery.is_empty() {
-            let samples = std::mem::take(&mut self.samples);
-            let delivery = std::mem::take(&mut self.delivery);
-            let _ = self.tx.send(Report::Requests {
-                shard: self.shard,
-                index: self.index,
-                samples,
-                delivery,
-            });
-        }
-    }
-}
-
-impl Drop for Batch {
-    fn drop(&mut self) {
-        self.flush();
-    }
-}
-
-type Step<'a> = BoxFuture<'a, (usize, Option<Connection>, Event)>;
-
-/// The session's driver, shared by its loop and the reads of its exchanges
-/// (one task: the lock is never contended).
-type Shared<'s> = Mutex<SessionDriver<'s>>;
-
-fn lock<'a, 's>(d: &'a Shared<'s>) -> MutexGuard<'a, SessionDriver<'s>> {
-    d.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Where an exchange reports delivery figures that pile up during one long
-/// response (the session loop only wakes when it completes).
-struct Reporter<'a> {
-    tx: &'a mpsc::UnboundedSender<Report>,
-    shard: u32,
-    index: u32,
-}
-
-async fn run_session(ctx: Arc<Ctx>, shard: usize, index: usize, tx: mpsc::UnboundedSender<Report>) {
-    let work = ctx.work.clone();
-    let session: &Session = &work.shards[shard].sessions[index];
-    let link = if ctx.cfg.shaping {
-        let class = session.header.class.as_deref().unwrap_or("default");
-        work.classes.get(class).copied().unwrap_or_default()
-    } else {
-        LinkSpec::default()
-    };
-    let id = session_id(session, shard, index);
-    let start = Instant::now();
-    ctx.live.started.fetch_add(1, Ordering::Relaxed);
-    ctx.live.active.fetch_add(1, Ordering::Relaxed);
-    let mut batch = Batch {
-        tx: tx.clone(),
-        shard: shard as u32,
-        index: index as u32,
-        samples: Vec::new(),
-        delivery: DeliveryOut::default(),
-    };
-    let reporter = Reporter {
-        tx: &tx,
-        shard: shard as u32,
-        index: index as u32,
-    };
-    let dcfg = DriverConfig {
-        pacing: ctx.cfg.pacing,
-        late_pacing: ctx.cfg.late_pacing,
-        link_delay: link.delay,
-        playback_buffer: ctx.cfg.playback_buffer,
-        pace_target: ctx.cfg.pace_target,
-        epoch: Some(ctx.t0),
-        ..DriverConfig::default()
-    };
-    let shared: Shared<'_> = Mutex::new(SessionDriver::new(
-        session,
-        Some(&work.file_sizes),
-        dcfg,
-        start,
-    ));
-    let n = lock(&shared).connections();
-    let mut conns: Vec<Option<Connection>> = (0..n).map(|_| None).collect();
-    // what is in flight on each connection; dropping it abandons the exchange
-    // (a session has few connections: polling each slot on a wake is cheaper
-    // than a FuturesUnordered with its per-future task and abort handle)
-    let mut steps: Vec<Option<Step<'_>>> = (0..n).map(|_| None).collect();
-    let mut timer = Box::pin(tokio::time::sleep_until(start.into()));
-    let mut armed: Option<Instant> = None;
-    loop {
-        let now = Instant::now();
-        // the guard lives in this block only: never across an await
-        let wake = {
-            let mut driver = lock(&shared);
-            while let Some(action) = driver.poll_action(now) {
-                match action {
-                    Action::Connect { conn } => {
-                        conns[conn] = None;
-                        let ctx = &ctx;
-                        let link = &link;
-                        let fut = async move {
-                            match Connection::connect(ctx.cfg.addr, &ctx.cfg.host, link).await {
-                                Ok(c) => {
-                                    ctx.refused_streak.store(0, Ordering::Relaxed);
-                                    ctx.last_connect_ok_us
-                                        .store(ctx.us(Instant::now()), Ordering::Relaxed);
-                                    (conn, Some(c), Event::Connected { conn })
-                                }
-                                Err(failure) => {
-                                    if failure.kind == ErrorKind::Refused {
-                                        ctx.refused_streak.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    (conn, None, Event::ConnectFailed { conn, failure })
-                                }
-                            }
-                        }
-                        .boxed();
-                        steps[conn] = Some(fut);
-                    }
-                    Action::Send { conn, request } => {
-                        let Some(c) = conns[conn].take() else {
-                            // the driver only sends on connections it saw open
-                            driver.handle(
-                                now,
-                                Event::Failed {
-                                    conn,
-                                    failure: Failure::new(ErrorKind::Other, "no open connection"),
-                                },
-                            );
-                            continue;
-                        };
-                        let (shared, reporter) = (&shared, &reporter);
-                        let fut = exchange(&ctx, c, conn, id, session, request, shared, reporter);
-                        steps[conn] = Some(fut.boxed());
-                    }
-                    Action::Close { conn } => {
-                        steps[conn] = None;
-                        conns[conn] = None;
-                    }
-                    Action::Record(r) => {
-                        if let Ok(d) = &r.result {
-                            ctx.live.requests.fetch_add(1, Ordering::Relaxed);
-                            ctx.live.bytes.fetch_add(d.bytes, Ordering::Relaxed);
-                        }
-                        batch.push(sample(&ctx, &r));
-                    }
-                    Action::Finished(o) => {
-                        drop(steps);
-                        batch.take_delivery(&mut driver);
-                        batch.flush();
-                        finish(&ctx, &batch, o);
-                        return;
-                    }
-                }
-            }
-            batch.take_delivery(&mut driver);
-            driver.poll_timeout()
-        };
-        let busy = steps.iter().any(Option::is_some);
-        if !busy && wake.is_none() {
-            // cannot happen with a correct driver; never spin
-            debug_assert!(false, "session driver stalled");
-            ctx.live.active.fetch_sub(1, Ordering::Relaxed);
-            return;
-        }
-        // one timer per session, moved only when the driver's wake-up changes
-        if let Some(t) = wake {
-            if armed != Some(t) {
-                timer.as_mut().reset(t.into());
-                armed = Some(t);
-            }
-        }
-        let done = poll_fn(|cx| {
-            for slot in steps.iter_mut() {
-                if let Some(f) = slot.as_mut() {
-                    if let Poll::Ready(out) = f.as_mut().poll(cx) {
-                        *slot = None;
-                        return Poll::Ready(Some(out));
-                    }
-                }
-            }
-            if wake.is_some() && timer.as_mut().poll(cx).is_ready() {
-                armed = None;
-                return Poll::Ready(None);
-            }
-            Poll::Pending
-        })
-        .await;
-        if let Some((conn, c, ev)) = done {
-            conns[conn] = c;
-            lock(&shared).handle(Instant::now(), ev);
-        }
-    }
-}
-
-/// Sends request `j` on `c` and reads its answer, checking a sample of body
-/// bytes against the file set's content and telling the driver when body
-/// bytes arrive.
-#[allow(clippy::too_many_arguments)]
-async fn exchange(
-    ctx: &Ctx,
-    mut c: Connection,
-    conn: usize,
-    session_id: u64,
-    session: &Session,
-    j: usize,
-    shared: &Shared<'_>,
-    reporter: &Reporter<'_>,
-) -> (usize, Option<Connection>, Event) {
-    let r = &session.requests[j];
-    let range = r.range.map(|g| g.header_value());
-    let out = Outgoing {
-        method: r.method.as_str(),
-        path: &r.path,
-        range: range.as_deref(),
-        headers: &r.headers,
-        body: r.body.as_deref(),
-        session: session_id,
-        http10: r.http10,
-    };
-    let checked = match (
-        ctx.work.content_seed,
-        sampled(ctx.cfg.check_bytes, session_id, &r.path, r.range),
-    ) {
-        (Some(seed), true) => Some((
-            seed,
-            content::file_key(&r.path),
-            r.range.map_or(0, |g| g.start),
-        )),
-        _ => None,
-    };
-    let mut bad_byte: Option<u64> = None;
-    let mut sink = |at: u64, data: &[u8]| {
-        if let (Some((seed, key, base)), None) = (checked, bad_byte) {
-            if let Err(off) = content::check(seed, key, base + at, data) {
-                bad_byte = Some(off);
-            }
-        }
-    };
-    // per read: one uncontended lock and the driver's O(1) meters
-    let mut arrived = |at: Instant, bytes: u64| {
-        let mut d = lock(shared);
-        d.handle(at, Event::Body { conn, bytes });
-        if d.delivery_pending() >= DELIVERY_BATCH {
-            let mut delivery = DeliveryOut::default();
-            d.take_delivery(&mut delivery);
-            let _ = reporter.tx.send(Report::Requests {
-                shard: reporter.shard,
-                index: reporter.index,
-                samples: Vec::new(),
-                delivery,
-            });
-        }
-    };
-    match c.exchange_timed(&out, &mut sink, &mut arrived).await {
-        Ok(_) if bad_byte.is_some() => {
-            let off = bad_byte.unwrap_or(0);
-            let failure = Failure::new(
-                ErrorKind::ContentMismatch,
-                format!("wrong content at byte {off} of {}", r.path),
-            );
-            (conn, None, Event::Failed { conn, failure })
-        }
-        Ok(response) => {
-            let keep = response.keep_alive.then_some(c);
-            (conn, keep, Event::Response { conn, response })
-        }
-        Err(failure) => (conn, None, Event::Failed { conn, failure }),
-    }
-}
-
-fn sample(ctx: &Ctx, r: &RequestRecord) -> RequestSample {
-    RequestSample {
-        request: r.request as u32,
-        scheduled_s: ctx.secs(r.scheduled),
-        sent_s: ctx.secs(r.issued),
-        send_lateness_us: r.send_lateness.map(|d| d.as_micros() as u64),
-        outcome: match &r.result {
-            Ok(d) => Ok(SampleDone {
-                done_us: ctx.us(d.done),
-                response_us: d.done.saturating_duration_since(r.issued).as_micros() as u64,
-                ttfb_us: d.ttfb.as_micros() as u64,
-                from_schedule_us: d.done.saturating_duration_since(r.scheduled).as_micros() as u64,
-                bytes: d.bytes,
-                status: d.status,
-                playback: d.playback,
-            }),
-            Err(f) => Err(f.kind),
-        },
-    }
-}
-
-fn finish(ctx: &Ctx, batch: &Batch, o: SessionOutcome) {
-    ctx.live.active.fetch_sub(1, Ordering::Relaxed);
-    if o.failure.is_some() {
-        ctx.live.failed.fetch_add(1, Ordering::Relaxed);
-    } else {
-        ctx.live.completed.fetch_add(1, Ordering::Relaxed);
-    }
-    let _ = batch.tx.send(Report::Session {
-        shard: batch.shard,
-        index: batch.index,
-        sample: SessionSample {
-            start_s: ctx.secs(o.start),
-            end_s: ctx.secs(o.end),
-            failure: o.failure.as_ref().map(|(_, f)| f.kind),
-            skipped: o.skipped as u64,
-            viewer: o.viewer,
-            reconnects: u64::from(o.reconnects),
-            server_closes: u64::from(o.server_closes),
-        },
-    });
-}
-
 /// Scales a schedule so `shards` independent copies add up to it.
 fn per_shard(a: &Arrivals, shards: usize) -> Arrivals {
     let k = shards.max(1) as f64;
@@ -729,25 +390,4 @@ pub fn cpu_seconds_of(pid: Option<u32>) -> f64 {
     // SAFETY: sysconf has no preconditions
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     (ticks(11) + ticks(12)) / hz
-}
-
-/// Whether this request's bytes are checked: a deterministic sample of
-/// `fraction` of (session, path, range) keys.
-fn sampled(
-    fraction: f64,
-    session: u64,
-    path: &str,
-    range: Option<vodlab_workload::script::ByteRange>,
-) -> bool {
-    if fraction <= 0.0 {
-        return false;
-    }
-    if fraction >= 1.0 {
-        return true;
-    }
-    let h = content::file_key(path)
-        ^ session.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        ^ range.map_or(0, |g| g.start).rotate_left(29);
-    let h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (h >> 31);
-    (h % 1_000_000) < (fraction * 1_000_000.0) as u64
 }

@@ -31,6 +31,8 @@ pub mod schedule;
 pub mod shard;
 pub mod slots;
 pub mod testserver;
+pub mod timing;
+pub mod transport;
 pub mod viewer;
 
 pub use config::{Live, RunConfig};

@@ -391,6 +391,55 @@ pub struct RunMetrics {
     pub rate_windows_within: u64,
     /// Body bytes of every session per 100 ms window from the run start.
     pub delivered: Vec<u64>,
+    /// Connections opened and their TLS handshakes.
+    pub transport: TransportMetrics,
+}
+
+/// Connections a run opened: TCP connections (HTTP/2 streams of an open
+/// connection are not counted), TLS handshakes, their times and resumptions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransportMetrics {
+    /// TCP connections opened.
+    pub connections: u64,
+    /// TLS handshakes completed.
+    pub tls_handshakes: u64,
+    /// Of those, resumed from a session ticket.
+    pub tls_resumed: u64,
+    /// Handshake durations, µs (TCP connect excluded).
+    pub tls_handshake: Histogram<u64>,
+}
+
+impl Default for TransportMetrics {
+    fn default() -> Self {
+        Self {
+            connections: 0,
+            tls_handshakes: 0,
+            tls_resumed: 0,
+            tls_handshake: histogram(),
+        }
+    }
+}
+
+impl TransportMetrics {
+    /// A connection was opened.
+    pub fn record(&mut self, o: &crate::transport::Opened) {
+        self.connections += u64::from(o.new_connection);
+        if let Some(d) = o.tls_handshake {
+            self.tls_handshakes += 1;
+            self.tls_resumed += u64::from(o.resumed);
+            record(&mut self.tls_handshake, d.as_micros() as u64);
+        }
+    }
+
+    /// Adds another part of the same run.
+    pub fn merge(&mut self, o: &TransportMetrics) {
+        self.connections += o.connections;
+        self.tls_handshakes += o.tls_handshakes;
+        self.tls_resumed += o.tls_resumed;
+        self.tls_handshake
+            .add(&o.tls_handshake)
+            .expect("same bounds");
+    }
 }
 
 impl RunMetrics {
@@ -414,6 +463,7 @@ impl RunMetrics {
             rate_windows: 0,
             rate_windows_within: 0,
             delivered: Vec::new(),
+            transport: TransportMetrics::default(),
         }
     }
 
@@ -540,6 +590,7 @@ impl RunMetrics {
         for (a, b) in self.delivered.iter_mut().zip(&o.delivered) {
             *a += b;
         }
+        self.transport.merge(&o.transport);
     }
 }
 

@@ -345,6 +345,38 @@ pub struct Results {
     /// How a merged run was put together (`vodlab merge`; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<crate::shard::MergeInfo>,
+    /// The protocol of the run (`h1` in files from before HTTP/2 and TLS).
+    #[serde(default)]
+    pub protocol: crate::transport::Protocol,
+    /// Connections opened and TLS handshakes (zeros in older files).
+    #[serde(default)]
+    pub transport: TransportResults,
+}
+
+/// The connections a run opened and their TLS handshakes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TransportResults {
+    /// TCP connections opened (with HTTP/2 a session's logical connections
+    /// share one: streams are not counted).
+    pub connections: u64,
+    /// TLS handshakes completed.
+    pub tls_handshakes: u64,
+    /// Of those, resumed from a session ticket of the same viewer.
+    pub tls_resumed: u64,
+    /// Handshake time (TCP connect excluded), ms.
+    pub tls_handshake_ms: Summary,
+}
+
+impl TransportResults {
+    /// From a run's metrics.
+    pub fn of(t: &crate::metrics::TransportMetrics) -> Self {
+        Self {
+            connections: t.connections,
+            tls_handshakes: t.tls_handshakes,
+            tls_resumed: t.tls_resumed,
+            tls_handshake_ms: Summary::of(&t.tls_handshake, 1e3),
+        }
+    }
 }
 
 /// Peak resident memory of this process, MiB (0 when unknown).
@@ -576,6 +608,8 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         delivery,
         shard: None,
         merge: None,
+        protocol: crate::transport::Protocol::default(),
+        transport: TransportResults::of(&sh.transport),
     }
 }
 
@@ -699,6 +733,20 @@ impl Results {
             },
             self.reconnects
         );
+        let t = &self.transport;
+        let _ = write!(
+            s,
+            "  protocol {}: {} connections",
+            self.protocol, t.connections
+        );
+        if t.tls_handshakes > 0 {
+            let _ = write!(
+                s,
+                ", {} TLS handshakes ({} resumed), handshake median {:.2} ms p99 {:.2} ms",
+                t.tls_handshakes, t.tls_resumed, t.tls_handshake_ms.p50, t.tls_handshake_ms.p99
+            );
+        }
+        s.push('\n');
         let h = &self.health;
         let _ = writeln!(
             s,

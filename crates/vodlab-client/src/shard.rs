@@ -210,10 +210,23 @@ pub struct MetricsDump {
     pub rate_ratio: String,
     /// Body bytes per 100 ms window from the origin.
     pub delivered: Vec<u64>,
+    /// Connections and TLS handshakes (absent in dumps from before HTTP/2
+    /// and TLS: none counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportDump>,
     /// Width of the monitor's intervals, s.
     pub interval_s: f64,
     /// The monitor.
     pub monitor: MonitorDump,
+}
+
+/// [`crate::metrics::TransportMetrics`] in a dump.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransportDump {
+    /// `[connections, tls_handshakes, tls_resumed]`.
+    pub counts: [u64; 3],
+    /// TLS handshake times, µs (V2, base64).
+    pub tls_handshake: String,
 }
 
 /// How a run went, apart from its metrics (for [`MetricsDump::new`]).
@@ -308,6 +321,14 @@ impl MetricsDump {
             measured_to: m.measured_to,
             rate_ratio: encode_histogram("rate_ratio", &m.rate_ratio)?,
             delivered: m.delivered.clone(),
+            transport: Some(TransportDump {
+                counts: [
+                    m.transport.connections,
+                    m.transport.tls_handshakes,
+                    m.transport.tls_resumed,
+                ],
+                tls_handshake: encode_histogram("tls_handshake", &m.transport.tls_handshake)?,
+            }),
             interval_s: info.interval_s,
             monitor: MonitorDump {
                 active_peak: mon.active_peak.clone(),
@@ -398,6 +419,11 @@ impl MetricsDump {
         m.delivered = std::iter::repeat_n(0, whole(shift_s, w))
             .chain(self.delivered.iter().copied())
             .collect();
+        if let Some(t) = &self.transport {
+            let tm = &mut m.transport;
+            [tm.connections, tm.tls_handshakes, tm.tls_resumed] = t.counts;
+            add(&mut tm.tls_handshake, "tls_handshake", &t.tls_handshake)?;
+        }
         Ok(m)
     }
 }
@@ -627,6 +653,7 @@ pub fn merge(parts: &[Part], missing_dirs: &[String]) -> Result<Results, ShardEr
         pace_target: r0.delivery.pace_target,
     };
     let mut out = results::assemble(&run, &metrics, &mon);
+    out.protocol = r0.protocol;
     out.complete = info.incomplete_reasons.is_empty();
     if !info.incomplete_reasons.is_empty() && out.stopped_by == StopReason::Finished {
         out.stopped_by = StopReason::ShardMissing;

@@ -61,6 +61,7 @@ pub(super) async fn aggregate(
                 let measured = ctx.work.is_measured(index, limits[shard]);
                 m.record_session(class, measured, &sample);
             }
+            Report::Opened(o) => m.transport.record(&o),
         }
     }
     if let Some(f) = csv.as_mut() {

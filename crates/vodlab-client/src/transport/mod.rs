@@ -1,0 +1,390 @@
+//! The transports a session's connections run over: HTTP/1.1 on TCP
+//! (`h1`), HTTP/2 with prior knowledge on TCP (`h2c`), HTTP/1.1 over TLS
+//! (`https`) and HTTP/2 over TLS chosen by ALPN (`h2`).
+//!
+//! The session driver sees logical connections only; this module maps them
+//! onto real ones. With HTTP/1.1 each logical connection is a TCP (or TLS)
+//! connection; with HTTP/2 the logical connections of a group
+//! ([`H2Settings::streams_per_connection`], default: all of a session's)
+//! share one connection, each carrying one stream at a time. Every
+//! protocol reads through the same link emulation ([`Shaped`], or
+//! [`crate::http::Connection`]'s own buckets for plain h1), so the same
+//! seeded schedule meets the same link under every protocol.
+
+pub mod h2;
+pub mod shaped;
+pub mod tls;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
+use serde::{Deserialize, Serialize};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use crate::exchange::{ErrorKind, Failure, Response};
+use crate::http::{Connection, Outgoing};
+use crate::link::LinkSpec;
+pub use h2::{H2Handle, H2Settings};
+pub use shaped::Shaped;
+pub use tls::TlsOptions;
+
+/// The protocol of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// HTTP/1.1 over TCP.
+    #[default]
+    H1,
+    /// HTTP/2 over TCP with prior knowledge (RFC 9113 §3.3).
+    H2c,
+    /// HTTP/1.1 over TLS (ALPN `http/1.1`).
+    Https,
+    /// HTTP/2 over TLS (ALPN `h2`).
+    H2,
+}
+
+impl Protocol {
+    /// Every protocol, in the BBC's order.
+    pub const ALL: [Protocol; 4] = [Protocol::H1, Protocol::H2c, Protocol::Https, Protocol::H2];
+
+    /// Its name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H2c => "h2c",
+            Protocol::Https => "https",
+            Protocol::H2 => "h2",
+        }
+    }
+
+    /// Runs over TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::H2)
+    }
+
+    /// Speaks HTTP/2.
+    pub fn is_h2(self) -> bool {
+        matches!(self, Protocol::H2c | Protocol::H2)
+    }
+
+    /// The URL scheme of its requests.
+    pub fn scheme(self) -> &'static str {
+        if self.is_tls() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The ALPN protocol offered (TLS only).
+    fn alpn(self) -> &'static [u8] {
+        if self.is_h2() {
+            b"h2"
+        } else {
+            b"http/1.1"
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Protocol::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown protocol `{s}` (expected h1, h2c, https or h2)"))
+    }
+}
+
+/// Why a run's transport could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// The `--ca` file could not be used.
+    #[error("--ca {}: {detail}", path.display())]
+    Ca {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        detail: String,
+    },
+    /// Another TLS setting was refused.
+    #[error("tls: {0}")]
+    Tls(String),
+    /// An HTTP/2 setting is out of bounds.
+    #[error("{0}")]
+    H2(String),
+}
+
+/// Transport settings of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TransportConfig {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Certificate checks (TLS protocols only).
+    pub tls: TlsOptions,
+    /// HTTP/2 settings (h2c and h2 only).
+    pub h2: H2Settings,
+}
+
+impl TransportConfig {
+    /// Checks the settings, naming the one at fault.
+    pub fn validate(&self) -> Result<(), TransportError> {
+        self.h2.validate().map_err(TransportError::H2)?;
+        if self.tls.insecure && self.tls.ca.is_some() {
+            return Err(TransportError::Tls(
+                "--ca and --insecure exclude each other".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a run's connections share: the target, the protocol and the TLS
+/// configuration (built once; each viewer copies it with its own tickets).
+pub struct Connector {
+    addr: SocketAddr,
+    host: String,
+    cfg: TransportConfig,
+    tls: Option<(ClientConfig, ServerName<'static>)>,
+}
+
+impl Connector {
+    /// Sets up the transport of a run against `addr` (`host`: the Host
+    /// header and TLS server name).
+    pub fn new(
+        addr: SocketAddr,
+        host: &str,
+        cfg: &TransportConfig,
+    ) -> Result<Self, TransportError> {
+        cfg.validate()?;
+        let tls = if cfg.protocol.is_tls() {
+            let c = tls::client_config(&cfg.tls, &[cfg.protocol.alpn()])?;
+            Some((c, tls::server_name(host)?))
+        } else {
+            None
+        };
+        Ok(Self {
+            addr,
+            host: host.to_string(),
+            cfg: cfg.clone(),
+            tls,
+        })
+    }
+
+    /// The protocol.
+    pub fn protocol(&self) -> Protocol {
+        self.cfg.protocol
+    }
+
+    /// The transport of one session (viewer).
+    pub fn session(&self, connections: usize) -> SessionTransport<'_> {
+        let groups = if self.cfg.protocol.is_h2() {
+            connections
+                .max(1)
+                .div_ceil(match self.cfg.h2.streams_per_connection {
+                    0 => connections.max(1),
+                    n => n,
+                })
+        } else {
+            0
+        };
+        SessionTransport {
+            c: self,
+            tls: self.tls.as_ref().map(|(c, _)| tls::per_viewer(c)),
+            groups: (0..groups).map(|_| tokio::sync::Mutex::new(None)).collect(),
+        }
+    }
+}
+
+/// What opening a connection cost, for the results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Opened {
+    /// A new TCP connection was opened (false: a stream of an open HTTP/2
+    /// connection).
+    pub new_connection: bool,
+    /// The TLS handshake's duration, when there was one.
+    pub tls_handshake: Option<Duration>,
+    /// The TLS session was resumed from a ticket.
+    pub resumed: bool,
+}
+
+/// One session's connections: its TLS ticket store and its HTTP/2
+/// connections (one per group of logical connections).
+pub struct SessionTransport<'a> {
+    c: &'a Connector,
+    tls: Option<Arc<ClientConfig>>,
+    groups: Vec<tokio::sync::Mutex<Option<H2Handle>>>,
+}
+
+/// A logical connection, ready for its next exchange.
+pub enum Conn {
+    /// HTTP/1.1 over TCP (the link's buckets inside).
+    H1(Connection<TcpStream>),
+    /// HTTP/1.1 over TLS over a shaped TCP stream.
+    Https(Box<Connection<TlsStream<Shaped<TcpStream>>>>),
+    /// A stream slot of an HTTP/2 connection.
+    H2(H2Handle),
+}
+
+/// Opens a TCP connection with the link's receive buffer.
+pub async fn tcp_connect(addr: SocketAddr, link: &LinkSpec) -> Result<TcpStream, Failure> {
+    let io = |e: std::io::Error| Failure::new(ErrorKind::from_io(&e), format!("connect: {e}"));
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    }
+    .map_err(io)?;
+    if let Some(n) = link.recv_buffer() {
+        socket.set_recv_buffer_size(n).map_err(io)?;
+    }
+    let stream = socket.connect(addr).await.map_err(io)?;
+    stream.set_nodelay(true).map_err(io)?;
+    Ok(stream)
+}
+
+impl SessionTransport<'_> {
+    async fn tls_connect(
+        &self,
+        link: &LinkSpec,
+    ) -> Result<(TlsStream<Shaped<TcpStream>>, Opened), Failure> {
+        let (Some(cfg), Some((_, name))) = (&self.tls, &self.c.tls) else {
+            return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
+        };
+        let tcp = tcp_connect(self.c.addr, link).await?;
+        let t = Instant::now();
+        let s = TlsConnector::from(cfg.clone())
+            .connect(name.clone(), Shaped::new(tcp, link))
+            .await
+            .map_err(|e| Failure::new(ErrorKind::from_io(&e), format!("tls handshake: {e}")))?;
+        let opened = Opened {
+            new_connection: true,
+            tls_handshake: Some(t.elapsed()),
+            resumed: s.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+        };
+        let want = self.c.cfg.protocol.alpn();
+        if s.get_ref().1.alpn_protocol() != Some(want) {
+            return Err(Failure::new(
+                ErrorKind::BadResponse,
+                format!(
+                    "the server did not negotiate ALPN `{}`",
+                    String::from_utf8_lossy(want)
+                ),
+            ));
+        }
+        Ok((s, opened))
+    }
+
+    /// Opens logical connection `conn` of the session (with HTTP/2: a slot
+    /// on its group's connection, opening that when it is not open).
+    pub async fn connect(&self, conn: usize, link: &LinkSpec) -> Result<(Conn, Opened), Failure> {
+        let host = &self.c.host;
+        match self.c.cfg.protocol {
+            Protocol::H1 => {
+                let tcp = tcp_connect(self.c.addr, link).await?;
+                let opened = Opened {
+                    new_connection: true,
+                    ..Opened::default()
+                };
+                Ok((Conn::H1(Connection::new(tcp, host, link)), opened))
+            }
+            Protocol::Https => {
+                let (s, opened) = self.tls_connect(link).await?;
+                // the buckets are under TLS, in `Shaped`
+                let c = Connection::new(s, host, &LinkSpec::default());
+                Ok((Conn::Https(Box::new(c)), opened))
+            }
+            Protocol::H2c | Protocol::H2 => {
+                let g = self.c.cfg.h2.group_of(conn).min(self.groups.len() - 1);
+                // a group's first connect opens it; the others wait and share it
+                let mut slot = self.groups[g].lock().await;
+                if let Some(h) = slot.as_ref().filter(|h| h.is_alive()) {
+                    return Ok((Conn::H2(h.clone()), Opened::default()));
+                }
+                let (h, opened) = if self.c.cfg.protocol == Protocol::H2 {
+                    let (s, opened) = self.tls_connect(link).await?;
+                    (h2::handshake(s, &self.c.cfg.h2).await?, opened)
+                } else {
+                    let tcp = tcp_connect(self.c.addr, link).await?;
+                    let opened = Opened {
+                        new_connection: true,
+                        ..Opened::default()
+                    };
+                    (
+                        h2::handshake(Shaped::new(tcp, link), &self.c.cfg.h2).await?,
+                        opened,
+                    )
+                };
+                *slot = Some(h.clone());
+                Ok((Conn::H2(h), opened))
+            }
+        }
+    }
+
+    /// Sends a request on `c` and reads its answer (see
+    /// [`Connection::exchange_timed`]).
+    pub async fn exchange(
+        &self,
+        c: &mut Conn,
+        req: &Outgoing<'_>,
+        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+        arrived: &mut (dyn FnMut(Instant, u64) + Send),
+    ) -> Result<Response, Failure> {
+        match c {
+            Conn::H1(c) => c.exchange_timed(req, sink, arrived).await,
+            Conn::Https(c) => c.exchange_timed(req, sink, arrived).await,
+            Conn::H2(h) => {
+                let scheme = self.c.cfg.protocol.scheme();
+                h2::exchange(h, req, scheme, &self.c.host, sink, arrived).await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_parse_and_print_their_names() {
+        for p in Protocol::ALL {
+            assert_eq!(p.name().parse::<Protocol>().unwrap(), p);
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{p}\""));
+        }
+        assert!("http3".parse::<Protocol>().unwrap_err().contains("http3"));
+        assert!(Protocol::H2.is_tls() && Protocol::H2.is_h2());
+        assert!(!Protocol::H2c.is_tls() && Protocol::H2c.is_h2());
+        assert!(Protocol::Https.is_tls() && !Protocol::Https.is_h2());
+    }
+
+    #[test]
+    fn ca_and_insecure_exclude_each_other() {
+        let cfg = TransportConfig {
+            protocol: Protocol::H2,
+            tls: TlsOptions {
+                ca: Some("x.pem".into()),
+                insecure: true,
+            },
+            h2: H2Settings::default(),
+        };
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--insecure"));
+    }
+}

@@ -1,0 +1,160 @@
+//! The access link's rates on any transport, as a poll-level wrapper: the
+//! token buckets of [`crate::link`] applied to the reads and writes of the
+//! TCP stream under TLS or HTTP/2, so every protocol meets the same
+//! emulated link (TLS and HTTP/2 framing bytes count against it, as on a
+//! real link).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+
+use crate::link::{LinkSpec, TokenBucket};
+
+/// A transport whose reads and writes are paced by the link's buckets.
+pub struct Shaped<T> {
+    io: T,
+    down: Option<TokenBucket>,
+    up: Option<TokenBucket>,
+    read_wait: Option<Pin<Box<Sleep>>>,
+    write_wait: Option<Pin<Box<Sleep>>>,
+}
+
+impl<T> Shaped<T> {
+    /// `io` shaped by `link`'s rates (unshaped directions pass through).
+    pub fn new(io: T, link: &LinkSpec) -> Self {
+        let now = tokio::time::Instant::now().into_std();
+        Self {
+            io,
+            down: (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now)),
+            up: (link.up_bps > 0.0).then(|| TokenBucket::new(link.up_bps, now)),
+            read_wait: None,
+            write_wait: None,
+        }
+    }
+
+    /// The wrapped transport.
+    pub fn get_ref(&self) -> &T {
+        &self.io
+    }
+}
+
+/// Waits until `bucket` has tokens; `Ready(limit)` is the largest transfer
+/// to issue now.
+fn poll_tokens(
+    bucket: &mut Option<TokenBucket>,
+    wait: &mut Option<Pin<Box<Sleep>>>,
+    cx: &mut Context<'_>,
+) -> Poll<usize> {
+    let Some(b) = bucket.as_mut() else {
+        return Poll::Ready(usize::MAX);
+    };
+    loop {
+        if let Some(s) = wait.as_mut() {
+            ready!(s.as_mut().poll(cx));
+            *wait = None;
+        }
+        let w = b.wait(tokio::time::Instant::now().into_std());
+        if w.is_zero() {
+            return Poll::Ready(b.chunk());
+        }
+        *wait = Some(Box::pin(tokio::time::sleep(w)));
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Shaped<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        let limit = ready!(poll_tokens(&mut me.down, &mut me.read_wait, cx));
+        if limit >= buf.remaining() {
+            let before = buf.filled().len();
+            ready!(Pin::new(&mut me.io).poll_read(cx, buf))?;
+            if let Some(b) = me.down.as_mut() {
+                b.consume(
+                    tokio::time::Instant::now().into_std(),
+                    buf.filled().len() - before,
+                );
+            }
+            return Poll::Ready(Ok(()));
+        }
+        let mut sub = buf.take(limit);
+        ready!(Pin::new(&mut me.io).poll_read(cx, &mut sub))?;
+        let n = sub.filled().len();
+        // SAFETY: the inner read initialised these `n` bytes of `buf`'s
+        // unfilled part (`sub` is a view of it)
+        unsafe { buf.assume_init(n) };
+        buf.advance(n);
+        if let Some(b) = me.down.as_mut() {
+            b.consume(tokio::time::Instant::now().into_std(), n);
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Shaped<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let me = self.get_mut();
+        let limit = ready!(poll_tokens(&mut me.up, &mut me.write_wait, cx));
+        let n = ready!(Pin::new(&mut me.io).poll_write(cx, &data[..data.len().min(limit)]))?;
+        if let Some(b) = me.up.as_mut() {
+            b.consume(tokio::time::Instant::now().into_std(), n);
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test(start_paused = true)]
+    async fn reads_are_paced_to_the_link_rate() {
+        // 8 Mbit/s = 1 MB/s: 200 kB take about 0.19 s of (paused, virtual) time
+        // beyond the first bucket's 10 ms
+        let (mut a, b) = tokio::io::duplex(1 << 20);
+        let link = LinkSpec {
+            down_bps: 8e6,
+            ..Default::default()
+        };
+        let mut s = Shaped::new(b, &link);
+        a.write_all(&vec![7u8; 200_000]).await.unwrap();
+        drop(a);
+        let t0 = tokio::time::Instant::now();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        let secs = t0.elapsed().as_secs_f64();
+        assert_eq!(got.len(), 200_000);
+        assert!((0.17..0.22).contains(&secs), "{secs}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unshaped_is_a_pass_through() {
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        let mut s = Shaped::new(b, &LinkSpec::default());
+        a.write_all(b"hello").await.unwrap();
+        drop(a);
+        let mut got = String::new();
+        s.read_to_string(&mut got).await.unwrap();
+        assert_eq!(got, "hello");
+    }
+}
