@@ -101,6 +101,8 @@ pub struct PointSettings {
     pub late_threshold_ms: f64,
     /// Write requests.csv for every run.
     pub requests_csv: bool,
+    /// Protocol, TLS and HTTP/2 settings of every run.
+    pub transport: vodlab_client::transport::TransportConfig,
 }
 
 impl Default for PointSettings {
@@ -116,6 +118,7 @@ impl Default for PointSettings {
             check_bytes: 0.01,
             late_threshold_ms: 10.0,
             requests_csv: false,
+            transport: Default::default(),
         }
     }
 }
@@ -232,6 +235,7 @@ impl PointRunner {
         base.shaping = settings.shaping;
         base.pacing = settings.pacing;
         base.check_bytes = settings.check_bytes;
+        base.transport = settings.transport.clone();
         base.late_threshold = Duration::from_secs_f64(settings.late_threshold_ms.max(0.0) / 1e3);
         base.interval_s = 1.0;
         std::fs::create_dir_all(out).map_err(|source| RunnerError::Io {

@@ -92,6 +92,8 @@ pub struct SearchArgs {
     /// No live progress of each run.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub transport: crate::run::TransportArgs,
 }
 
 /// Bounds of the search flags, checked at parse time (docs/experiments.md).
@@ -210,6 +212,7 @@ impl SearchArgs {
             check_bytes: self.check_bytes,
             late_threshold_ms: self.late_threshold_ms,
             requests_csv: self.requests_csv,
+            transport: Default::default(),
         }
     }
 }
@@ -260,7 +263,7 @@ pub fn interrupter() -> Interrupter {
     .clone()
 }
 
-/// Resolves `target` (an http URL) and checks it is loopback unless allowed.
+/// Resolves `target` (an http or https URL) and checks it is loopback unless allowed.
 pub fn resolve_target(target: &str, allow_remote: bool) -> anyhow::Result<Target> {
     let (hostport, host) = crate::run::parse_target(target)?;
     let addr: SocketAddr = hostport
@@ -287,14 +290,10 @@ pub fn runner(
     out: &Path,
 ) -> anyhow::Result<PointRunner> {
     let t = resolve_target(target, allow_remote)?;
+    let mut settings = args.settings();
+    settings.transport = args.transport.config(target)?;
     crate::run::raise_nofile();
-    Ok(PointRunner::new(
-        workload,
-        t,
-        args.settings(),
-        out,
-        interrupter(),
-    )?)
+    Ok(PointRunner::new(workload, t, settings, out, interrupter())?)
 }
 
 /// Progress of each run on stderr (unless quiet) and one line per judged run.

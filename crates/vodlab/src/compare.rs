@@ -129,6 +129,15 @@ pub const MAX_WORKERS: u64 = 1_024;
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.search.config()?;
+    // the servers compare configures (vodlab-lab's peer configs) listen
+    // for plain HTTP/1.1 only, so only h1 compares like with like
+    if let Some(p) = a.search.transport.protocol {
+        anyhow::ensure!(
+            p == vodlab_client::transport::Protocol::H1,
+            "--protocol {p}: compare's server configurations listen for HTTP/1.1 only; \
+             run `vodlab capacity --protocol {p}` against each server configured for it"
+        );
+    }
     if let Some(w) = a.workers {
         crate::capacity::within_int("--workers", w as u64, 1, MAX_WORKERS)?;
     }

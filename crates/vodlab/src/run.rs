@@ -17,14 +17,15 @@ use vodlab_client::{Arrivals, Live, LoadedWorkload, Results, RunConfig};
 pub struct RunArgs {
     /// A `vodlab gen` directory (all shards, client classes, ramps) or one
     /// session script (vodlab, httperf wsesslog or CloudSuite videosesslog).
-    pub workload: PathBuf,
+    #[arg(required_unless_present = "timing_script")]
+    pub workload: Option<PathBuf>,
     /// Server to load, `http://HOST:PORT`. Only loopback addresses unless
     /// --allow-remote.
     #[arg(long, value_name = "URL")]
     pub target: String,
     /// Aggregate session arrival rate, sessions per second (split evenly over
     /// the workload's shards, each with its own seeded schedule).
-    #[arg(long, value_name = "SESSIONS_PER_S", required_unless_present_any = ["steps", "ramp_rate"])]
+    #[arg(long, value_name = "SESSIONS_PER_S", required_unless_present_any = ["steps", "ramp_rate", "timing_script"])]
     pub rate: Option<f64>,
     /// Arrival process for --rate.
     #[arg(long, value_enum, default_value_t = ArrivalKind::Poisson)]
@@ -118,6 +119,29 @@ pub struct RunArgs {
     /// No live progress.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub transport: TransportArgs,
+    /// Replay an h2load timing script instead of a workload: one request a
+    /// line, `offset_ms<TAB>URI`; every client runs it (see --clients,
+    /// --stagger).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["workload", "rate", "steps", "ramp_rate"])]
+    pub timing_script: Option<PathBuf>,
+    /// Clients replaying the timing script.
+    #[arg(
+        long,
+        default_value_t = 1,
+        requires = "timing_script",
+        value_name = "N"
+    )]
+    pub clients: usize,
+    /// Milliseconds between the starts of consecutive timing-script clients.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        requires = "timing_script",
+        value_name = "MS"
+    )]
+    pub stagger: f64,
 }
 
 /// Arrival processes for a fixed rate.
@@ -130,9 +154,13 @@ pub enum ArrivalKind {
 }
 
 pub(crate) fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
-    let rest = url
-        .strip_prefix("http://")
-        .with_context(|| format!("--target `{url}`: only http:// URLs are supported"))?;
+    let (rest, port) = if let Some(r) = url.strip_prefix("http://") {
+        (r, 80)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (r, 443)
+    } else {
+        bail!("--target `{url}`: only http:// and https:// URLs are supported")
+    };
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     if !path.is_empty() {
         bail!("--target `{url}`: give only scheme, host and port; paths come from the session scripts");
@@ -144,9 +172,94 @@ pub(crate) fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
     {
         authority.to_string()
     } else {
-        format!("{authority}:80")
+        format!("{authority}:{port}")
     };
     Ok((hostport, authority.to_string()))
+}
+
+/// Protocol, TLS and HTTP/2 options of `run`, `capacity` and `compare`.
+#[derive(Debug, Clone, Args)]
+pub struct TransportArgs {
+    /// `h1` (HTTP/1.1), `h2c` (HTTP/2 over TCP with prior knowledge),
+    /// `https` (HTTP/1.1 over TLS) or `h2` (HTTP/2 over TLS by ALPN).
+    /// Default: h1 for an http:// target, h2 for https://. The same
+    /// workload and seed send the same requests at the same times under
+    /// every protocol.
+    #[arg(long, value_name = "PROTOCOL")]
+    pub protocol: Option<vodlab_client::transport::Protocol>,
+    /// Trust only the certificates of this PEM file (TLS protocols).
+    /// Default: the system's roots.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub ca: Option<PathBuf>,
+    /// Do not check the server's certificate (test certificates only).
+    #[arg(long)]
+    pub insecure: bool,
+    /// HTTP/2 stream window as h2load's -w: 2^N - 1 bytes (0 to 30).
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub h2_window_bits: u32,
+    /// HTTP/2 connection window as h2load's -W: 2^N - 1 bytes (16 to 30).
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub h2_connection_window_bits: u32,
+    /// Largest HTTP/2 frame the client accepts, bytes (16384 to 16777215;
+    /// h2load's default).
+    #[arg(long, default_value_t = 16_384, value_name = "BYTES")]
+    pub h2_max_frame_size: u32,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS the client advertises.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub h2_max_concurrent_streams: u32,
+    /// A session's logical connections carried by one HTTP/2 connection
+    /// (0: all of them, so a session's parallel connections become streams
+    /// of one connection; 1: one HTTP/2 connection per HTTP/1.1 connection).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub h2_streams_per_connection: usize,
+}
+
+impl TransportArgs {
+    /// The transport settings for `target`, refusing a protocol its scheme
+    /// cannot carry.
+    pub fn config(
+        &self,
+        target: &str,
+    ) -> anyhow::Result<vodlab_client::transport::TransportConfig> {
+        use vodlab_client::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
+        let tls_url = target.starts_with("https://");
+        let protocol = self
+            .protocol
+            .unwrap_or(if tls_url { Protocol::H2 } else { Protocol::H1 });
+        if protocol.is_tls() != tls_url {
+            bail!(
+                "--protocol {protocol} needs an {} target, got `{target}`",
+                if protocol.is_tls() {
+                    "https://"
+                } else {
+                    "http://"
+                }
+            );
+        }
+        let bits = |flag: &str, n: u32| {
+            H2Settings::window_from_bits(n)
+                .with_context(|| format!("{flag} must be from 0 to 30, got {n}"))
+        };
+        let cfg = TransportConfig {
+            protocol,
+            tls: TlsOptions {
+                ca: self.ca.clone(),
+                insecure: self.insecure,
+            },
+            h2: H2Settings {
+                stream_window: bits("--h2-window-bits", self.h2_window_bits)?,
+                connection_window: bits(
+                    "--h2-connection-window-bits",
+                    self.h2_connection_window_bits,
+                )?,
+                max_frame_size: self.h2_max_frame_size,
+                max_concurrent_streams: self.h2_max_concurrent_streams,
+                streams_per_connection: self.h2_streams_per_connection,
+            },
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
 }
 
 fn split_nums(s: &str, what: &str) -> anyhow::Result<Vec<f64>> {
@@ -259,8 +372,40 @@ pub(crate) fn raise_nofile() -> u64 {
     0
 }
 
+/// The timing script's workload and arrivals (`--timing-script`).
+fn timing_workload(a: &RunArgs, file: &Path) -> anyhow::Result<(LoadedWorkload, Arrivals)> {
+    anyhow::ensure!(
+        (1..=1_000_000).contains(&a.clients),
+        "--clients must be from 1 to 1000000, got {}",
+        a.clients
+    );
+    within("--stagger", a.stagger, 0.0, MAX_RUN_S * 1e3)?;
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("reading the timing script {}", file.display()))?;
+    let session = vodlab_client::timing::parse(&text)
+        .with_context(|| format!("timing script {}", file.display()))?;
+    Ok(vodlab_client::timing::workload(
+        file, &session, a.clients, a.stagger,
+    ))
+}
+
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let arrivals = arrivals(&a)?;
+    let (work, arrivals) = match &a.timing_script {
+        Some(f) => timing_workload(&a, f)?,
+        None => {
+            let w = a.workload.as_deref().expect("clap requires a workload");
+            let work = LoadedWorkload::open(w)
+                .with_context(|| format!("loading the workload {}", w.display()))?;
+            (work, arrivals(&a)?)
+        }
+    };
+    let source = a
+        .timing_script
+        .as_deref()
+        .or(a.workload.as_deref())
+        .expect("clap requires one")
+        .to_path_buf();
+    let transport = a.transport.config(&a.target)?;
     within(
         "--interval",
         a.interval,
@@ -286,12 +431,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let (hostport, host) = parse_target(&a.target)?;
-    let mut work = LoadedWorkload::open(&a.workload)
-        .with_context(|| format!("loading the workload {}", a.workload.display()))?;
+    let mut work = work;
     anyhow::ensure!(
         work.session_count() > 0,
         "{}: no sessions to run",
-        a.workload.display()
+        source.display()
     );
     if let Some(n) = a.ramp_up {
         work.ramp_up = n;
@@ -313,6 +457,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut cfg = RunConfig::new(addr, host, a.target.clone(), arrivals);
     cfg.seed = a.seed;
+    cfg.transport = transport;
     cfg.interval_s = a.interval;
     cfg.shaping = !a.no_shaping;
     cfg.pacing = !a.no_pacing;
@@ -363,11 +508,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .shard
             .map_or_else(String::new, |s| format!(", running shard {s} of them"));
         eprintln!(
-            "vodlab run: {} sessions from {} ({} script shard(s){part}) against {} ({addr}); open files limit {nofile}",
+            "vodlab run: {} sessions from {} ({} script shard(s){part}) against {} ({addr}, {}); open files limit {nofile}",
             total,
-            a.workload.display(),
+            source.display(),
             work.shards.len(),
-            a.target
+            a.target,
+            cfg.transport.protocol
         );
         if let Some(at) = cfg.start_at {
             let wait = at

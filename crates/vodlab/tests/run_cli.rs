@@ -98,7 +98,7 @@ fn bad_options_are_named() {
         String::from_utf8_lossy(&o.stderr).to_string()
     };
     assert!(
-        err(&["run", w, "--target", "https://127.0.0.1:1", "--rate", "1"]).contains("only http://")
+        err(&["run", w, "--target", "ftp://127.0.0.1:1", "--rate", "1"]).contains("only http://")
     );
     assert!(
         err(&["run", w, "--target", "http://127.0.0.1:1", "--rate", "0"])
