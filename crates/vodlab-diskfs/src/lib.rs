@@ -77,7 +77,8 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> MountError {
 pub struct FileSet {
     /// `(relative path, size)` in creation order.
     pub files: Vec<(String, u64)>,
-    /// Files held in memory and not placed on the drive (`fileset.json`).
+    /// Files held in memory and not placed on the drive (`fileset.json`,
+    /// streaming manifests).
     pub inline: Vec<(String, Vec<u8>)>,
     /// Where file bytes come from.
     pub content: Content,
@@ -89,16 +90,21 @@ impl FileSet {
     /// The set `vodlab fileset create` writes for a workload: every file of
     /// the catalog in creation order ([`vodlab_fileset::entries`]) with the
     /// content function's bytes, and the `fileset.json` it leaves when
-    /// complete ([`vodlab_fileset::manifest_of`]).
+    /// complete ([`vodlab_fileset::manifest_of`]), and the catalog's DASH
+    /// and HLS manifests, if it has them.
     pub fn from_catalog(workload: &str, seed: u64, catalog: &Catalog) -> FileSet {
         let entries = vodlab_fileset::entries(catalog);
         let manifest = vodlab_fileset::manifest_of(workload, seed, &entries);
         let keys = entries.iter().map(|e| file_key(&e.rel)).collect();
+        let mut inline = vec![(
+            vodlab_fileset::MANIFEST.to_string(),
+            vodlab_fileset::manifest_text(&manifest).into_bytes(),
+        )];
+        // the DASH MPDs and HLS playlists, text exactly as `fileset create`
+        // writes it (held in memory: a few KiB per title with SegmentTemplate)
+        inline.extend(vodlab_manifest::manifests(catalog).map(|m| (m.rel, m.text.into_bytes())));
         FileSet {
-            inline: vec![(
-                vodlab_fileset::MANIFEST.to_string(),
-                vodlab_fileset::manifest_text(&manifest).into_bytes(),
-            )],
+            inline,
             files: entries.into_iter().map(|e| (e.rel, e.size)).collect(),
             content: Content::Synthesized { seed, keys },
             label: "synthesized".into(),

@@ -11,6 +11,8 @@
 
 #![warn(missing_docs)]
 
+mod manifests;
+
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -254,6 +256,9 @@ pub struct CreateReport {
     pub kept_files: u64,
     /// Bytes written now.
     pub written_bytes: u64,
+    /// Streaming manifests written (DASH MPDs and HLS playlists; written
+    /// again whenever the media is complete).
+    pub manifest_files: u64,
     /// Seconds spent writing (including the final sync).
     pub seconds: f64,
 }
@@ -334,6 +339,9 @@ pub fn create(
     };
     report.written_bytes = write_files(root, seed, &list[start..end], need, progress)?;
     if end == list.len() {
+        let (files, bytes) = manifests::write_all(root, catalog)?;
+        report.manifest_files = files;
+        report.written_bytes += bytes;
         sync_fs(root)?;
         write_manifest(
             root,
@@ -485,7 +493,8 @@ pub struct VerifyReport {
 }
 
 /// Re-reads the set (or `sample` files chosen with `sample_seed`) and checks
-/// every byte.
+/// every byte; without a sample, the streaming manifests are compared with
+/// the catalog's text too.
 pub fn verify(
     root: &Path,
     catalog: &Catalog,
@@ -561,6 +570,11 @@ pub fn verify(
             rep.bytes += n as u64;
             progress(rep.bytes, total);
         }
+    }
+    if sample.is_none() {
+        let (files, bytes) = manifests::verify_all(root, catalog, &mut rep.damaged);
+        rep.files += files;
+        rep.bytes += bytes;
     }
     rep.seconds = t0.elapsed().as_secs_f64();
     Ok(rep)

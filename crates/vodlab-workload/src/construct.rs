@@ -14,7 +14,8 @@ use crate::error::{Problems, SpecError};
 use crate::limits;
 use crate::script::{ByteRange, Request, Session, SessionHeader, Wait};
 use crate::spec::{
-    Ladder, Layout, Placement, Popularity, RepresentationChoice, Selection, Spec, StartPosition,
+    Ladder, Layout, ManifestSpec, Placement, Popularity, RepresentationChoice, Selection, Spec,
+    StartPosition,
 };
 
 const CATALOG_STREAM: u64 = 1;
@@ -31,6 +32,9 @@ pub struct RepInfo {
     pub request_bytes: u64,
     /// Bytes of one chunk file (chunked layout), else 0.
     pub chunk_bytes: u64,
+    /// Picture size announced in manifests (`WIDTHxHEIGHT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
 }
 
 impl RepInfo {
@@ -87,6 +91,9 @@ pub struct Catalog {
     pub representations: Vec<RepInfo>,
     /// Titles in id (creation) order.
     pub titles: Vec<Title>,
+    /// Manifests and init segments, when the spec asks for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifests: Option<ManifestSpec>,
 }
 
 impl Catalog {
@@ -99,15 +106,30 @@ impl Catalog {
         }
     }
 
-    /// Every file: (relative path, size in bytes), titles in creation order.
+    /// Relative path of the initialization segment of `title` in
+    /// representation `rep` (present when [`Catalog::manifests`] is set).
+    pub fn init_path(&self, title: &Title, rep: usize) -> String {
+        let r = &self.representations[rep].name;
+        match self.layout {
+            Layout::Chunked => format!("{}/{}/init.mp4", title.name, r),
+            Layout::Single => format!("{}/{}.init.mp4", title.name, r),
+        }
+    }
+
+    /// Every file with synthetic content: (relative path, size in bytes),
+    /// titles in creation order; a representation's init segment (with
+    /// manifests) comes before its media, as a packager writes them.
     pub fn files(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        let init = self.manifests.as_ref().map(|m| m.init_bytes);
         self.titles.iter().flat_map(move |t| {
             t.representations.iter().flat_map(move |tr| {
                 let size = match self.layout {
                     Layout::Chunked => self.representations[tr.rep].chunk_bytes,
                     Layout::Single => tr.stored_bytes,
                 };
-                (0..tr.files).map(move |c| (self.file_path(t, tr.rep, c), size))
+                let init = init.map(|b| (self.init_path(t, tr.rep), b));
+                init.into_iter()
+                    .chain((0..tr.files).map(move |c| (self.file_path(t, tr.rep, c), size)))
             })
         })
     }
@@ -221,6 +243,7 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
                 bitrate_kbps: rep.bitrate_kbps,
                 request_bytes,
                 chunk_bytes,
+                resolution: rep.resolution.clone(),
             }
         })
         .collect();
@@ -333,6 +356,7 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
             .into_iter()
             .map(|t| t.expect("every id assigned"))
             .collect(),
+        manifests: c.manifests.clone(),
     }
 }
 

@@ -140,6 +140,7 @@ fn rule_picks_highest_that_fits() {
             bitrate_kbps: b,
             request_bytes: 1,
             chunk_bytes: 0,
+            resolution: None,
         })
         .collect();
     assert_eq!(rule_choice(&reps, 2000.0, 0.8), 1);

@@ -12,6 +12,8 @@ pub const MAX_TITLES: u32 = 1_000_000;
 pub const MAX_SESSIONS: u32 = 2_000_000;
 /// Most representations in a ladder.
 pub const MAX_REPRESENTATIONS: usize = 64;
+/// Largest initialization segment (`catalog.manifests.init_bytes`): 16 MiB.
+pub const MAX_INIT_BYTES: u64 = 16 << 20;
 /// Most client classes.
 pub const MAX_CLIENT_CLASSES: usize = 256;
 /// Most shards (session-script files) a workload is split into.

@@ -51,6 +51,11 @@ pub const PRESETS: &[Preset] = &[
         summary: "CloudSuite 3 media streaming: 240p-720p ladder, 10 s range requests, Akamai 2015 mix",
         source: include_str!("../../../presets/cloudsuite-2016.toml"),
     },
+    Preset {
+        name: "dash-vod",
+        summary: "DASH/HLS VOD for players: 6-rung ladder 235-5,800 kbit/s, 4 s segments, MPD + HLS per title",
+        source: include_str!("../../../presets/dash-vod.toml"),
+    },
 ];
 
 /// The TOML source of a preset.

@@ -61,6 +61,52 @@ pub struct CatalogSpec {
     /// Order in which titles are numbered (and created by `vodlab fileset`).
     #[serde(default)]
     pub placement: Placement,
+    /// Streaming manifests (DASH MPD, HLS playlists) and init segments for
+    /// every title; absent = plain files only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifests: Option<ManifestSpec>,
+}
+
+/// Which streaming manifests the file set carries (`[catalog.manifests]`,
+/// docs/workload-spec.md). A manifest's segments are the workload's request
+/// units: `sessions.request_s` seconds each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestSpec {
+    /// Write `{title}/manifest.mpd` (MPEG-DASH, ISO/IEC 23009-1).
+    #[serde(default = "yes")]
+    pub dash: bool,
+    /// Write `{title}/master.m3u8` and one media playlist per representation
+    /// (HLS, RFC 8216).
+    #[serde(default = "yes")]
+    pub hls: bool,
+    /// Bytes of each representation's initialization segment (synthetic
+    /// content, like the media segments).
+    #[serde(default = "default_init_bytes")]
+    pub init_bytes: u64,
+}
+
+/// Default of [`ManifestSpec::init_bytes`]: about the size of an H.264
+/// fragmented-MP4 `ftyp`+`moov` (the real-media init segments ffmpeg writes
+/// for the `dash-vod` ladder are 700–1,200 bytes).
+pub const DEFAULT_INIT_BYTES: u64 = 1024;
+
+fn default_init_bytes() -> u64 {
+    DEFAULT_INIT_BYTES
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ManifestSpec {
+    fn default() -> Self {
+        ManifestSpec {
+            dash: true,
+            hls: true,
+            init_bytes: DEFAULT_INIT_BYTES,
+        }
+    }
 }
 
 /// Title popularity.
@@ -92,6 +138,10 @@ pub struct Representation {
     /// Share of titles that have this representation, in `(0, 1]`.
     #[serde(default = "one")]
     pub share: f64,
+    /// Picture size `WIDTHxHEIGHT` announced in manifests (e.g. `"1280x720"`);
+    /// absent for audio-only or when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
 }
 
 fn one() -> f64 {
@@ -480,6 +530,7 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 mod validate;
+pub use validate::parse_resolution;
 
 #[cfg(test)]
 #[path = "spec_tests.rs"]

@@ -90,3 +90,25 @@ fn scale_shrinks_consistently() {
     assert_eq!(s.measurement.ramp_up_sessions, 20);
     assert_eq!(s.shard_count(), 12);
 }
+
+#[test]
+fn manifest_settings_are_checked_by_key() {
+    let dash = presets::source("dash-vod").unwrap();
+    let err = |text: &str| Spec::from_toml_str(text, "w.toml").unwrap_err().to_string();
+    let e = err(&dash.replace("resolution = \"1280x720\"", "resolution = \"1280*720\""));
+    assert!(
+        e.contains("catalog.representations[3].resolution: \"1280*720\" is not WIDTHxHEIGHT"),
+        "{e}"
+    );
+    let e = err(&dash.replace("resolution = \"320x240\"", "resolution = \"0x240\""));
+    assert!(e.contains("catalog.representations[0].resolution"), "{e}");
+    let e = err(&dash.replace("init_bytes = 1024", "init_bytes = 0"));
+    assert!(e.contains("catalog.manifests.init_bytes: must be 1 to"), "{e}");
+    let e = err(&dash.replace("dash = true, hls = true", "dash = false, hls = false"));
+    assert!(e.contains("catalog.manifests: both dash and hls are false"), "{e}");
+    let e = err(&dash.replace("dash = true,", "dahs = true,"));
+    assert!(e.contains("unknown field `dahs`"), "{e}");
+    assert_eq!(parse_resolution("1920x1080"), Some((1920, 1080)));
+    assert_eq!(parse_resolution("+1x2"), None);
+    assert_eq!(parse_resolution("1x99999"), None);
+}

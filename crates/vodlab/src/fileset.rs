@@ -155,6 +155,13 @@ pub fn run(cmd: FilesetCommand) -> anyhow::Result<ExitCode> {
                     rep.seconds,
                     rep.written_bytes as f64 / 1048576.0 / rep.seconds.max(1e-9)
                 );
+                if rep.manifest_files > 0 {
+                    println!(
+                        "{}: {} streaming manifests (DASH MPDs, HLS playlists)",
+                        set.root.display(),
+                        rep.manifest_files
+                    );
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -128,6 +128,19 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
             manifest.shards.len()
         )?;
         print_table(&mut out, &workload.stats)?;
+        if let Some(m) = &workload.catalog.manifests {
+            let kinds: Vec<&str> = [(m.dash, "a DASH MPD"), (m.hls, "HLS playlists")]
+                .iter()
+                .filter(|k| k.0)
+                .map(|k| k.1)
+                .collect();
+            writeln!(
+                out,
+                "  streaming manifests: {} per title and a {} B init segment per representation, written by `vodlab fileset create` (docs/formats.md)",
+                kinds.join(" and "),
+                m.init_bytes
+            )?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

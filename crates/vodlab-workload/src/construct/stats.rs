@@ -26,7 +26,8 @@ pub struct Stats {
     pub mean_title_size_mb: f64,
     /// Bytes on disk of the whole file set, GiB.
     pub catalog_size_gb: f64,
-    /// Number of files in the file set.
+    /// Number of files with synthetic content in the file set (media and
+    /// init segments; manifests are not counted).
     pub catalog_files: u64,
     /// Mean session time (requests x request_s), seconds.
     pub mean_session_time_s: f64,
@@ -103,6 +104,11 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
             content += tr.content_bytes;
             stored += tr.stored_bytes;
             files += tr.files as u64;
+            if let Some(m) = &catalog.manifests {
+                // the representation's init segment
+                stored += m.init_bytes;
+                files += 1;
+            }
         }
     }
     let shards = spec.shard_count();

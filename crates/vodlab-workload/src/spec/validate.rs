@@ -180,6 +180,34 @@ impl Spec {
                     format!("must be in (0, 1], got {}", r.share),
                 );
             }
+            if let Some(res) = &r.resolution {
+                if parse_resolution(res).is_none() {
+                    p.push(
+                        format!("{at}.resolution"),
+                        format!(
+                            "{res:?} is not WIDTHxHEIGHT with both in 1..=16384, e.g. \"1280x720\""
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(m) = &self.catalog.manifests {
+            if !(1..=limits::MAX_INIT_BYTES).contains(&m.init_bytes) {
+                p.push(
+                    "catalog.manifests.init_bytes",
+                    format!(
+                        "must be 1 to {} bytes, got {}",
+                        limits::MAX_INIT_BYTES,
+                        m.init_bytes
+                    ),
+                );
+            }
+            if !m.dash && !m.hls {
+                p.push(
+                    "catalog.manifests",
+                    "both dash and hls are false: remove [catalog.manifests] instead",
+                );
+            }
         }
         match self.catalog.ladder {
             Ladder::Nested => {
@@ -453,4 +481,16 @@ impl Spec {
 fn is_multiple(big: f64, small: f64) -> bool {
     let r = big / small;
     r >= 1.0 - 1e-9 && (r - r.round()).abs() < 1e-9
+}
+
+/// Parses a `WIDTHxHEIGHT` picture size, each side in 1..=16384.
+pub fn parse_resolution(s: &str) -> Option<(u32, u32)> {
+    let (w, h) = s.split_once('x')?;
+    let side = |v: &str| -> Option<u32> {
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        v.parse().ok().filter(|n| (1..=16384).contains(n))
+    };
+    Some((side(w)?, side(h)?))
 }
