@@ -34,16 +34,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::io::Interest;
-use tokio::net::TcpStream;
 use vodlab_http::server::Head;
 
-use crate::conn::{send_file, CacheOutcome};
+use crate::conn::CacheOutcome;
+use crate::conn_io::send_file;
 use crate::controller::{clip, PrefetchDecision, RequestInfo, SessionState};
 use crate::prefetch::{Lost, Pending, ReadReport};
 #[cfg(doc)]
 use crate::prefetch::{FIRST_PIECE, PIECE};
 use crate::request::cmcd_bitrate;
 use crate::server::State;
+use crate::transport::Transport;
 
 /// Bytes at the end of a range held back until a prefetch reaching past
 /// the range is complete.
@@ -59,7 +60,7 @@ pub(crate) struct FileCtx<'a> {
 
 /// What a connection lends the executor of a range.
 pub(crate) struct RangeIo<'a, 'b> {
-    pub(crate) sock: &'a mut TcpStream,
+    pub(crate) sock: &'a mut Transport,
     pub(crate) st: &'b State,
     pub(crate) session: &'a mut SessionState,
     pub(crate) conn: u64,
@@ -221,7 +222,7 @@ impl RangeIo<'_, '_> {
             }
             match &mut flight {
                 Some(fl) => {
-                    let sock = &*self.sock;
+                    let sock = self.sock.tcp();
                     tokio::select! {
                         r = fl.pending.changed() => if let Err(Lost) = r {
                             // the helper is gone (shutdown): what is not read is read by sendfile

@@ -291,6 +291,12 @@ pub struct Config {
     pub bitrates: Option<PathBuf>,
     /// Bit rate (kbit/s) of a response neither CMCD nor the catalog rates.
     pub default_bitrate_kbps: Option<f64>,
+    // --- TLS and HTTP/2 (crate::tls, crate::h2) ---
+    /// TLS: certificate, record sizing, ALPN (`[tls]`).
+    pub tls: crate::tls::TlsSettings,
+    /// HTTP/2: windows, frame size, streams, abuse limits (`[h2]`).
+    pub h2: crate::h2::H2Settings,
+    // --- end of TLS and HTTP/2 ---
 }
 
 impl Default for Config {
@@ -317,6 +323,9 @@ impl Default for Config {
             pace_chunk: None,
             bitrates: None,
             default_bitrate_kbps: None,
+            // TLS and HTTP/2
+            tls: crate::tls::TlsSettings::default(),
+            h2: crate::h2::H2Settings::default(),
         }
     }
 }
@@ -405,6 +414,9 @@ impl Config {
             "bitrates",
             "must not be empty",
         )?;
+        // TLS and HTTP/2 (their messages name `tls.*`, `h2.*`)
+        self.tls.validate()?;
+        self.h2.validate()?;
         match self.prefetch_policy {
             PolicySpec::Fixed(n) => range(n > 0, "prefetch_policy", "fixed size must be > 0"),
         }

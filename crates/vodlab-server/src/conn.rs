@@ -13,27 +13,26 @@
 //! loop at the connection cap ([`crate::limits::HeadQueue`]).
 
 use std::fmt;
-use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::io::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{watch, Notify};
 use vodlab_http::server::{check_request, parse_head, Head, Reject, MAX_HEAD};
 
 use crate::asap::{FileCtx, RangeIo};
 use crate::bitrate::{response_rate, Cmcd, ResponseRate};
 use crate::config::{IoMode, PaceMode};
+use crate::conn_io::{flush, reset_on_close, send_file, write_all, write_more};
 use crate::controller::SessionState;
 use crate::error::ServeError;
 use crate::limits::{body_action, BodyAction, HeadTimer};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::chain_of;
 use crate::server::{kind_index, State};
+use crate::transport::Transport;
 
 /// Whether a range was in the page cache when it was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +103,7 @@ struct Sent {
 }
 
 struct Conn<'a> {
-    sock: TcpStream,
+    sock: Transport,
     id: u64,
     st: &'a State,
     stop: watch::Receiver<bool>,
@@ -128,7 +127,7 @@ struct Conn<'a> {
 
 /// Serves one connection to its end.
 pub(crate) async fn run(
-    sock: TcpStream,
+    sock: Transport,
     id: u64,
     st: &State,
     stop: watch::Receiver<bool>,
@@ -267,11 +266,7 @@ impl Conn<'_> {
     }
 
     fn count(&self, p: &ResponsePlan) {
-        let c = &self.st.counters;
-        c.kinds[kind_index(p.kind)].fetch_add(1, Ordering::Relaxed);
-        if p.kind.is_error() {
-            c.errors.fetch_add(1, Ordering::Relaxed);
-        }
+        count(self.st, p);
     }
 
     /// Routes, opens, plans and executes one request.
@@ -317,7 +312,9 @@ impl Conn<'_> {
         };
         self.count(&p);
         self.pace = None;
-        if self.st.cfg.paced() && matches!(p.body, Body::File(_)) {
+        // the user-mode pacer writes with sendfile: over TLS only kernel pacing applies
+        let can_pace = !self.sock.is_tls() || self.st.cfg.pace_mode == PaceMode::Kernel;
+        if self.st.cfg.paced() && matches!(p.body, Body::File(_)) && can_pace {
             let rate = response_rate(
                 &Cmcd::from_head(head),
                 rel.as_deref().unwrap_or(""),
@@ -343,7 +340,14 @@ impl Conn<'_> {
             None => self.execute(&p, None, chain).await,
         };
         self.st.counters.requests.fetch_add(1, Ordering::Relaxed);
-        log_line(self.st, self.id, head, &p, &sent, t0.elapsed());
+        log_line(
+            self.st,
+            self.id,
+            head,
+            &p,
+            (sent.file_bytes, sent.cache),
+            t0.elapsed(),
+        );
         match sent.result {
             Ok(()) if keep && p.keep_alive => {
                 self.timer = HeadTimer::next(Instant::now());
@@ -393,7 +397,7 @@ impl Conn<'_> {
                     self.linger_close().await;
                 }
             }
-            CloseReason::SendTimeout => reset_on_close(&self.sock),
+            CloseReason::SendTimeout => reset_on_close(self.sock.tcp()),
             _ => {}
         }
         let wasted = self.session.finish();
@@ -458,7 +462,11 @@ impl Conn<'_> {
         pc.paced.fetch_add(1, Ordering::Relaxed);
         match st.cfg.pace_mode {
             PaceMode::User => {
-                crate::pacing::send_paced(st, &self.sock, f.file, off, len, &rate).await?;
+                let Some(sock) = self.sock.plain() else {
+                    // the user-mode pacer writes with sendfile: not over TLS (see `respond`)
+                    return self.send_range(f, off, len, chain).await;
+                };
+                crate::pacing::send_paced(st, sock, f.file, off, len, &rate).await?;
                 Ok(CacheOutcome::None)
             }
             PaceMode::Kernel => {
@@ -468,7 +476,7 @@ impl Conn<'_> {
                 let mut cache = CacheOutcome::None;
                 if burst > 0 {
                     if self.kernel_rate_set {
-                        crate::pacing::set_max_pacing_rate(&self.sock, u64::MAX)?;
+                        crate::pacing::set_max_pacing_rate(self.sock.tcp(), u64::MAX)?;
                     }
                     cache = self.send_range(f, off, burst, chain).await?;
                     pc.burst_bytes.fetch_add(burst, Ordering::Relaxed);
@@ -477,7 +485,7 @@ impl Conn<'_> {
                 if let Some(m) = rate.max_bytes_per_s {
                     r = r.min(m.max(1));
                 }
-                crate::pacing::set_max_pacing_rate(&self.sock, r)?;
+                crate::pacing::set_max_pacing_rate(self.sock.tcp(), r)?;
                 self.kernel_rate_set = true;
                 if len > burst {
                     cache = self.send_range(f, off + burst, len - burst, chain).await?;
@@ -504,7 +512,7 @@ impl Conn<'_> {
                 let pace = self.pace.take();
                 let res = async {
                     if pace.is_none() && self.kernel_rate_set {
-                        crate::pacing::set_max_pacing_rate(&self.sock, u64::MAX)?;
+                        crate::pacing::set_max_pacing_rate(self.sock.tcp(), u64::MAX)?;
                         self.kernel_rate_set = false;
                     }
                     write_more(&mut self.sock, &self.out, self.st.cfg.send_timeout).await?;
@@ -521,177 +529,51 @@ impl Conn<'_> {
             (Body::Multipart { parts, closing }, Some(f)) => {
                 let limit = self.st.cfg.send_timeout;
                 let res = async {
-                    write_all(&self.sock, &self.out, limit).await?;
+                    write_all(&mut self.sock, &self.out, limit).await?;
                     for part in parts {
-                        write_all(&self.sock, &part.head, limit).await?;
+                        write_all(&mut self.sock, &part.head, limit).await?;
                         let r = part.range;
                         sent.cache = self.send_range(f, r.offset, r.len, chain).await?;
-                        write_all(&self.sock, b"\r\n", limit).await?;
+                        write_all(&mut self.sock, b"\r\n", limit).await?;
                         sent.file_bytes += r.len;
                     }
-                    write_all(&self.sock, closing, limit).await
+                    write_all(&mut self.sock, closing, limit).await
                 }
                 .await;
                 res
             }
             (Body::Bytes(b), _) => {
                 self.out.extend_from_slice(b);
-                write_all(&self.sock, &self.out, self.st.cfg.send_timeout).await
+                write_all(&mut self.sock, &self.out, self.st.cfg.send_timeout).await
             }
-            _ => write_all(&self.sock, &self.out, self.st.cfg.send_timeout).await,
+            _ => write_all(&mut self.sock, &self.out, self.st.cfg.send_timeout).await,
         };
+        if sent.result.is_ok() {
+            sent.result = flush(&mut self.sock, self.st.cfg.send_timeout).await;
+        }
         sent
     }
 }
 
-/// sendfile(2) from the file to the socket. Vanilla runs every call on the
-/// blocking pool (the page-cache read may wait for the disk); ASAP calls it
-/// inline, because the range was probed or prefetched.
-pub(crate) async fn send_file(
-    sock: &mut TcpStream,
+/// Counts a response by kind (and as an error when it is one).
+pub(crate) fn count(st: &State, p: &ResponsePlan) {
+    let c = &st.counters;
+    c.kinds[kind_index(p.kind)].fetch_add(1, Ordering::Relaxed);
+    if p.kind.is_error() {
+        c.errors.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Appends one access-log line (format in docs/serve.md): `sent` is the
+/// file bytes sent and the page-cache outcome.
+pub(crate) fn log_line(
     st: &State,
-    file: &Arc<File>,
-    mut off: u64,
-    len: u64,
-) -> io::Result<()> {
-    let end = off + len;
-    let sfd = sock.as_raw_fd();
-    while off < end {
-        writable(sock, st.cfg.send_timeout).await?;
-        let n = ((end - off) as usize).min(1 << 20);
-        let res = if st.cfg.io == IoMode::Vanilla {
-            let f = file.clone();
-            let start = off;
-            let r = tokio::task::spawn_blocking(move || sendfile(sfd, f.as_raw_fd(), start, n))
-                .await
-                .expect("sendfile task");
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // clear the readiness tokio cached, then wait for it again
-                    let _ = sock.try_io(Interest::WRITABLE, || {
-                        Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock))
-                    });
-                    continue;
-                }
-                r => r,
-            }
-        } else {
-            match sock.try_io(Interest::WRITABLE, || {
-                sendfile(sfd, file.as_raw_fd(), off, n)
-            }) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                r => r,
-            }
-        };
-        match res {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "file shorter than its size",
-                ))
-            }
-            Ok(k) => {
-                off += k as u64;
-                st.counters.bytes.fetch_add(k as u64, Ordering::Relaxed);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Waits until the socket takes bytes again, at most `limit`: every wait of
-/// a response is bounded by the send timeout, and each byte the kernel
-/// accepts starts a new wait, so the rule is "no progress for `limit`", not
-/// a total time. (Linux reports a socket writable only once a third of its
-/// send buffer is free, so one unit of progress is a real amount of data,
-/// not a byte a reader trickles.)
-async fn writable(sock: &TcpStream, limit: Duration) -> io::Result<()> {
-    match tokio::time::timeout(limit, sock.writable()).await {
-        Ok(r) => r,
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "send timeout: the client read nothing",
-        )),
-    }
-}
-
-/// Writes all of `data`, each wait bounded by the send timeout.
-async fn write_all(sock: &TcpStream, mut data: &[u8], limit: Duration) -> io::Result<()> {
-    while !data.is_empty() {
-        writable(sock, limit).await?;
-        match sock.try_write(data) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Makes the coming close reset the connection (SO_LINGER 0): a stalled
-/// reader's unsent data is dropped at once instead of staying queued in the
-/// kernel.
-fn reset_on_close(sock: &TcpStream) {
-    let l = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: an open socket and a live option value of the right size
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&l as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
-    }
-}
-
-/// Writes `data` with MSG_MORE, so the kernel holds it for the data that follows.
-async fn write_more(sock: &mut TcpStream, mut data: &[u8], limit: Duration) -> io::Result<()> {
-    let fd = sock.as_raw_fd();
-    while !data.is_empty() {
-        writable(sock, limit).await?;
-        let r = sock.try_io(Interest::WRITABLE, || {
-            // SAFETY: a live buffer of the given length on an open socket
-            let n = unsafe {
-                libc::send(
-                    fd,
-                    data.as_ptr().cast(),
-                    data.len(),
-                    libc::MSG_MORE | libc::MSG_NOSIGNAL,
-                )
-            };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        });
-        match r {
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-fn sendfile(out: i32, inp: i32, off: u64, n: usize) -> io::Result<usize> {
-    let mut o = off as libc::off_t;
-    // SAFETY: both descriptors are open for the duration of the call; `o` is a live local
-    let r = unsafe { libc::sendfile(out, inp, &mut o, n) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
-}
-
-fn log_line(st: &State, conn: u64, head: &Head, p: &ResponsePlan, sent: &Sent, took: Duration) {
+    conn: u64,
+    head: &Head,
+    p: &ResponsePlan,
+    sent: (u64, CacheOutcome),
+    took: Duration,
+) {
     let Some(log) = &st.log else { return };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -706,9 +588,9 @@ fn log_line(st: &State, conn: u64, head: &Head, p: &ResponsePlan, sent: &Sent, t
         p.offset,
         p.length,
         p.status(),
-        sent.file_bytes,
+        sent.0,
         took.as_micros(),
-        sent.cache
+        sent.1
     );
     let _ = log.lock().expect("lock").write_all(line.as_bytes());
 }

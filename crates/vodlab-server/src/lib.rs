@@ -1,6 +1,7 @@
 //! # vodlab-server
 //!
-//! `vodlab serve`: a static HTTP/1.1 server built for video. GET and HEAD,
+//! `vodlab serve`: a static HTTP/1.1 and HTTP/2 server (plain and TLS, one
+//! port: [`accept`]) built for video. GET and HEAD,
 //! persistent and pipelined connections, single and multiple byte ranges
 //! ([`range`]), If-Range, safe paths ([`request`], [`files`]), limits and
 //! timeouts, and two I/O modes ([`IoMode`]): `vanilla` sendfile, and `asap`,
@@ -15,21 +16,28 @@
 
 #![warn(missing_docs)]
 
+pub mod accept;
 mod asap;
 pub mod bitrate;
 pub mod config;
 mod conn;
+mod conn_io;
 pub mod controller;
 pub mod error;
 pub mod files;
+pub mod flood;
+pub mod h2;
 pub mod limits;
 pub mod pacer;
 pub mod pacing;
 pub mod plan;
 pub mod prefetch;
+pub mod proto_stats;
 pub mod range;
 pub mod request;
 pub mod server;
+pub mod tls;
+mod transport;
 
 pub use config::{Config, IoMode, PaceMode, PolicySpec};
 pub use conn::{CacheOutcome, CloseReason, ConnState};

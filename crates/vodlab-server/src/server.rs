@@ -66,6 +66,8 @@ pub struct Counters {
     pub refused_at_cap: AtomicU64,
     /// Responses by kind, indexed by [`kind_index`].
     pub kinds: [AtomicU64; 6],
+    /// TLS and HTTP/2 counters.
+    pub proto: crate::proto_stats::ProtoCounters,
 }
 
 /// The slot of a response kind in [`Counters::kinds`].
@@ -154,6 +156,10 @@ pub struct StatsView {
     pub devices: Vec<DeviceStats>,
     /// Paced responses (`--pace`).
     pub pacing: PacingStats,
+    /// TLS handshakes, ALPN, record sizing.
+    pub tls: crate::proto_stats::TlsStats,
+    /// HTTP/2 connections, streams and the abuse limits that fired.
+    pub h2: crate::proto_stats::H2Stats,
 }
 
 /// Shared server state.
@@ -175,6 +181,8 @@ pub struct State {
     pub(crate) pacing: Arc<Pacing>,
     /// The `--bitrates` catalog.
     pub(crate) bitrates: Option<BitrateCatalog>,
+    /// The TLS acceptor (`--tls-cert`/`--tls-self-signed`).
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl State {
@@ -211,7 +219,10 @@ impl State {
         let ev = c.prefetch_evictions.load(Ordering::Relaxed);
         let k = |i: usize| c.kinds[i].load(Ordering::Relaxed);
         let devices = self.helpers.stats();
+        let (tls, h2) = c.proto.view();
         StatsView {
+            tls,
+            h2,
             prefetch_cancelled: devices.iter().map(|d| d.cancelled).sum(),
             prefetch_stopped: devices.iter().map(|d| d.stopped).sum(),
             io: self.cfg.io,
@@ -268,6 +279,9 @@ pub enum StartError {
     /// The pacer's settings derived from the configuration.
     #[error("pacing: {0}")]
     Pacer(#[from] crate::pacer::PacerConfigError),
+    /// The TLS certificate, key or settings.
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 impl From<StartError> for io::Error {
@@ -275,7 +289,7 @@ impl From<StartError> for io::Error {
         match e {
             StartError::Io(e) => e,
             StartError::Config(c) => io::Error::new(io::ErrorKind::InvalidInput, c),
-            e @ (StartError::Bitrates(_) | StartError::Pacer(_)) => {
+            e @ (StartError::Bitrates(_) | StartError::Pacer(_) | StartError::Tls(_)) => {
                 io::Error::new(io::ErrorKind::InvalidInput, e)
             }
         }
@@ -324,12 +338,20 @@ impl Server {
             None => None,
         };
         let pacing = Arc::new(Pacing::new(&cfg)?);
+        let tls = if cfg.tls.enabled() {
+            Some(tokio_rustls::TlsAcceptor::from(crate::tls::server_config(
+                &cfg.tls,
+            )?))
+        } else {
+            None
+        };
         let counters = Counters::default();
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let driver = (cfg.paced() && cfg.pace_mode == crate::config::PaceMode::User)
             .then(|| tokio::spawn(crate::pacing::drive(pacing.clone(), counters.bytes.clone())));
         let state = Arc::new(State {
+            tls,
             pacing,
             bitrates,
             helpers: Helpers::new(cfg.helpers_per_device),
@@ -447,7 +469,7 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                             let stop2 = stop.clone();
                             conns.spawn(async move {
                                 match wait_for_slot(&st2, permits).await {
-                                    Some(permit) => serve(sock, &st2, stop2, permit, at).await,
+                                    Some(permit) => serve(sock, st2, stop2, permit, at).await,
                                     None => refuse(sock, &st2),
                                 }
                             });
@@ -508,19 +530,19 @@ fn spawn_conn(
 ) {
     let st2 = st.clone();
     let stop2 = stop.clone();
-    conns.spawn(async move { serve(sock, &st2, stop2, permit, at).await });
+    conns.spawn(async move { serve(sock, st2, stop2, permit, at).await });
 }
 
 async fn serve(
     sock: tokio::net::TcpStream,
-    st: &State,
+    st: Arc<State>,
     stop: watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
     at: Instant,
 ) {
     let id = st.counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
     st.counters.open.fetch_add(1, Ordering::Relaxed);
-    crate::conn::run(sock, id, st, stop, at).await;
+    crate::accept::serve_conn(sock, id, st.clone(), stop, at).await;
     st.counters.open.fetch_sub(1, Ordering::Relaxed);
     drop(permit);
 }

@@ -97,6 +97,99 @@ pub struct ServeArgs {
     /// Bit rate (kbit/s) of responses neither CMCD nor --bitrates rates.
     #[arg(long, value_name = "KBPS")]
     pub default_bitrate: Option<f64>,
+    /// TLS and HTTP/2 (docs/serve.md).
+    #[command(flatten)]
+    pub proto: ProtoArgs,
+}
+
+/// TLS and HTTP/2 flags of `vodlab serve`. One port serves HTTP/1.1,
+/// h2c (prior knowledge), and with a certificate TLS (h2 or http/1.1 by
+/// ALPN).
+#[derive(Debug, Args)]
+pub struct ProtoArgs {
+    /// PEM certificate chain: TLS on the listening port (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// TLS with a certificate generated at start for localhost (rcgen).
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub tls_self_signed: bool,
+    /// Write the generated certificate (PEM) here, for a client's --ca.
+    #[arg(long, value_name = "FILE", requires = "tls_self_signed")]
+    pub tls_cert_out: Option<PathBuf>,
+    /// Fixed maximum plaintext bytes per TLS record (512 B to 16K; default
+    /// 16K, the protocol's maximum).
+    #[arg(long, value_name = "SIZE", value_parser = vodlab_server::config::parse_size)]
+    pub tls_record_size: Option<u64>,
+    /// nghttpx's dynamic TLS record sizing: 1,300-byte records until
+    /// --tls-dyn-warmup bytes were written, again after --tls-dyn-idle
+    /// seconds without writes.
+    #[arg(long, conflicts_with = "tls_record_size")]
+    pub tls_dynamic_records: bool,
+    /// Warm-up threshold of dynamic record sizing.
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::tls::defaults::DYN_WARMUP, value_parser = vodlab_server::config::parse_size)]
+    pub tls_dyn_warmup: u64,
+    /// Idle seconds after which dynamic record sizing starts over.
+    #[arg(long, value_name = "SECONDS", default_value_t = vodlab_server::tls::defaults::DYN_IDLE.as_secs_f64())]
+    pub tls_dyn_idle: f64,
+    /// Offer only http/1.1 in ALPN (no h2 over TLS).
+    #[arg(long)]
+    pub no_h2: bool,
+    /// Refuse h2c by prior knowledge on the plain port (answered as HTTP/1.1).
+    #[arg(long)]
+    pub no_h2c: bool,
+    /// HTTP/2 initial stream window advertised (bytes or K/M suffix).
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::STREAM_WINDOW as u64, value_parser = vodlab_server::config::parse_size)]
+    pub h2_stream_window: u64,
+    /// HTTP/2 connection window advertised.
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::CONNECTION_WINDOW as u64, value_parser = vodlab_server::config::parse_size)]
+    pub h2_connection_window: u64,
+    /// HTTP/2 SETTINGS_MAX_FRAME_SIZE advertised (16K to 16M-1).
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::MAX_FRAME_SIZE as u64, value_parser = vodlab_server::config::parse_size)]
+    pub h2_max_frame_size: u64,
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.
+    #[arg(long, value_name = "N", default_value_t = vodlab_server::h2::defaults::MAX_CONCURRENT_STREAMS)]
+    pub h2_max_streams: u32,
+    /// HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE (also bounds CONTINUATION).
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::MAX_HEADER_LIST as u64, value_parser = vodlab_server::config::parse_size)]
+    pub h2_max_header_list: u64,
+}
+
+impl ProtoArgs {
+    /// The TLS and HTTP/2 settings these flags give.
+    pub fn settings(
+        &self,
+    ) -> anyhow::Result<(
+        vodlab_server::tls::TlsSettings,
+        vodlab_server::h2::H2Settings,
+    )> {
+        let u32_of = |name: &str, v: u64| {
+            u32::try_from(v).with_context(|| format!("--{name} {v}: too large"))
+        };
+        let tls = vodlab_server::tls::TlsSettings {
+            cert: self.tls_cert.clone(),
+            key: self.tls_key.clone(),
+            self_signed: self.tls_self_signed,
+            self_signed_out: self.tls_cert_out.clone(),
+            record_size: self.tls_record_size,
+            dynamic_records: self.tls_dynamic_records,
+            dyn_warmup: self.tls_dyn_warmup,
+            dyn_idle: seconds("tls-dyn-idle", self.tls_dyn_idle)?,
+            alpn_h2: !self.no_h2,
+        };
+        let h2 = vodlab_server::h2::H2Settings {
+            h2c: !self.no_h2c,
+            stream_window: u32_of("h2-stream-window", self.h2_stream_window)?,
+            connection_window: u32_of("h2-connection-window", self.h2_connection_window)?,
+            max_frame_size: u32_of("h2-max-frame-size", self.h2_max_frame_size)?,
+            max_concurrent_streams: self.h2_max_streams,
+            max_header_list_size: u32_of("h2-max-header-list", self.h2_max_header_list)?,
+            ..vodlab_server::h2::H2Settings::default()
+        };
+        Ok((tls, h2))
+    }
 }
 
 /// Pacing mechanisms.
@@ -184,7 +277,10 @@ fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
 impl ServeArgs {
     /// The server configuration these arguments describe (validated).
     pub fn config(&self) -> anyhow::Result<Config> {
+        let (tls, h2) = self.proto.settings()?;
         let cfg = Config {
+            tls,
+            h2,
             root: self.root.clone(),
             io: self.io.into(),
             prefetch_policy: self.prefetch.unwrap_or(self.prefetch_policy),
@@ -229,8 +325,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             String::new()
         };
         eprintln!(
-            "vodlab serve: {} on http://{} (io {:?}, prefetch policy {policy}, {} helper(s) per device{pacing}); stats at /vodlab/stats",
+            "vodlab serve: {} on {}://{} (io {:?}, prefetch policy {policy}, {} helper(s) per device{pacing}); stats at /vodlab/stats",
             a.root.display(),
+            if a.proto.tls_cert.is_some() || a.proto.tls_self_signed { "http+https+h2" } else { "http+h2c" },
             server.addr,
             a.io,
             a.helpers

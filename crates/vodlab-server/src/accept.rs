@@ -1,0 +1,165 @@
+//! What an accepted connection speaks, from its first bytes (peeked, not
+//! read): a TLS ClientHello (record type 22) → the TLS handshake, then
+//! `h2` or HTTP/1.1 by ALPN; the HTTP/2 client preface (`PRI * HTTP/2.0`)
+//! → h2c by prior knowledge; anything else → HTTP/1.1. One port serves all
+//! four. The wait for the first bytes and the handshake count against the
+//! header timeout from the accept, and a connection waiting there can be
+//! shed at the connection cap like one waiting for its head.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Notify};
+
+use crate::server::State;
+use crate::transport::{Tls, Transport};
+
+/// The protocol of a connection, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniffed {
+    /// A TLS handshake record.
+    Tls,
+    /// The HTTP/2 client preface.
+    H2c,
+    /// HTTP/1.x (or garbage, which the HTTP/1 parser answers).
+    H1,
+}
+
+/// Classifies the first bytes; `None` while they could still be the h2
+/// preface's beginning.
+pub fn sniff(first: &[u8]) -> Option<Sniffed> {
+    const PRI: &[u8] = b"PRI * HTTP/2.0";
+    match first.first() {
+        None => None,
+        Some(0x16) => Some(Sniffed::Tls),
+        Some(_) => {
+            let n = first.len().min(PRI.len());
+            if first[..n] != PRI[..n] {
+                Some(Sniffed::H1)
+            } else if n == PRI.len() {
+                Some(Sniffed::H2c)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Why a connection ended before a protocol ran.
+enum Early {
+    Closed,
+    Timeout,
+    Shed,
+}
+
+/// Peeks until the protocol is known.
+async fn peek_protocol(sock: &TcpStream) -> Result<Sniffed, Early> {
+    let mut buf = [0u8; 16];
+    loop {
+        sock.readable().await.map_err(|_| Early::Closed)?;
+        let n = match sock.peek(&mut buf).await {
+            Ok(0) | Err(_) => return Err(Early::Closed),
+            Ok(n) => n,
+        };
+        if let Some(s) = sniff(&buf[..n]) {
+            return Ok(s);
+        }
+        // a prefix of the preface: more bytes are on their way
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Serves one accepted connection in whatever it speaks.
+pub(crate) async fn serve_conn(
+    sock: TcpStream,
+    id: u64,
+    st: Arc<State>,
+    stop: watch::Receiver<bool>,
+    at: Instant,
+) {
+    let deadline = tokio::time::Instant::from(at + st.cfg.header_timeout);
+    let shed = Arc::new(Notify::new());
+    let ticket = st.heads.lock().expect("lock").enter(shed.clone());
+    let first = tokio::select! {
+        r = tokio::time::timeout_at(deadline, peek_protocol(&sock)) => r.unwrap_or(Err(Early::Timeout)),
+        _ = shed.notified() => Err(Early::Shed),
+    };
+    let kept = st.heads.lock().expect("lock").leave(ticket);
+    let kind = match first {
+        Ok(_) if !kept => Err(Early::Shed),
+        r => r,
+    };
+    let kind = match kind {
+        Ok(k) => k,
+        Err(e) => {
+            let c = &st.counters;
+            match e {
+                Early::Timeout => c.header_timeouts.fetch_add(1, Ordering::Relaxed),
+                Early::Shed => c.shed.fetch_add(1, Ordering::Relaxed),
+                Early::Closed => 0,
+            };
+            return;
+        }
+    };
+    match (kind, &st.tls) {
+        (Sniffed::Tls, Some(acceptor)) => {
+            let p = &st.counters.proto;
+            let hs = tokio::time::timeout_at(deadline, acceptor.accept(sock)).await;
+            let io = match hs {
+                Ok(Ok(io)) => io,
+                Ok(Err(e)) => {
+                    p.tls_failures.fetch_add(1, Ordering::Relaxed);
+                    st.log_error(&format_args!("TLS handshake: {e}"));
+                    return;
+                }
+                Err(_) => {
+                    p.tls_failures.fetch_add(1, Ordering::Relaxed);
+                    st.counters.header_timeouts.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            };
+            p.tls_handshakes.fetch_add(1, Ordering::Relaxed);
+            let h2 = io.get_ref().1.alpn_protocol() == Some(b"h2");
+            let t = Transport::Tls(Box::new(Tls {
+                io,
+                sizer: st.cfg.tls.sizer(Instant::now()),
+                small_writes: Some(p.small_record_writes.clone()),
+            }));
+            if h2 {
+                p.alpn_h2.fetch_add(1, Ordering::Relaxed);
+                p.h2_connections.fetch_add(1, Ordering::Relaxed);
+                crate::h2::serve(t, id, st, stop, at).await;
+            } else {
+                p.alpn_http11.fetch_add(1, Ordering::Relaxed);
+                crate::conn::run(t, id, &st, stop, at).await;
+            }
+        }
+        (Sniffed::H2c, _) if st.cfg.h2.h2c => {
+            st.counters
+                .proto
+                .h2c_connections
+                .fetch_add(1, Ordering::Relaxed);
+            crate::h2::serve(Transport::Plain(sock), id, st, stop, at).await;
+        }
+        _ => crate::conn::run(Transport::Plain(sock), id, &st, stop, at).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_bytes_name_the_protocol() {
+        assert_eq!(sniff(b""), None);
+        assert_eq!(sniff(&[0x16, 3, 1]), Some(Sniffed::Tls));
+        assert_eq!(sniff(b"GET / HTTP/1.1\r\n"), Some(Sniffed::H1));
+        assert_eq!(sniff(b"PRI * HTTP/2.0\r\n"), Some(Sniffed::H2c));
+        assert_eq!(sniff(b"PRI *"), None, "could still be the preface");
+        assert_eq!(sniff(b"PRI / HTTP/1.1"), Some(Sniffed::H1));
+        assert_eq!(sniff(b"P"), None);
+        assert_eq!(sniff(b"POST / HTTP/1.1"), Some(Sniffed::H1));
+    }
+}

@@ -1,0 +1,397 @@
+//! Frame-rate limits of an HTTP/2 connection, beside the h2 crate's own.
+//!
+//! The h2 crate bounds memory against most floods (one SETTINGS or PING
+//! acknowledgement pending at a time, then it stops reading; a budget for
+//! small DATA frames; CONTINUATION and header-list limits; reset-stream
+//! limits) but not the CPU a client makes the server spend on a stream of
+//! cheap frames. [`FrameMeter`] watches the frame headers the client sends
+//! (it reads the bytes as they pass to the h2 crate, without I/O and with
+//! `now` passed in) and reports a [`Flood`] when a kind of frame arrives
+//! faster than its limit per second: non-ACK SETTINGS, non-ACK PING,
+//! WINDOW_UPDATE, small DATA frames (under [`SMALL_DATA`] bytes without
+//! END_STREAM) and RST_STREAM (rapid reset). The connection then ends
+//! with GOAWAY `ENHANCE_YOUR_CALM` (`crate::h2`).
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
+
+/// DATA payloads below this many bytes (without END_STREAM) count as small.
+pub const SMALL_DATA: u32 = 256;
+
+/// The client's connection preface (RFC 9113 §3.4).
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A kind of frame sent too often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flood {
+    /// SETTINGS without ACK.
+    Settings,
+    /// PING without ACK.
+    Ping,
+    /// WINDOW_UPDATE.
+    WindowUpdate,
+    /// Small or empty DATA frames.
+    SmallData,
+    /// RST_STREAM (rapid reset).
+    Reset,
+}
+
+impl fmt::Display for Flood {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Flood::Settings => "SETTINGS flood",
+            Flood::Ping => "PING flood",
+            Flood::WindowUpdate => "WINDOW_UPDATE flood",
+            Flood::SmallData => "small DATA flood",
+            Flood::Reset => "RST_STREAM flood (rapid reset)",
+        })
+    }
+}
+
+/// Most frames of each kind per second (0 = no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FloodLimits {
+    /// SETTINGS frames without ACK.
+    pub settings: u32,
+    /// PING frames without ACK.
+    pub pings: u32,
+    /// WINDOW_UPDATE frames.
+    pub window_updates: u32,
+    /// Small DATA frames.
+    pub small_data: u32,
+    /// RST_STREAM frames.
+    pub resets: u32,
+}
+
+/// Frames of the current one-second window.
+#[derive(Debug, Default, Clone, Copy)]
+struct Window {
+    settings: u32,
+    pings: u32,
+    window_updates: u32,
+    small_data: u32,
+    resets: u32,
+}
+
+/// Follows the client's frame headers through the byte stream and counts
+/// the frames of the limited kinds per one-second window.
+#[derive(Debug)]
+pub struct FrameMeter {
+    limits: FloodLimits,
+    /// Preface bytes still to skip.
+    preface: usize,
+    head: [u8; 9],
+    have: usize,
+    /// Payload bytes of the current frame still to skip.
+    skip: u64,
+    window_start: Option<Instant>,
+    counts: Window,
+    /// Type of the last frame whose header was read (255 before any).
+    pub last_kind: u8,
+    /// Whether a CONTINUATION frame has been seen on the connection.
+    pub saw_continuation: bool,
+}
+
+impl FrameMeter {
+    /// A meter for a connection whose bytes start with the client preface.
+    pub fn new(limits: FloodLimits) -> Self {
+        Self {
+            limits,
+            preface: PREFACE.len(),
+            head: [0; 9],
+            have: 0,
+            skip: 0,
+            window_start: None,
+            counts: Window::default(),
+            last_kind: 255,
+            saw_continuation: false,
+        }
+    }
+
+    /// Feeds bytes the client sent at `now`; the first limit exceeded, if any.
+    pub fn feed(&mut self, mut data: &[u8], now: Instant) -> Result<(), Flood> {
+        let skip = self.preface.min(data.len());
+        self.preface -= skip;
+        data = &data[skip..];
+        while !data.is_empty() {
+            if self.skip > 0 {
+                let k = (self.skip.min(data.len() as u64)) as usize;
+                self.skip -= k as u64;
+                data = &data[k..];
+                continue;
+            }
+            let k = (9 - self.have).min(data.len());
+            self.head[self.have..self.have + k].copy_from_slice(&data[..k]);
+            self.have += k;
+            data = &data[k..];
+            if self.have == 9 {
+                self.have = 0;
+                let h = self.head;
+                let len = u32::from_be_bytes([0, h[0], h[1], h[2]]);
+                self.skip = u64::from(len);
+                self.frame(h[3], h[4], len, now)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, kind: u8, flags: u8, len: u32, now: Instant) -> Result<(), Flood> {
+        self.last_kind = kind;
+        self.saw_continuation |= kind == 0x9;
+        match self.window_start {
+            Some(t) if now.saturating_duration_since(t) < Duration::from_secs(1) => {}
+            _ => {
+                self.window_start = Some(now);
+                self.counts = Window::default();
+            }
+        }
+        let l = self.limits;
+        let c = &mut self.counts;
+        let over = |n: &mut u32, max: u32| {
+            *n += 1;
+            max > 0 && *n > max
+        };
+        const ACK: u8 = 0x1;
+        const END_STREAM: u8 = 0x1;
+        match kind {
+            0x0 if flags & END_STREAM == 0
+                && len < SMALL_DATA
+                && over(&mut c.small_data, l.small_data) =>
+            {
+                return Err(Flood::SmallData)
+            }
+            0x3 if over(&mut c.resets, l.resets) => return Err(Flood::Reset),
+            0x4 if flags & ACK == 0 && over(&mut c.settings, l.settings) => {
+                return Err(Flood::Settings)
+            }
+            0x6 if flags & ACK == 0 && over(&mut c.pings, l.pings) => return Err(Flood::Ping),
+            0x8 if over(&mut c.window_updates, l.window_updates) => {
+                return Err(Flood::WindowUpdate)
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Where a metered stream reports a flood: the first one, and a wake-up
+/// for the connection's task; and the last frames read, which name the
+/// abuse behind an h2-crate GOAWAY `ENHANCE_YOUR_CALM` (the crate does not
+/// hand its debug data to the server).
+#[derive(Debug, Default)]
+pub struct FloodSignal {
+    /// The flood seen, if any.
+    pub seen: Mutex<Option<Flood>>,
+    /// Notified once when it is seen.
+    pub notify: Notify,
+    /// `(last frame type, CONTINUATION seen)` as of the last read.
+    pub last: Mutex<(u8, bool)>,
+}
+
+/// Which abuse an `ENHANCE_YOUR_CALM` the h2 crate raised was about, from
+/// the last frame the client sent: CONTINUATION (or HEADERS after some) →
+/// `continuation_flood`, RST_STREAM → `rapid_reset`, DATA →
+/// `small_data_flood`, anything else → `local_error_resets` (too many
+/// streams reset for the client's errors).
+pub fn calm_cause(last_kind: u8, saw_continuation: bool) -> &'static str {
+    match last_kind {
+        0x9 => "continuation_flood",
+        0x1 if saw_continuation => "continuation_flood",
+        0x3 => "rapid_reset",
+        0x0 => "small_data_flood",
+        _ => "local_error_resets",
+    }
+}
+
+/// A byte stream whose incoming bytes pass a [`FrameMeter`]. After a flood
+/// it reads nothing more (the connection's task sends GOAWAY and closes).
+pub struct Metered<T> {
+    inner: T,
+    meter: FrameMeter,
+    signal: Arc<FloodSignal>,
+    stopped: bool,
+}
+
+impl<T> Metered<T> {
+    /// Wraps `inner`.
+    pub fn new(inner: T, limits: FloodLimits, signal: Arc<FloodSignal>) -> Self {
+        Self {
+            inner,
+            meter: FrameMeter::new(limits),
+            signal,
+            stopped: false,
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Metered<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        if me.stopped {
+            // the connection's task was notified and closes the connection
+            return Poll::Pending;
+        }
+        let before = buf.filled().len();
+        let r = Pin::new(&mut me.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &r {
+            let new = &buf.filled()[before..];
+            let fed = me.meter.feed(new, Instant::now());
+            *me.signal.last.lock().expect("lock") = (me.meter.last_kind, me.meter.saw_continuation);
+            if let Err(f) = fed {
+                me.stopped = true;
+                *me.signal.seen.lock().expect("lock") = Some(f);
+                me.signal.notify.notify_one();
+                // the bytes of this read are not handed on
+                buf.set_filled(before);
+                return Poll::Pending;
+            }
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Metered<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+        let n = payload.len() as u32;
+        let mut v = vec![
+            (n >> 16) as u8,
+            (n >> 8) as u8,
+            n as u8,
+            kind,
+            flags,
+            0,
+            0,
+            0,
+            1,
+        ];
+        v.extend_from_slice(payload);
+        v
+    }
+
+    const LIMITS: FloodLimits = FloodLimits {
+        settings: 10,
+        pings: 10,
+        window_updates: 100,
+        small_data: 100,
+        resets: 50,
+    };
+
+    #[test]
+    fn a_flood_is_seen_within_a_second_and_not_across_seconds() {
+        let t0 = Instant::now();
+        let mut m = FrameMeter::new(LIMITS);
+        m.feed(PREFACE, t0).unwrap();
+        let settings = frame(0x4, 0, &[0; 6]);
+        for _ in 0..10 {
+            m.feed(&settings, t0).unwrap();
+        }
+        // ACKs and other frames do not count
+        m.feed(&frame(0x4, 1, &[]), t0).unwrap();
+        m.feed(&frame(0x1, 0x4, &[0x82; 20]), t0).unwrap();
+        assert_eq!(m.feed(&settings, t0), Err(Flood::Settings));
+        // a new window
+        let mut m = FrameMeter::new(LIMITS);
+        m.feed(PREFACE, t0).unwrap();
+        for i in 0..30 {
+            let now = t0 + Duration::from_millis(100 * i);
+            m.feed(&settings, now).unwrap();
+        }
+    }
+
+    #[test]
+    fn frames_split_across_reads_are_followed() {
+        let t0 = Instant::now();
+        let mut m = FrameMeter::new(LIMITS);
+        let mut bytes = PREFACE.to_vec();
+        // a big DATA frame with a PING-looking payload must not count as pings
+        bytes.extend(frame(0x0, 0, &[6u8; 4000]));
+        for _ in 0..11 {
+            bytes.extend(frame(0x6, 0, &[0; 8]));
+        }
+        let mut r = Ok(());
+        for chunk in bytes.chunks(7) {
+            r = m.feed(chunk, t0);
+            if r.is_err() {
+                break;
+            }
+        }
+        assert_eq!(r, Err(Flood::Ping));
+    }
+
+    #[test]
+    fn small_data_resets_and_window_updates_have_limits() {
+        let t0 = Instant::now();
+        let run = |f: Vec<u8>, n: usize| {
+            let mut m = FrameMeter::new(LIMITS);
+            m.feed(PREFACE, t0).unwrap();
+            (0..n).map(|_| m.feed(&f, t0)).find_map(Result::err)
+        };
+        assert_eq!(run(frame(0x0, 0, &[1; 10]), 101), Some(Flood::SmallData));
+        assert_eq!(run(frame(0x0, 1, &[1; 10]), 500), None, "END_STREAM");
+        assert_eq!(run(frame(0x0, 0, &[1; 300]), 500), None, "not small");
+        assert_eq!(run(frame(0x3, 0, &[0; 4]), 51), Some(Flood::Reset));
+        assert_eq!(
+            run(frame(0x8, 0, &[0, 0, 0, 1]), 101),
+            Some(Flood::WindowUpdate)
+        );
+        assert_eq!(run(frame(0x8, 0, &[0, 0, 0, 1]), 100), None);
+        assert_eq!(calm_cause(0x9, true), "continuation_flood");
+        assert_eq!(calm_cause(0x1, true), "continuation_flood");
+        assert_eq!(calm_cause(0x1, false), "local_error_resets");
+        assert_eq!(calm_cause(0x3, false), "rapid_reset");
+        assert_eq!(calm_cause(0x0, false), "small_data_flood");
+        let off = FloodLimits {
+            settings: 0,
+            ..LIMITS
+        };
+        let mut m = FrameMeter::new(off);
+        m.feed(PREFACE, t0).unwrap();
+        for _ in 0..1000 {
+            m.feed(&frame(0x4, 0, &[]), t0).unwrap();
+        }
+    }
+}

@@ -1,0 +1,623 @@
+//! HTTP/2 with the `h2` crate: ALPN `h2` over TLS and h2c by prior
+//! knowledge on the plain port. Each stream's request is turned into the
+//! codec's [`Head`] and answered through the same planner as HTTP/1.1
+//! ([`crate::plan`]): ranges, If-Range, HEAD, 404/416, the statistics page,
+//! the access log and the counters are shared.
+//!
+//! Bodies are read from the file into buffers (on the blocking pool) and
+//! sent as DATA as the client's flow-control windows allow; the h2 crate
+//! cuts them into frames of the client's `SETTINGS_MAX_FRAME_SIZE`. Every
+//! wait for window is bounded by the send timeout (a stalled reader's
+//! stream is reset and counted). Not yet applied to h2: ASAP's probe and
+//! prefetch (h2 bodies are read like `vanilla`'s, on the blocking pool) and
+//! pacing (docs/serve.md).
+//!
+//! Abuse limits: the h2 crate's (`max_pending_accept_reset_streams` and
+//! `max_local_error_reset_streams` against rapid reset, the header list and
+//! CONTINUATION limits, the small-DATA budget, one pending SETTINGS/PING
+//! acknowledgement) and a frame-rate meter of our own ([`crate::flood`]);
+//! every one that fires closes the connection with GOAWAY and is counted in
+//! [`crate::proto_stats::ProtoCounters`] and logged.
+
+use std::future::poll_fn;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{Reason, SendStream};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use vodlab_http::server::Head;
+
+use crate::config::ConfigError;
+use crate::conn::{count, log_line, CacheOutcome};
+use crate::conn_io::read_at;
+use crate::flood::{Flood, FloodLimits, FloodSignal, Metered};
+use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
+use crate::server::State;
+
+/// Defaults of the HTTP/2 settings.
+pub mod defaults {
+    /// Initial stream window advertised (SETTINGS_INITIAL_WINDOW_SIZE), 16 MiB.
+    pub const STREAM_WINDOW: u32 = 16 << 20;
+    /// Connection window advertised (WINDOW_UPDATE on stream 0), 16 MiB.
+    pub const CONNECTION_WINDOW: u32 = 16 << 20;
+    /// SETTINGS_MAX_FRAME_SIZE advertised, 64 KiB.
+    pub const MAX_FRAME_SIZE: u32 = 64 << 10;
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (nginx's default).
+    pub const MAX_CONCURRENT_STREAMS: u32 = 128;
+    /// SETTINGS_MAX_HEADER_LIST_SIZE, 16 KiB.
+    pub const MAX_HEADER_LIST: u32 = 16 << 10;
+    /// Bytes a stream may have queued in the h2 crate, 1 MiB.
+    pub const SEND_BUFFER: u32 = 1 << 20;
+    /// Streams reset by the client before they were accepted, at once (the
+    /// h2 crate's default).
+    pub const PENDING_ACCEPT_RESETS: usize = 20;
+    /// Streams the server may reset for the client's protocol errors.
+    pub const LOCAL_ERROR_RESETS: usize = 200;
+    /// Body bytes read from the file per DATA write, 256 KiB.
+    pub const BODY_CHUNK: usize = 256 << 10;
+    /// Non-ACK SETTINGS frames per second.
+    pub const SETTINGS_PER_S: u32 = 100;
+    /// Non-ACK PING frames per second.
+    pub const PINGS_PER_S: u32 = 100;
+    /// WINDOW_UPDATE frames per second (high: a client with a 64 KiB
+    /// window sends one per 32 KiB it reads, ~76,000/s at 2.5 GB/s).
+    pub const WINDOW_UPDATES_PER_S: u32 = 200_000;
+    /// Small DATA frames per second.
+    pub const SMALL_DATA_PER_S: u32 = 1000;
+    /// RST_STREAM frames per second.
+    pub const RESETS_PER_S: u32 = 200;
+}
+
+/// HTTP/2 settings (`[h2]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct H2Settings {
+    /// Accept h2c by prior knowledge on the plain port.
+    pub h2c: bool,
+    /// SETTINGS_INITIAL_WINDOW_SIZE (what a client may send per stream).
+    pub stream_window: u32,
+    /// The connection's receive window.
+    pub connection_window: u32,
+    /// SETTINGS_MAX_FRAME_SIZE advertised (frames the client may send; the
+    /// server's DATA frames follow the client's setting).
+    pub max_frame_size: u32,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE (also bounds CONTINUATION).
+    pub max_header_list_size: u32,
+    /// Bytes a stream may queue in the h2 crate.
+    pub send_buffer: u32,
+    /// Client-reset streams not yet accepted (rapid reset).
+    pub max_pending_accept_resets: usize,
+    /// Streams reset for client errors before GOAWAY.
+    pub max_local_error_resets: usize,
+    /// Non-ACK SETTINGS per second (0 = no limit).
+    pub settings_per_s: u32,
+    /// Non-ACK PING per second (0 = no limit).
+    pub pings_per_s: u32,
+    /// WINDOW_UPDATE per second (0 = no limit).
+    pub window_updates_per_s: u32,
+    /// Small DATA frames per second (0 = no limit).
+    pub small_data_per_s: u32,
+    /// RST_STREAM per second (0 = no limit).
+    pub resets_per_s: u32,
+}
+
+impl Default for H2Settings {
+    fn default() -> Self {
+        Self {
+            h2c: true,
+            stream_window: defaults::STREAM_WINDOW,
+            connection_window: defaults::CONNECTION_WINDOW,
+            max_frame_size: defaults::MAX_FRAME_SIZE,
+            max_concurrent_streams: defaults::MAX_CONCURRENT_STREAMS,
+            max_header_list_size: defaults::MAX_HEADER_LIST,
+            send_buffer: defaults::SEND_BUFFER,
+            max_pending_accept_resets: defaults::PENDING_ACCEPT_RESETS,
+            max_local_error_resets: defaults::LOCAL_ERROR_RESETS,
+            settings_per_s: defaults::SETTINGS_PER_S,
+            pings_per_s: defaults::PINGS_PER_S,
+            window_updates_per_s: defaults::WINDOW_UPDATES_PER_S,
+            small_data_per_s: defaults::SMALL_DATA_PER_S,
+            resets_per_s: defaults::RESETS_PER_S,
+        }
+    }
+}
+
+impl H2Settings {
+    /// Checks the settings against RFC 9113's ranges, naming the bad one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let range = |ok: bool, field, why| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::Range { field, why })
+            }
+        };
+        const MAX_WINDOW: u32 = (1 << 31) - 1;
+        range(
+            (1..=MAX_WINDOW).contains(&self.stream_window),
+            "h2.stream_window",
+            "must be 1 to 2^31-1",
+        )?;
+        range(
+            (65_535..=MAX_WINDOW).contains(&self.connection_window),
+            "h2.connection_window",
+            "must be 65535 to 2^31-1",
+        )?;
+        range(
+            (16_384..=16_777_215).contains(&self.max_frame_size),
+            "h2.max_frame_size",
+            "must be 16384 to 16777215 (RFC 9113 §6.5.2)",
+        )?;
+        range(
+            self.max_concurrent_streams > 0,
+            "h2.max_concurrent_streams",
+            "must be > 0",
+        )?;
+        range(
+            self.max_header_list_size >= 1024,
+            "h2.max_header_list_size",
+            "must be at least 1024",
+        )?;
+        range(
+            self.send_buffer >= 16_384,
+            "h2.send_buffer",
+            "must be at least 16 KiB",
+        )?;
+        range(
+            self.max_pending_accept_resets > 0,
+            "h2.max_pending_accept_resets",
+            "must be > 0",
+        )
+    }
+
+    /// The frame-rate limits.
+    pub fn flood_limits(&self) -> FloodLimits {
+        FloodLimits {
+            settings: self.settings_per_s,
+            pings: self.pings_per_s,
+            window_updates: self.window_updates_per_s,
+            small_data: self.small_data_per_s,
+            resets: self.resets_per_s,
+        }
+    }
+
+    fn builder(&self) -> h2::server::Builder {
+        let mut b = h2::server::Builder::new();
+        b.initial_window_size(self.stream_window)
+            .initial_connection_window_size(self.connection_window)
+            .max_frame_size(self.max_frame_size)
+            .max_concurrent_streams(self.max_concurrent_streams)
+            .max_header_list_size(self.max_header_list_size)
+            .max_send_buffer_size(self.send_buffer as usize)
+            .max_pending_accept_reset_streams(self.max_pending_accept_resets)
+            .max_local_error_reset_streams(Some(self.max_local_error_resets));
+        b
+    }
+}
+
+/// Which limit closed a connection: `None` unless the h2 crate sent a
+/// GOAWAY; `protocol_error` unless its reason is `ENHANCE_YOUR_CALM`; for
+/// that one the debug data when the error carries it, else the last frame
+/// the client sent ([`crate::flood::calm_cause`]).
+fn classify(e: &h2::Error, last: (u8, bool)) -> Option<&'static str> {
+    if !(e.is_go_away() && e.is_library()) {
+        return None;
+    }
+    if e.reason() != Some(Reason::ENHANCE_YOUR_CALM) {
+        return Some("protocol_error");
+    }
+    let s = e.to_string();
+    Some(if s.contains("too_many_resets") {
+        "rapid_reset"
+    } else if s.contains("too_many_internal_resets") {
+        "local_error_resets"
+    } else if s.contains("too_many_continuations") || s.contains("header_list") {
+        "continuation_flood"
+    } else if s.contains("too_many_data_frames") {
+        "small_data_flood"
+    } else {
+        crate::flood::calm_cause(last.0, last.1)
+    })
+}
+
+/// Serves one HTTP/2 connection (the preface not yet read) to its end.
+pub(crate) async fn serve<T>(
+    io: T,
+    id: u64,
+    st: Arc<State>,
+    mut stop: watch::Receiver<bool>,
+    accepted: Instant,
+) where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let cfg = &st.cfg.h2;
+    let signal = Arc::new(FloodSignal::default());
+    let io = Metered::new(io, cfg.flood_limits(), signal.clone());
+    let hs = cfg.builder().handshake::<_, Bytes>(io);
+    let deadline = accepted + st.cfg.header_timeout;
+    let mut conn = match tokio::time::timeout_at(deadline.into(), hs).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            note_error(&st, id, &e, &signal);
+            return;
+        }
+        Err(_) => {
+            st.counters.header_timeouts.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    };
+    let mut streams = tokio::task::JoinSet::new();
+    let idle = tokio::time::sleep(st.cfg.idle_timeout);
+    tokio::pin!(idle);
+    // after GOAWAY: how long the connection may take to finish
+    let mut closing: Option<tokio::time::Instant> = None;
+    let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+    loop {
+        let until = closing.unwrap_or(far);
+        tokio::select! {
+            r = conn.accept() => match r {
+                Some(Ok((req, resp))) => {
+                    st.counters.proto.h2_streams.fetch_add(1, Ordering::Relaxed);
+                    let st2 = st.clone();
+                    streams.spawn(async move { stream(&st2, id, req, resp).await });
+                }
+                Some(Err(e)) => {
+                    note_error(&st, id, &e, &signal);
+                    break;
+                }
+                None => break,
+            },
+            Some(_) = streams.join_next(), if !streams.is_empty() => {
+                if streams.is_empty() {
+                    idle.as_mut().reset(tokio::time::Instant::now() + st.cfg.idle_timeout);
+                }
+            }
+            _ = signal.notify.notified() => {
+                let f = signal.seen.lock().expect("lock").unwrap_or(Flood::Settings);
+                let p = &st.counters.proto;
+                match f {
+                    Flood::Settings => &p.settings_flood,
+                    Flood::Ping => &p.ping_flood,
+                    Flood::WindowUpdate => &p.window_update_flood,
+                    Flood::SmallData => &p.small_data_flood,
+                    Flood::Reset => &p.rapid_reset,
+                }
+                .fetch_add(1, Ordering::Relaxed);
+                st.log_error(&format_args!("h2 connection {id}: {f}: GOAWAY ENHANCE_YOUR_CALM"));
+                conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+                streams.abort_all();
+                closing = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+            }
+            _ = &mut idle, if streams.is_empty() && closing.is_none() => {
+                st.counters.proto.h2_idle_closed.fetch_add(1, Ordering::Relaxed);
+                conn.graceful_shutdown();
+                closing = Some(tokio::time::Instant::now() + st.cfg.send_timeout);
+            }
+            _ = stop.changed(), if closing.is_none() => {
+                conn.graceful_shutdown();
+                closing = Some(tokio::time::Instant::now() + st.cfg.grace);
+            }
+            _ = tokio::time::sleep_until(until), if closing.is_some() => break,
+        }
+    }
+    streams.abort_all();
+}
+
+fn note_error(st: &State, id: u64, e: &h2::Error, signal: &FloodSignal) {
+    let p = &st.counters.proto;
+    let last = *signal.last.lock().expect("lock");
+    match classify(e, last) {
+        Some(kind) => {
+            match kind {
+                "rapid_reset" => &p.rapid_reset,
+                "local_error_resets" => &p.local_error_resets,
+                "continuation_flood" => &p.continuation_flood,
+                "small_data_flood" => &p.small_data_flood,
+                _ => &p.h2_protocol_errors,
+            }
+            .fetch_add(1, Ordering::Relaxed);
+            st.log_error(&format_args!("h2 connection {id}: {kind}: {e}"));
+        }
+        None if e.is_io() => {}
+        None => {
+            if e.reason().is_some_and(|r| r != Reason::NO_ERROR) && !e.is_remote() {
+                p.h2_protocol_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The request as the codec's head: method, `:path` as the target, the
+/// header fields in lower case, `:authority` as `host`.
+pub(crate) fn to_head<B>(req: &http::Request<B>) -> Head {
+    let mut headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    if let Some(a) = req.uri().authority() {
+        if !headers.iter().any(|(k, _)| k == "host") {
+            headers.push(("host".into(), a.to_string()));
+        }
+    }
+    Head {
+        method: req.method().as_str().to_string(),
+        target: req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| "/".to_string(), |p| p.as_str().to_string()),
+        http11: true,
+        headers,
+        len: 0,
+    }
+}
+
+/// The plan's head as an HTTP/2 response: connection-specific fields
+/// (`Connection`, `Keep-Alive`, `Transfer-Encoding`) are dropped (RFC 9113
+/// §8.2.2).
+pub(crate) fn to_response(p: &ResponsePlan) -> http::Response<()> {
+    let mut r = http::Response::builder().status(p.head.status);
+    for (name, value) in &p.head.headers {
+        if name.eq_ignore_ascii_case("connection")
+            || name.eq_ignore_ascii_case("keep-alive")
+            || name.eq_ignore_ascii_case("transfer-encoding")
+        {
+            continue;
+        }
+        let mut v = Vec::new();
+        value.write(&mut v);
+        r = r.header(name.to_ascii_lowercase(), v);
+    }
+    r.body(()).expect("a valid response head")
+}
+
+/// Answers one stream through the planner.
+async fn stream(
+    st: &State,
+    conn: u64,
+    req: http::Request<h2::RecvStream>,
+    mut resp: SendResponse<Bytes>,
+) {
+    let t0 = Instant::now();
+    let head = to_head(&req);
+    drop(req);
+    let is_head = head.method == "HEAD";
+    let date = st.date();
+    let ctx = PlanCtx {
+        keep_alive: true,
+        date: &date,
+        conn,
+    };
+    let mut file = None;
+    let p = match plan::route(&head, &st.root.path) {
+        Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
+        Route::Stats => {
+            let json = serde_json::to_string_pretty(&st.stats()).expect("stats") + "\n";
+            plan::plan_stats(json, is_head, &ctx)
+        }
+        Route::File(path) => match st.root.open_file(&path) {
+            Ok((f, meta)) => {
+                file = Some(Arc::new(f));
+                plan::plan(&head, &meta, &ctx)
+            }
+            Err(e) => {
+                if e.is_server_side() {
+                    st.log_error(&format_args!("{}: {e}", path.display()));
+                }
+                plan::plan_error(&e, is_head, &ctx)
+            }
+        },
+    };
+    count(st, &p);
+    let mut sent = 0u64;
+    let eos = matches!(p.body, Body::None);
+    let res = match resp.send_response(to_response(&p), eos) {
+        Ok(mut out) => send_body(st, &mut out, &p, file.as_ref(), &mut sent).await,
+        Err(e) => Err(h2_io(e)),
+    };
+    st.counters.requests.fetch_add(1, Ordering::Relaxed);
+    log_line(
+        st,
+        conn,
+        &head,
+        &p,
+        (sent, CacheOutcome::None),
+        t0.elapsed(),
+    );
+    if let Err(e) = res {
+        let c = &st.counters;
+        if e.kind() == io::ErrorKind::TimedOut {
+            c.proto.h2_send_timeouts.fetch_add(1, Ordering::Relaxed);
+            c.send_timeouts.fetch_add(1, Ordering::Relaxed);
+        } else {
+            c.proto.h2_client_resets.fetch_add(1, Ordering::Relaxed);
+            c.aborted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn h2_io(e: h2::Error) -> io::Error {
+    if e.is_io() {
+        e.into_io().unwrap_or_else(|| io::Error::other("h2"))
+    } else {
+        io::Error::new(io::ErrorKind::ConnectionAborted, e)
+    }
+}
+
+/// Sends the plan's body on the stream, END_STREAM with the last bytes.
+async fn send_body(
+    st: &State,
+    out: &mut SendStream<Bytes>,
+    p: &ResponsePlan,
+    file: Option<&Arc<std::fs::File>>,
+    sent: &mut u64,
+) -> io::Result<()> {
+    let limit = st.cfg.send_timeout;
+    match (&p.body, file) {
+        (Body::None, _) => Ok(()),
+        (Body::Bytes(b), _) => send_bytes(out, Bytes::from(b.clone()), true, limit).await,
+        (Body::File(r), Some(f)) => {
+            send_range(st, out, f, r.offset, r.len, true, sent).await?;
+            if r.len == 0 {
+                send_bytes(out, Bytes::new(), true, limit).await?;
+            }
+            Ok(())
+        }
+        (Body::Multipart { parts, closing }, Some(f)) => {
+            for part in parts {
+                send_bytes(out, Bytes::from(part.head.clone()), false, limit).await?;
+                send_range(st, out, f, part.range.offset, part.range.len, false, sent).await?;
+                send_bytes(out, Bytes::from_static(b"\r\n"), false, limit).await?;
+            }
+            send_bytes(out, Bytes::from(closing.clone()), true, limit).await
+        }
+        // a file body without a file cannot be planned
+        _ => send_bytes(out, Bytes::new(), true, limit).await,
+    }
+}
+
+/// Waits for window for up to `want` bytes, at most `limit` (the send
+/// timeout: no window granted means a stalled reader).
+async fn capacity(out: &mut SendStream<Bytes>, want: usize, limit: Duration) -> io::Result<usize> {
+    out.reserve_capacity(want);
+    loop {
+        if out.capacity() > 0 {
+            return Ok(out.capacity().min(want));
+        }
+        let r = tokio::time::timeout(limit, poll_fn(|cx| out.poll_capacity(cx))).await;
+        match r {
+            Err(_) => {
+                out.send_reset(Reason::CANCEL);
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "send timeout: no window from the client",
+                ));
+            }
+            Ok(None) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the stream was closed",
+                ))
+            }
+            Ok(Some(Err(e))) => return Err(h2_io(e)),
+            Ok(Some(Ok(n))) if n > 0 => return Ok(n.min(want)),
+            Ok(Some(Ok(_))) => {}
+        }
+    }
+}
+
+async fn send_bytes(
+    out: &mut SendStream<Bytes>,
+    mut data: Bytes,
+    eos: bool,
+    limit: Duration,
+) -> io::Result<()> {
+    if data.is_empty() {
+        return out.send_data(data, eos).map_err(h2_io);
+    }
+    while !data.is_empty() {
+        let n = capacity(out, data.len(), limit).await?;
+        let part = data.split_to(n);
+        out.send_data(part, eos && data.is_empty()).map_err(h2_io)?;
+    }
+    Ok(())
+}
+
+/// Sends a file range: reads what the window allows (at most
+/// [`defaults::BODY_CHUNK`]) and sends it.
+async fn send_range(
+    st: &State,
+    out: &mut SendStream<Bytes>,
+    file: &Arc<std::fs::File>,
+    mut off: u64,
+    len: u64,
+    eos: bool,
+    sent: &mut u64,
+) -> io::Result<()> {
+    let end = off + len;
+    let limit = st.cfg.send_timeout;
+    while off < end {
+        let want = ((end - off) as usize).min(defaults::BODY_CHUNK);
+        let n = capacity(out, want, limit).await?;
+        let buf = read_at(file, off, n, true).await?;
+        off += n as u64;
+        out.send_data(Bytes::from(buf), eos && off == end)
+            .map_err(h2_io)?;
+        *sent += n as u64;
+        st.counters.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked_by_name() {
+        assert_eq!(H2Settings::default().validate(), Ok(()));
+        let field = |f: fn(&mut H2Settings)| {
+            let mut s = H2Settings::default();
+            f(&mut s);
+            match s.validate() {
+                Err(ConfigError::Range { field, .. }) => field,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(field(|s| s.max_frame_size = 1000), "h2.max_frame_size");
+        assert_eq!(field(|s| s.max_frame_size = 1 << 24), "h2.max_frame_size");
+        assert_eq!(field(|s| s.stream_window = 0), "h2.stream_window");
+        assert_eq!(field(|s| s.stream_window = 1 << 31), "h2.stream_window");
+        assert_eq!(field(|s| s.connection_window = 100), "h2.connection_window");
+        assert_eq!(
+            field(|s| s.max_concurrent_streams = 0),
+            "h2.max_concurrent_streams"
+        );
+    }
+
+    #[test]
+    fn requests_become_heads_and_plans_become_h2_heads() {
+        let req = http::Request::builder()
+            .method("GET")
+            .uri("https://example:8443/v/seg.m4s?x=1")
+            .header("range", "bytes=0-9")
+            .body(())
+            .unwrap();
+        let h = to_head(&req);
+        assert_eq!(
+            (h.method.as_str(), h.target.as_str()),
+            ("GET", "/v/seg.m4s?x=1")
+        );
+        assert_eq!(h.header("range"), Some("bytes=0-9"));
+        assert_eq!(h.header("host"), Some("example:8443"));
+        let ctx = PlanCtx {
+            keep_alive: false,
+            date: "Sun, 22 Nov 2026 13:00:00 GMT",
+            conn: 1,
+        };
+        let p = plan::plan_error(&crate::error::ServeError::NotFound, false, &ctx);
+        let r = to_response(&p);
+        assert_eq!(r.status(), 404);
+        assert!(
+            r.headers().get("connection").is_none(),
+            "no Connection in h2"
+        );
+        let Body::Bytes(b) = &p.body else {
+            panic!("an error text")
+        };
+        assert_eq!(r.headers()["content-length"], b.len().to_string().as_str());
+    }
+}

@@ -1,0 +1,135 @@
+//! Counters of TLS and HTTP/2 (handshakes, streams, the abuse limits that
+//! fired) and their statistics view (`tls` and `h2` in `/vodlab/stats`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+/// Lock-free counters of the TLS and HTTP/2 layers.
+#[derive(Debug, Default)]
+pub struct ProtoCounters {
+    /// TLS handshakes completed.
+    pub tls_handshakes: AtomicU64,
+    /// TLS handshakes that failed (bad ClientHello, no common cipher...).
+    pub tls_failures: AtomicU64,
+    /// TLS connections that negotiated `h2` by ALPN.
+    pub alpn_h2: AtomicU64,
+    /// TLS connections on HTTP/1.1 (ALPN `http/1.1`, or no ALPN).
+    pub alpn_http11: AtomicU64,
+    /// Writes cut to a small record by dynamic record sizing.
+    pub small_record_writes: Arc<AtomicU64>,
+    /// HTTP/2 connections over TLS.
+    pub h2_connections: AtomicU64,
+    /// HTTP/2 connections by prior knowledge on the plain port (h2c).
+    pub h2c_connections: AtomicU64,
+    /// HTTP/2 streams (requests) accepted.
+    pub h2_streams: AtomicU64,
+    /// Streams the client reset while the server answered them.
+    pub h2_client_resets: AtomicU64,
+    /// Streams reset by the server because their response made no progress
+    /// for the send timeout (slow readers).
+    pub h2_send_timeouts: AtomicU64,
+    /// Connections closed for rapid reset (CVE-2023-44487): the h2 crate's
+    /// pending-accept reset limit, or the RST_STREAM rate limit.
+    pub rapid_reset: AtomicU64,
+    /// Connections closed because the client made the server reset too
+    /// many streams for protocol errors (`max_local_error_reset_streams`).
+    pub local_error_resets: AtomicU64,
+    /// Connections closed for a CONTINUATION flood or an oversized header
+    /// list (the h2 crate's limits).
+    pub continuation_flood: AtomicU64,
+    /// Connections closed for a SETTINGS flood.
+    pub settings_flood: AtomicU64,
+    /// Connections closed for a PING flood.
+    pub ping_flood: AtomicU64,
+    /// Connections closed for a WINDOW_UPDATE flood.
+    pub window_update_flood: AtomicU64,
+    /// Connections closed for a flood of small or empty DATA frames (the
+    /// h2 crate's data-frame budget or the rate limit).
+    pub small_data_flood: AtomicU64,
+    /// Connections closed for another protocol error the server detected.
+    pub h2_protocol_errors: AtomicU64,
+    /// HTTP/2 connections closed after the idle timeout.
+    pub h2_idle_closed: AtomicU64,
+}
+
+/// TLS statistics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TlsStats {
+    /// Handshakes completed.
+    pub handshakes: u64,
+    /// Handshakes failed.
+    pub failures: u64,
+    /// Connections on h2 by ALPN.
+    pub alpn_h2: u64,
+    /// Connections on HTTP/1.1.
+    pub alpn_http11: u64,
+    /// Writes cut to small records (dynamic record sizing).
+    pub small_record_writes: u64,
+}
+
+/// HTTP/2 statistics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct H2Stats {
+    /// Connections over TLS.
+    pub connections: u64,
+    /// h2c connections (prior knowledge).
+    pub h2c_connections: u64,
+    /// Streams accepted.
+    pub streams: u64,
+    /// Streams the client reset mid-response.
+    pub client_resets: u64,
+    /// Streams reset for the send timeout.
+    pub send_timeouts: u64,
+    /// Connections closed for rapid reset.
+    pub rapid_reset: u64,
+    /// Connections closed for too many protocol-error resets.
+    pub local_error_resets: u64,
+    /// Connections closed for a CONTINUATION flood.
+    pub continuation_flood: u64,
+    /// Connections closed for a SETTINGS flood.
+    pub settings_flood: u64,
+    /// Connections closed for a PING flood.
+    pub ping_flood: u64,
+    /// Connections closed for a WINDOW_UPDATE flood.
+    pub window_update_flood: u64,
+    /// Connections closed for a small-DATA flood.
+    pub small_data_flood: u64,
+    /// Connections closed for other protocol errors.
+    pub protocol_errors: u64,
+    /// Connections closed idle.
+    pub idle_closed: u64,
+}
+
+impl ProtoCounters {
+    /// The statistics now.
+    pub fn view(&self) -> (TlsStats, H2Stats) {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        (
+            TlsStats {
+                handshakes: g(&self.tls_handshakes),
+                failures: g(&self.tls_failures),
+                alpn_h2: g(&self.alpn_h2),
+                alpn_http11: g(&self.alpn_http11),
+                small_record_writes: g(&self.small_record_writes),
+            },
+            H2Stats {
+                connections: g(&self.h2_connections),
+                h2c_connections: g(&self.h2c_connections),
+                streams: g(&self.h2_streams),
+                client_resets: g(&self.h2_client_resets),
+                send_timeouts: g(&self.h2_send_timeouts),
+                rapid_reset: g(&self.rapid_reset),
+                local_error_resets: g(&self.local_error_resets),
+                continuation_flood: g(&self.continuation_flood),
+                settings_flood: g(&self.settings_flood),
+                ping_flood: g(&self.ping_flood),
+                window_update_flood: g(&self.window_update_flood),
+                small_data_flood: g(&self.small_data_flood),
+                protocol_errors: g(&self.h2_protocol_errors),
+                idle_closed: g(&self.h2_idle_closed),
+            },
+        )
+    }
+}
