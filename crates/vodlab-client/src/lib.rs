@@ -26,6 +26,7 @@ pub mod http;
 pub mod link;
 pub mod load;
 pub mod metrics;
+pub mod player;
 pub mod results;
 pub mod schedule;
 pub mod shard;

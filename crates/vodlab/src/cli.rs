@@ -153,6 +153,18 @@ pub enum Command {
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
     Script(crate::script::ScriptCommand),
+    /// Run the client's own code in virtual time. `--player`: one ABR
+    /// player (throughput, bola, bba, dynamic) over a bandwidth trace, in
+    /// the movie and trace formats of the Sabre simulator; one JSON line per
+    /// segment, then a summary line (docs/abr.md).
+    ///
+    /// Examples:
+    ///   vodlab simulate --player --abr bola --movie movie.json --trace trace.json
+    ///   vodlab simulate --player --abr dynamic --movie movie.json --trace trace.json --summary-only
+    ///   vodlab simulate --player --abr throughput --max-buffer 60 --half-life 2,5 --no-abandon --movie m.json --trace t.json
+    ///   vodlab simulate --player --abr bba --reservoir 5 --cushion 10 --movie m.json --trace t.json --p1203 p1203.json
+    #[command(verbatim_doc_comment)]
+    Simulate(crate::simulate::SimulateArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -171,5 +183,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(a) => crate::compare::run(a),
         Command::Lab(c) => crate::lab::run(c),
         Command::Disk(c) => crate::disk::run(c),
+        Command::Simulate(a) => crate::simulate::run(a),
     }
 }

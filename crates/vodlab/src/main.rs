@@ -17,6 +17,7 @@ mod report;
 mod run;
 mod script;
 mod serve;
+mod simulate;
 
 fn main() -> ExitCode {
     let args = <cli::Cli as clap::Parser>::parse();

@@ -1,0 +1,627 @@
+//! Closed-loop adaptive players, without I/O.
+//!
+//! A [`Player`] plays one [`Movie`]: it picks each segment's level with an
+//! ABR rule ([`abr`]), keeps a playout buffer ([`buffer`]) with a capacity
+//! (it waits while the next segment would not fit), may abandon a download
+//! that would arrive too late, and accounts QoE ([`qoe`]). Like
+//! [`crate::driver::SessionDriver`] it never reads a clock or touches a
+//! socket:
+//!
+//! - [`Player::poll_action`]`(now)`: the next thing to do — fetch segment
+//!   *i* at level *q* (its size in bits and bytes), abandon the download in
+//!   flight, wait until a time, or done;
+//! - [`Player::handle`]`(now, event)`: what happened — the request was sent,
+//!   bytes arrived (progress), the download completed or failed;
+//! - [`Player::poll_timeout`]: when to call `poll_action` again if nothing
+//!   happens (the end of a full-buffer wait).
+//!
+//! `now` is session time in ms as `f64` (a live executor passes
+//! `(Instant − start)` in ms; [`sim`] passes its virtual clock). One
+//! download is in flight at a time. The virtual-time executor [`sim`] runs a
+//! player over a Sabre bandwidth trace; `vodlab simulate --player` prints
+//! its records.
+//!
+//! The session follows Sabre (github.com/UMass-LIDS/sabre, `09b03bb`): the
+//! first segment at the lowest level, playback from its arrival, a
+//! full-buffer wait before each later request until the buffer holds at
+//! most `max_buffer − segment`, and after an abandonment a fresh decision
+//! for the same segment (Sabre's behaviour at that commit; set
+//! [`PlayerConfig::apply_abandon_suggestion`] to fetch the rule's suggested
+//! level instead). docs/abr.md has the details.
+
+pub mod abr;
+pub mod buffer;
+pub mod estimate;
+pub mod movie;
+pub mod qoe;
+pub mod sim;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use abr::{AbrParams, AbrRule};
+pub use movie::Movie;
+pub use qoe::QoeSummary;
+
+use abr::{Abr, Context, Progress};
+use buffer::PlayoutBuffer;
+use estimate::Ewma;
+
+/// Errors of the player core: bad inputs (the key is named) and failed
+/// sessions.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlayerError {
+    /// A document did not parse.
+    #[error("{what}: {detail}")]
+    Parse {
+        /// What was parsed ("movie", "trace").
+        what: &'static str,
+        /// The parser's message.
+        detail: String,
+    },
+    /// A value is out of range.
+    #[error("{key}: {why}")]
+    Invalid {
+        /// The offending key.
+        key: &'static str,
+        /// Why.
+        why: String,
+    },
+    /// A segment download failed; the session ended.
+    #[error("segment {index} failed: {reason}")]
+    SegmentFailed {
+        /// The segment.
+        index: usize,
+        /// What the executor said.
+        reason: String,
+    },
+}
+
+/// Settings of a player. Defaults are Sabre's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlayerConfig {
+    /// The ABR rule.
+    pub abr: AbrRule,
+    /// Buffer capacity, ms (Sabre 25 s).
+    pub max_buffer_ms: f64,
+    /// Half-lives of the throughput EWMAs, ms (dash.js/Sabre 3 s and 8 s).
+    pub half_life_ms: Vec<f64>,
+    /// Check abandonment while downloading.
+    pub abandon: bool,
+    /// After an abandonment fetch the level the rule suggested (off:
+    /// decide again, as Sabre at `09b03bb` does).
+    pub apply_abandon_suggestion: bool,
+    /// Rule parameters.
+    pub params: AbrParams,
+}
+
+impl Default for PlayerConfig {
+    fn default() -> Self {
+        Self {
+            abr: AbrRule::Dynamic,
+            max_buffer_ms: 25_000.0,
+            half_life_ms: vec![3_000.0, 8_000.0],
+            abandon: true,
+            apply_abandon_suggestion: false,
+            params: AbrParams::default(),
+        }
+    }
+}
+
+impl PlayerConfig {
+    /// Checks the settings against `movie`; errors name the key.
+    pub fn validate(&self, movie: &Movie) -> Result<(), PlayerError> {
+        if !(self.max_buffer_ms.is_finite() && self.max_buffer_ms >= movie.segment_duration_ms) {
+            return Err(PlayerError::Invalid {
+                key: "max_buffer_ms",
+                why: format!(
+                    "{} ms holds less than one {} ms segment",
+                    self.max_buffer_ms, movie.segment_duration_ms
+                ),
+            });
+        }
+        if self.half_life_ms.is_empty()
+            || self
+                .half_life_ms
+                .iter()
+                .any(|h| !(h.is_finite() && *h > 0.0))
+        {
+            return Err(PlayerError::Invalid {
+                key: "half_life_ms",
+                why: "needs one or more positive half-lives".into(),
+            });
+        }
+        self.params.validate()
+    }
+}
+
+/// What happened, told to [`Player::handle`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The request of the fetch in flight left now (optional: by default it
+    /// left when the fetch was polled).
+    Sent,
+    /// `received_bits` of the segment in flight have arrived in all.
+    Progress {
+        /// Bits received so far.
+        received_bits: f64,
+        /// The executor's own timing of the request; `None`: measured from
+        /// `now` (elapsed since sent; time to first byte at the first
+        /// progress).
+        timing: Option<Timing>,
+    },
+    /// The segment in flight arrived whole.
+    Completed {
+        /// As in `Progress`.
+        timing: Option<Timing>,
+    },
+    /// The segment in flight failed; the session ends.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A request's timing as the executor measured it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// Time since the request was sent, ms.
+    pub elapsed_ms: f64,
+    /// Time to first byte, ms.
+    pub ttfb_ms: f64,
+}
+
+/// What to do, from [`Player::poll_action`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Download segment `index` at `quality`; report progress and the end.
+    Fetch {
+        /// Segment.
+        index: usize,
+        /// Level.
+        quality: usize,
+        /// Size, bits.
+        bits: f64,
+        /// Size, bytes (bits / 8 rounded up).
+        bytes: u64,
+    },
+    /// Cancel the download in flight (its bytes are thrown away).
+    Abandon {
+        /// Segment.
+        index: usize,
+        /// Level that was being fetched.
+        quality: usize,
+        /// The lower level the rule suggested.
+        suggested: usize,
+    },
+    /// Nothing to do before `until` (the buffer is full).
+    WaitUntil {
+        /// Session time, ms.
+        until: f64,
+    },
+    /// Every segment is downloaded; playback ends at `ends_at`.
+    Done {
+        /// Session time the last segment finishes playing, ms.
+        ends_at: f64,
+    },
+}
+
+/// One completed (or abandoned) download.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SegmentRecord {
+    /// Segment.
+    pub index: usize,
+    /// Level.
+    pub quality: usize,
+    /// Nominal bit rate of the level, kbit/s.
+    pub bitrate_kbps: f64,
+    /// Throughput estimate the rule saw (none for segment 0), kbit/s.
+    pub throughput_estimate_kbps: Option<f64>,
+    /// Latency estimate the rule saw, ms.
+    pub latency_estimate_ms: Option<f64>,
+    /// Full-buffer wait just before the decision, ms.
+    pub full_buffer_wait_ms: f64,
+    /// Session time the request was sent, ms.
+    pub download_start_ms: f64,
+    /// Buffer level when it was sent, ms.
+    pub buffer_ms_before: f64,
+    /// Time to first byte, ms.
+    pub ttfb_ms: f64,
+    /// Request time, latency included, ms.
+    pub download_ms: f64,
+    /// Stall time during the request, ms.
+    pub rebuffer_ms: f64,
+    /// Bits received (the size, unless abandoned).
+    pub downloaded_bits: f64,
+    /// Abandoned: the level the rule suggested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abandoned_to: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+struct Flight {
+    index: usize,
+    quality: usize,
+    bits: f64,
+    sent_at: f64,
+    phase_start: f64,
+    buffer_before: f64,
+    wait_ms: f64,
+    tput: Option<f64>,
+    lat: Option<f64>,
+    received: f64,
+    timing: Option<Timing>,
+    ttfb: Option<f64>,
+    rebuffer_before: f64,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Start,
+    Idle,
+    Waiting {
+        until: f64,
+        wait_ms: f64,
+        since: f64,
+    },
+    Downloading(Flight),
+    Done,
+    Failed,
+}
+
+/// Times within this of a wait's end count as reached (float noise), ms.
+const TIME_EPS_MS: f64 = 1e-9;
+/// Idle gaps shorter than this are float noise of the executor's clock and
+/// not played out, ms.
+pub const GAP_EPS_MS: f64 = 1e-6;
+
+/// One player (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Player {
+    movie: Arc<Movie>,
+    cfg: PlayerConfig,
+    abr: Abr,
+    est: Ewma,
+    buffer: PlayoutBuffer,
+    state: State,
+    clock: Option<f64>,
+    next: usize,
+    pending_abandon: Option<usize>,
+    suggestion: Option<usize>,
+    records: Vec<SegmentRecord>,
+    abandoned: Vec<SegmentRecord>,
+    error: Option<PlayerError>,
+    first_ready_ms: Option<f64>,
+    start_ms: Option<f64>,
+}
+
+impl Player {
+    /// A player of `movie` with `cfg` (validated here).
+    pub fn new(movie: Arc<Movie>, cfg: PlayerConfig) -> Result<Self, PlayerError> {
+        movie.validate()?;
+        cfg.validate(&movie)?;
+        Ok(Self {
+            abr: Abr::new(cfg.abr, cfg.params, &movie, cfg.max_buffer_ms),
+            est: Ewma::new(&cfg.half_life_ms, movie.segment_duration_ms),
+            buffer: PlayoutBuffer::new(movie.segment_duration_ms),
+            movie,
+            cfg,
+            state: State::Start,
+            clock: None,
+            next: 0,
+            pending_abandon: None,
+            suggestion: None,
+            records: Vec::new(),
+            abandoned: Vec::new(),
+            error: None,
+            first_ready_ms: None,
+            start_ms: None,
+        })
+    }
+
+    /// The movie.
+    pub fn movie(&self) -> &Movie {
+        &self.movie
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PlayerConfig {
+        &self.cfg
+    }
+
+    /// Buffer level, ms, as of the end of the last wait or download (the
+    /// buffer is played out at the end of each phase).
+    pub fn buffer_ms(&self) -> f64 {
+        self.buffer.level_ms()
+    }
+
+    /// The throughput estimate, kbit/s.
+    pub fn throughput_estimate(&self) -> Option<f64> {
+        self.est.throughput()
+    }
+
+    /// Completed downloads, in order.
+    pub fn records(&self) -> &[SegmentRecord] {
+        &self.records
+    }
+
+    /// Abandoned attempts, in order.
+    pub fn abandoned(&self) -> &[SegmentRecord] {
+        &self.abandoned
+    }
+
+    /// True once [`Action::Done`] was returned or the session failed.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Done | State::Failed)
+    }
+
+    /// Why the session failed, if it did.
+    pub fn error(&self) -> Option<&PlayerError> {
+        self.error.as_ref()
+    }
+
+    /// When `poll_action` must next be called if no event arrives.
+    pub fn poll_timeout(&self) -> Option<f64> {
+        match self.state {
+            State::Waiting { until, .. } => Some(until),
+            State::Start | State::Idle => self.clock.or(Some(0.0)),
+            _ => None,
+        }
+    }
+
+    /// Plays the buffer out to `now` between phases (idle gaps longer than
+    /// [`GAP_EPS_MS`]); during a wait or a download the buffer is played at
+    /// the phase's end by the phase's own duration, so that an executor that
+    /// times phases exactly (the simulator) gets exactly its arithmetic.
+    fn advance(&mut self, now: f64) {
+        match self.clock {
+            None => {
+                self.clock = Some(now);
+                self.start_ms = Some(now);
+            }
+            Some(c) => {
+                if matches!(self.state, State::Start | State::Idle) && now - c > GAP_EPS_MS {
+                    self.buffer.deplete(now - c);
+                }
+                if now > c {
+                    self.clock = Some(now);
+                }
+            }
+        }
+    }
+
+    /// Ends a phase (wait or download) that began at `start` and lasted
+    /// `duration` ms, at `now`.
+    fn end_phase(&mut self, now: f64, duration: f64) {
+        self.buffer.deplete(duration);
+        self.clock = Some(self.clock.map_or(now, |c| c.max(now)));
+    }
+
+    /// The next action at `now`; `None`: nothing until an event or
+    /// [`Self::poll_timeout`].
+    pub fn poll_action(&mut self, now: f64) -> Option<Action> {
+        self.advance(now);
+        match &self.state {
+            State::Start => {
+                let q = self.abr.first_quality();
+                Some(self.fetch(now, 0, q, 0.0, 0.0))
+            }
+            State::Idle => {
+                if self.next >= self.movie.segments() {
+                    let ends_at = now + self.buffer.level_ms();
+                    self.buffer.drain();
+                    self.state = State::Done;
+                    return Some(Action::Done { ends_at });
+                }
+                let full = self.buffer.level_ms() + self.movie.segment_duration_ms
+                    - self.cfg.max_buffer_ms;
+                if full > 0.0 {
+                    let until = now + full;
+                    self.state = State::Waiting {
+                        until,
+                        wait_ms: full,
+                        since: now,
+                    };
+                    return Some(Action::WaitUntil { until });
+                }
+                Some(self.decide_and_fetch(now, 0.0))
+            }
+            State::Waiting {
+                until,
+                wait_ms,
+                since,
+            } => {
+                let (until, wait, since) = (*until, *wait_ms, *since);
+                if now < until - TIME_EPS_MS {
+                    return None;
+                }
+                let played = if (now - until).abs() <= GAP_EPS_MS {
+                    wait
+                } else {
+                    now - since
+                };
+                self.end_phase(now, played);
+                self.state = State::Idle;
+                Some(self.decide_and_fetch(now, played))
+            }
+            State::Downloading(f) => {
+                let suggested = self.pending_abandon.take()?;
+                let f = f.clone();
+                self.abandon(now, f, suggested)
+            }
+            State::Done | State::Failed => None,
+        }
+    }
+
+    fn decide_and_fetch(&mut self, now: f64, wait_ms: f64) -> Action {
+        let index = self.next;
+        let q = match self.suggestion.take() {
+            Some(q) if self.cfg.apply_abandon_suggestion => q,
+            _ => {
+                let c = Context {
+                    movie: &self.movie,
+                    index,
+                    buffer_ms: self.buffer.level_ms(),
+                    throughput_kbps: self.est.throughput(),
+                    latency_ms: self.est.latency(),
+                    max_buffer_ms: self.cfg.max_buffer_ms,
+                };
+                self.abr.decide(&c)
+            }
+        };
+        self.fetch(now, index, q, wait_ms, self.buffer.level_ms())
+    }
+
+    fn fetch(&mut self, now: f64, index: usize, quality: usize, wait_ms: f64, buf: f64) -> Action {
+        let bits = self.movie.size_bits(index, quality);
+        self.state = State::Downloading(Flight {
+            index,
+            quality,
+            bits,
+            sent_at: now,
+            phase_start: now,
+            buffer_before: buf,
+            wait_ms,
+            tput: self.est.throughput(),
+            lat: self.est.latency(),
+            received: 0.0,
+            timing: None,
+            ttfb: None,
+            rebuffer_before: self.buffer.rebuffer_ms(),
+        });
+        Action::Fetch {
+            index,
+            quality,
+            bits,
+            bytes: (bits / 8.0).ceil() as u64,
+        }
+    }
+
+    fn record(&self, f: &Flight, t: Timing, abandoned_to: Option<usize>) -> SegmentRecord {
+        SegmentRecord {
+            index: f.index,
+            quality: f.quality,
+            bitrate_kbps: self.movie.bitrates_kbps[f.quality],
+            throughput_estimate_kbps: f.tput,
+            latency_estimate_ms: f.lat,
+            full_buffer_wait_ms: f.wait_ms,
+            download_start_ms: f.sent_at,
+            buffer_ms_before: f.buffer_before,
+            ttfb_ms: t.ttfb_ms,
+            download_ms: t.elapsed_ms,
+            rebuffer_ms: self.buffer.rebuffer_ms() - f.rebuffer_before,
+            downloaded_bits: f.received,
+            abandoned_to,
+        }
+    }
+
+    fn timing(f: &Flight, now: f64, given: Option<Timing>) -> Timing {
+        given.unwrap_or_else(|| Timing {
+            elapsed_ms: now - f.sent_at,
+            ttfb_ms: f.ttfb.unwrap_or(now - f.sent_at),
+        })
+    }
+
+    fn abandon(&mut self, now: f64, f: Flight, suggested: usize) -> Option<Action> {
+        let t = f.timing.unwrap_or_else(|| Self::timing(&f, now, None));
+        let played = f.timing.map_or(now - f.phase_start, |t| t.elapsed_ms);
+        self.end_phase(now, played);
+        let r = self.record(&f, t, Some(suggested));
+        self.abandoned.push(r);
+        self.suggestion = Some(suggested);
+        self.state = State::Idle;
+        Some(Action::Abandon {
+            index: f.index,
+            quality: f.quality,
+            suggested,
+        })
+    }
+
+    /// Tells the player what happened at `now`.
+    pub fn handle(&mut self, now: f64, event: Event) {
+        self.advance(now);
+        let State::Downloading(f) = &mut self.state else {
+            return;
+        };
+        match event {
+            Event::Sent => {
+                f.sent_at = now;
+            }
+            Event::Progress {
+                received_bits,
+                timing,
+            } => {
+                if f.ttfb.is_none() && received_bits > 0.0 {
+                    f.ttfb = Some(now - f.sent_at);
+                }
+                f.received = received_bits;
+                let t = Self::timing(f, now, timing);
+                f.timing = Some(t);
+                if !self.cfg.abandon
+                    || f.index == 0
+                    || received_bits >= f.bits
+                    || self.pending_abandon.is_some()
+                {
+                    return;
+                }
+                let pr = Progress {
+                    quality: f.quality,
+                    size_bits: f.bits,
+                    downloaded_bits: received_bits,
+                    elapsed_ms: t.elapsed_ms,
+                    ttfb_ms: t.ttfb_ms,
+                };
+                let buf = (f.buffer_before - t.elapsed_ms).max(0.0);
+                let lat = self.est.latency().unwrap_or(0.0);
+                self.pending_abandon = self.abr.check_abandon(&self.movie, &pr, buf, lat);
+            }
+            Event::Completed { timing } => {
+                let mut f = f.clone();
+                f.received = f.bits;
+                let t = Self::timing(&f, now, timing);
+                if f.index == 0 {
+                    self.first_ready_ms = Some(t.elapsed_ms);
+                }
+                let played = timing.map_or(now - f.phase_start, |t| t.elapsed_ms);
+                self.end_phase(now, played);
+                self.buffer.push(f.quality);
+                let rec = self.record(&f, t, None);
+                self.records.push(rec);
+                let transfer = t.elapsed_ms - t.ttfb_ms;
+                self.est.push(transfer, f.bits / transfer, t.ttfb_ms);
+                self.pending_abandon = None;
+                self.suggestion = None;
+                self.next += 1;
+                self.state = State::Idle;
+            }
+            Event::Failed { reason } => {
+                self.error = Some(PlayerError::SegmentFailed {
+                    index: f.index,
+                    reason,
+                });
+                self.state = State::Failed;
+            }
+        }
+    }
+
+    /// The session's QoE so far (after [`Action::Done`]: the whole session,
+    /// the final drain included).
+    pub fn qoe(&self) -> QoeSummary {
+        qoe::summarize(
+            &self.movie,
+            &self.records,
+            self.abandoned.len(),
+            &self.buffer,
+            self.first_ready_ms,
+        )
+    }
+
+    /// The session's ITU-T P.1203 mode-0 input (see [`qoe::p1203_input`]).
+    pub fn p1203_input(&self, opts: &qoe::P1203Options) -> serde_json::Value {
+        qoe::p1203_input(&self.movie, &self.records, &self.buffer, opts)
+    }
+}

@@ -1,0 +1,161 @@
+//! `vodlab simulate`: run the client's own player core in virtual time.
+//!
+//! One mode for now, `--player`: one closed-loop ABR player
+//! (vodlab_client::player) over a Sabre bandwidth trace and movie
+//! (docs/abr.md). Other modes (e.g. prefetch) are meant to join as further
+//! flags of the same `mode` group.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use vodlab_client::player::qoe::P1203Options;
+use vodlab_client::player::sim::{run_player, SimOutcome, Trace};
+use vodlab_client::player::{AbrParams, AbrRule, Movie, PlayerConfig};
+
+/// Arguments of `vodlab simulate`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("mode").required(true).multiple(false))]
+pub struct SimulateArgs {
+    /// Mode: one ABR player over a bandwidth trace (prints one JSON line per
+    /// segment, then one summary line).
+    #[arg(long, group = "mode")]
+    pub player: bool,
+    /// ABR rule: throughput, bola, bba or dynamic.
+    #[arg(long, default_value = "dynamic", value_name = "RULE", value_parser = parse_rule)]
+    pub abr: AbrRule,
+    /// Movie in Sabre's format: {segment_duration_ms, bitrates_kbps,
+    /// segment_sizes_bits}.
+    #[arg(long, value_name = "MOVIE.json")]
+    pub movie: PathBuf,
+    /// Bandwidth trace in Sabre's format: [{duration_ms, bandwidth_kbps,
+    /// latency_ms}, …], looped.
+    #[arg(long, value_name = "TRACE.json")]
+    pub trace: PathBuf,
+    /// Buffer capacity, seconds (Sabre's -b).
+    #[arg(long, default_value_t = 25.0, value_name = "S")]
+    pub max_buffer: f64,
+    /// Half-lives of the throughput EWMAs, seconds (Sabre's -hl).
+    #[arg(long, value_delimiter = ',', default_value = "3,8", value_name = "S,S")]
+    pub half_life: Vec<f64>,
+    /// Never abandon a download (Sabre's -noa).
+    #[arg(long)]
+    pub no_abandon: bool,
+    /// After an abandonment fetch the level the rule suggested (Sabre at
+    /// 09b03bb decides again instead).
+    #[arg(long)]
+    pub abandon_to_suggested: bool,
+    /// Turn off the throughput rule's insufficient-buffer cap (Sabre's
+    /// -noibr).
+    #[arg(long)]
+    pub no_insufficient_buffer_rule: bool,
+    /// BOLA's γp (Sabre's -gp).
+    #[arg(long, default_value_t = 5.0, value_name = "GP")]
+    pub gamma_p: f64,
+    /// BOLA-basic: fixed V, no abandonment (Sabre's -ab).
+    #[arg(long)]
+    pub bola_basic: bool,
+    /// BBA reservoir, seconds.
+    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    pub reservoir: f64,
+    /// BBA cushion, seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub cushion: f64,
+    /// DYNAMIC's switch threshold, seconds of buffer.
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub dynamic_threshold: f64,
+    /// Multiply the trace's bandwidth by this (Sabre's -nm).
+    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    pub network_multiplier: f64,
+    /// Print only the summary line.
+    #[arg(long)]
+    pub summary_only: bool,
+    /// Also write the session's ITU-T P.1203 mode-0 input JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub p1203: Option<PathBuf>,
+}
+
+fn parse_rule(s: &str) -> Result<AbrRule, String> {
+    s.parse()
+        .map_err(|e: vodlab_client::player::PlayerError| e.to_string())
+}
+
+fn read(p: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+}
+
+/// One line of output per segment.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    #[serde(flatten)]
+    seg: &'a vodlab_client::player::SegmentRecord,
+    /// Abandoned attempts at this segment before it completed.
+    abandoned_attempts: usize,
+}
+
+pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(a.player, "choose a mode: --player");
+    let movie = Movie::from_json(&read(&a.movie)?)
+        .with_context(|| format!("movie {}", a.movie.display()))?;
+    let trace = Trace::from_json(&read(&a.trace)?)
+        .with_context(|| format!("trace {}", a.trace.display()))?;
+    anyhow::ensure!(
+        a.network_multiplier.is_finite() && a.network_multiplier > 0.0,
+        "--network-multiplier must be positive"
+    );
+    let trace = trace.scaled(a.network_multiplier);
+    let cfg = PlayerConfig {
+        abr: a.abr,
+        max_buffer_ms: a.max_buffer * 1000.0,
+        half_life_ms: a.half_life.iter().map(|h| h * 1000.0).collect(),
+        abandon: !a.no_abandon,
+        apply_abandon_suggestion: a.abandon_to_suggested,
+        params: AbrParams {
+            insufficient_buffer_rule: !a.no_insufficient_buffer_rule,
+            gamma_p: a.gamma_p,
+            bola_basic: a.bola_basic,
+            bba_reservoir_ms: a.reservoir * 1000.0,
+            bba_cushion_ms: a.cushion * 1000.0,
+            dynamic_threshold_ms: a.dynamic_threshold * 1000.0,
+            ..AbrParams::default()
+        },
+    };
+    let movie = Arc::new(movie);
+    let player = run_player(movie, &trace, cfg.clone()).context("simulating")?;
+    let out = SimOutcome {
+        segments: player.records().to_vec(),
+        abandoned: player.abandoned().to_vec(),
+        qoe: player.qoe(),
+    };
+    let mut attempts: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in &out.abandoned {
+        *attempts.entry(r.index).or_default() += 1;
+    }
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    if !a.summary_only {
+        for s in &out.segments {
+            let line = Line {
+                seg: s,
+                abandoned_attempts: attempts.get(&s.index).copied().unwrap_or(0),
+            };
+            serde_json::to_writer(&mut w, &line)?;
+            writeln!(w)?;
+        }
+    }
+    serde_json::to_writer(
+        &mut w,
+        &serde_json::json!({ "summary": out.qoe, "abr": a.abr.name(), "config": cfg }),
+    )?;
+    writeln!(w)?;
+    w.flush()?;
+    if let Some(p) = &a.p1203 {
+        let v = player.p1203_input(&P1203Options::default());
+        std::fs::write(p, serde_json::to_vec_pretty(&v)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
