@@ -119,7 +119,7 @@ impl RangeIo<'_, '_> {
             offset: a,
             length: len,
             file_size: f.size,
-            bitrate_bps: cmcd_bitrate(f.head),
+            bitrate_bps: cmcd_bitrate(f.head).or_else(|| crate::bitrate::fallback_bps(f.head, st)),
             resident,
         };
         let chain = (!chain.is_empty()).then_some(chain);

@@ -275,6 +275,26 @@ pub fn response_rate(
     })
 }
 
+/// The rest of the bit-rate chain after CMCD, for the prefetch controllers:
+/// the catalog's rate of the request's decoded path, else `default_kbps`;
+/// bits per second. (The server asks CMCD first, `request::cmcd_bitrate`.)
+pub fn fallback_bitrate_bps(
+    head: &Head,
+    catalog: Option<&BitrateCatalog>,
+    default_kbps: Option<f64>,
+) -> Option<u64> {
+    let path = head.target.split(['?', '#']).next().unwrap_or("");
+    let kbps = catalog
+        .and_then(|c| crate::request::percent_decode(path).and_then(|p| c.lookup(&p)))
+        .or(default_kbps)?;
+    Some((kbps * 1000.0).round() as u64)
+}
+
+/// [`fallback_bitrate_bps`] with the server's catalog and default.
+pub(crate) fn fallback_bps(head: &Head, st: &crate::server::State) -> Option<u64> {
+    fallback_bitrate_bps(head, st.bitrates.as_ref(), st.cfg.default_bitrate_kbps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +367,25 @@ mod tests {
         assert_eq!(got.source, RateSource::Cmcd);
         assert_eq!(got.client_buffer_s, Some(1.5));
         assert_eq!(got.max_bytes_per_s, Some(250_000));
+    }
+
+    #[test]
+    fn prefetch_rates_after_cmcd_come_from_the_catalog_then_the_default() {
+        let cat = BitrateCatalog::parse("[bitrates]\n\"/t1/sd/\" = 419\n", false).unwrap();
+        let h = head("GET /t1/sd/0001.m4s?x=1 HTTP/1.1\r\n\r\n");
+        assert_eq!(
+            fallback_bitrate_bps(&h, Some(&cat), Some(2095.0)),
+            Some(419_000)
+        );
+        let h = head("GET /t1/%73d/0001.m4s HTTP/1.1\r\n\r\n");
+        assert_eq!(fallback_bitrate_bps(&h, Some(&cat), None), Some(419_000));
+        let h = head("GET /t2/hd/0001.m4s HTTP/1.1\r\n\r\n");
+        assert_eq!(
+            fallback_bitrate_bps(&h, Some(&cat), Some(2095.0)),
+            Some(2_095_000)
+        );
+        assert_eq!(fallback_bitrate_bps(&h, Some(&cat), None), None);
+        assert_eq!(fallback_bitrate_bps(&h, None, None), None);
     }
 
     #[test]

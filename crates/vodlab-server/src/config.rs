@@ -63,6 +63,31 @@ pub mod defaults {
     pub const MAX_PACE_CHUNK: u64 = 64 << 10;
     /// Largest `--default-bitrate`, kbit/s (1 Tbit/s).
     pub const MAX_BITRATE_KBPS: f64 = 1e9;
+
+    // --- automatic prefetch size (thesis ch. 4, Table 4.2; crate::auto) ---
+    /// start_size: 4 MiB, the WD Red HD start and the HD demo run's
+    /// [T1213, T1116] (per drive: `start=wd10efrx-sd` etc.).
+    pub const AUTO_START: u64 = 4 << 20;
+    /// adjust_interval: 180 s [T1217].
+    pub const AUTO_INTERVAL: Duration = Duration::from_secs(180);
+    /// step_size: 0.5 MB [T1218] (MB = 2^20 bytes, [T1187]).
+    pub const AUTO_STEP: u64 = 512 << 10;
+    /// score_deflation_factor: 5 % [T1219].
+    pub const AUTO_DEFLATION: f64 = 0.05;
+    /// busy_threshold: 60 % [T1220].
+    pub const AUTO_BUSY: f64 = 0.6;
+    /// evict_threshold: 5 % [T1221].
+    pub const AUTO_EVICT: f64 = 0.05;
+    /// Time p takes to reach a new target (not stated in the thesis: one
+    /// third of the adjust interval).
+    pub const AUTO_RAMP: Duration = Duration::from_secs(60);
+    /// Smallest automatic size (one step).
+    pub const AUTO_MIN: u64 = 512 << 10;
+    /// Largest automatic size (16 MiB, `max_prefetch`'s default; the
+    /// thesis's sizes reach 12 MB).
+    pub const AUTO_MAX: u64 = 16 << 20;
+    /// Exponent of bit-rate scaling: square root [T1163].
+    pub const SCALING_EXPONENT: f64 = 0.5;
 }
 
 /// How file data reaches the socket.
@@ -89,14 +114,25 @@ pub enum PaceMode {
     Kernel,
 }
 
-/// Which prefetch controller the server runs (`--prefetch-policy`), written
-/// `fixed:SIZE` with SIZE in bytes or with a K, M or G suffix (powers of
-/// 1024, decimals allowed: `fixed:1.5M`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which prefetch controller the server runs (`--prefetch-policy`):
+/// - `fixed:SIZE` with SIZE in bytes or with a K, M or G suffix (powers of
+///   1024, decimals allowed: `fixed:1.5M`);
+/// - `fixed:SIZE,ref=KBPS[,exp=E]`: square-root sizes, SIZE for the bit rate
+///   KBPS and SIZE·(b/KBPS)^E (E = 0.5) for a response of bit rate b;
+/// - `auto[:key=value,...]`: the automatic size of thesis chapter 4
+///   (keys in [`crate::auto::AutoConfig`]: `start`, `interval`, `step`,
+///   `deflation`, `busy`, `evict`, `evict_of`, `ramp`, `min`, `max`, and
+///   `ref`/`exp` to size the reference rate with the others following).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PolicySpec {
     /// [`crate::controller::Fixed`]: this many bytes from the request's
     /// offset, never less than the request.
     Fixed(u64),
+    /// [`crate::auto::Scaled`]: a fixed size for the reference bit rate,
+    /// scaled for the others.
+    Scaled(u64, crate::auto::Scaling),
+    /// [`crate::auto::Auto`]: the thesis's gradient descent.
+    Auto(crate::auto::AutoConfig),
 }
 
 impl PolicySpec {
@@ -104,7 +140,18 @@ impl PolicySpec {
     /// `prefetch_bytes`).
     pub fn fixed_bytes(&self) -> Option<u64> {
         match self {
-            PolicySpec::Fixed(n) => Some(*n),
+            PolicySpec::Fixed(n) | PolicySpec::Scaled(n, _) => Some(*n),
+            PolicySpec::Auto(_) => None,
+        }
+    }
+
+    /// Checks the policy's parameters.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            PolicySpec::Fixed(0) | PolicySpec::Scaled(0, _) => Err("fixed size must be > 0".into()),
+            PolicySpec::Fixed(_) => Ok(()),
+            PolicySpec::Scaled(_, s) => s.validate(),
+            PolicySpec::Auto(a) => a.validate(),
         }
     }
 }
@@ -115,15 +162,149 @@ impl Default for PolicySpec {
     }
 }
 
+/// A size as the policy syntax writes it (the largest exact suffix).
+fn fmt_size(n: u64) -> String {
+    if n > 0 && n % (1 << 30) == 0 {
+        format!("{}G", n >> 30)
+    } else if n > 0 && n % (1 << 20) == 0 {
+        format!("{}M", n >> 20)
+    } else if n > 0 && n % (1 << 10) == 0 {
+        format!("{}K", n >> 10)
+    } else {
+        n.to_string()
+    }
+}
+
+fn fmt_scaling(f: &mut fmt::Formatter<'_>, s: &crate::auto::Scaling) -> fmt::Result {
+    write!(f, "ref={}", s.reference_kbps)?;
+    if s.exponent != defaults::SCALING_EXPONENT {
+        write!(f, ",exp={}", s.exponent)?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for PolicySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PolicySpec::Fixed(n) if *n % (1 << 30) == 0 => write!(f, "fixed:{}G", n >> 30),
-            PolicySpec::Fixed(n) if *n % (1 << 20) == 0 => write!(f, "fixed:{}M", n >> 20),
-            PolicySpec::Fixed(n) if *n % (1 << 10) == 0 => write!(f, "fixed:{}K", n >> 10),
-            PolicySpec::Fixed(n) => write!(f, "fixed:{n}"),
+            PolicySpec::Fixed(n) => write!(f, "fixed:{}", fmt_size(*n)),
+            PolicySpec::Scaled(n, s) => {
+                write!(f, "fixed:{},", fmt_size(*n))?;
+                fmt_scaling(f, s)
+            }
+            PolicySpec::Auto(a) => {
+                let d = crate::auto::AutoConfig::default();
+                let mut parts = Vec::new();
+                if a.start != d.start {
+                    parts.push(format!("start={}", fmt_size(a.start)));
+                }
+                if a.interval != d.interval {
+                    parts.push(format!("interval={}", a.interval.as_secs_f64()));
+                }
+                if a.step != d.step {
+                    parts.push(format!("step={}", fmt_size(a.step)));
+                }
+                if a.deflation != d.deflation {
+                    parts.push(format!("deflation={}", a.deflation));
+                }
+                if a.busy != d.busy {
+                    parts.push(format!("busy={}", a.busy));
+                }
+                if a.evict != d.evict {
+                    parts.push(format!("evict={}", a.evict));
+                }
+                if a.evict_of != d.evict_of {
+                    parts.push("evict_of=prefetched".to_string());
+                }
+                if a.ramp != d.ramp {
+                    parts.push(format!("ramp={}", a.ramp.as_secs_f64()));
+                }
+                if a.min != d.min {
+                    parts.push(format!("min={}", fmt_size(a.min)));
+                }
+                if a.max != d.max {
+                    parts.push(format!("max={}", fmt_size(a.max)));
+                }
+                f.write_str("auto")?;
+                let mut sep = ":";
+                for p in &parts {
+                    write!(f, "{sep}{p}")?;
+                    sep = ",";
+                }
+                if let Some(s) = &a.scaling {
+                    f.write_str(sep)?;
+                    fmt_scaling(f, s)?;
+                }
+                Ok(())
+            }
         }
     }
+}
+
+/// Reads `key=value` options of a policy into an [`crate::auto::AutoConfig`]
+/// (all keys) or only the scaling keys (`scaling_only`).
+fn policy_options(
+    opts: &[&str],
+    auto: &mut crate::auto::AutoConfig,
+    scaling_only: bool,
+) -> Result<(), String> {
+    let mut reference = None;
+    let mut exponent = defaults::SCALING_EXPONENT;
+    for o in opts {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| format!("`{o}`: expected key=value"))?;
+        let (k, v) = (k.trim(), v.trim());
+        let num = || -> Result<f64, String> {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| format!("{k}: `{v}` is not a number"))
+        };
+        let secs = || -> Result<Duration, String> {
+            Duration::try_from_secs_f64(num()?).map_err(|_| format!("{k}: `{v}` is not seconds"))
+        };
+        let size = || parse_size(v).map_err(|e| format!("{k}: {e}"));
+        match k {
+            "ref" => reference = Some(num()?),
+            "exp" => exponent = num()?,
+            _ if scaling_only => {
+                return Err(format!("unknown key `{k}` (fixed takes ref and exp)"))
+            }
+            "start" => {
+                auto.start = match crate::auto::start_preset(v) {
+                    Some(n) => n,
+                    None => size()?,
+                }
+            }
+            "interval" => auto.interval = secs()?,
+            "step" => auto.step = size()?,
+            "deflation" => auto.deflation = num()?,
+            "busy" => auto.busy = num()?,
+            "evict" => auto.evict = num()?,
+            "evict_of" => {
+                auto.evict_of = match v {
+                    "requested" => crate::auto::EvictBase::Requested,
+                    "prefetched" => crate::auto::EvictBase::Prefetched,
+                    _ => return Err(format!("evict_of: `{v}` (requested or prefetched)")),
+                }
+            }
+            "ramp" => auto.ramp = secs()?,
+            "min" => auto.min = size()?,
+            "max" => auto.max = size()?,
+            _ => return Err(format!("unknown key `{k}`")),
+        }
+    }
+    match reference {
+        Some(reference_kbps) => {
+            auto.scaling = Some(crate::auto::Scaling {
+                reference_kbps,
+                exponent,
+            })
+        }
+        None if exponent != defaults::SCALING_EXPONENT => return Err("exp: needs ref=KBPS".into()),
+        None => {}
+    }
+    Ok(())
 }
 
 impl FromStr for PolicySpec {
@@ -135,18 +316,33 @@ impl FromStr for PolicySpec {
             why,
         };
         let (name, arg) = s.trim().split_once(':').unwrap_or((s.trim(), ""));
-        match name {
+        let mut opts: Vec<&str> = arg.split(',').filter(|o| !o.trim().is_empty()).collect();
+        let spec = match name {
             "fixed" => {
-                let n = parse_size(arg).map_err(bad)?;
-                if n == 0 {
-                    return Err(bad("the size must be > 0".into()));
+                if opts.is_empty() || opts[0].contains('=') {
+                    return Err(bad("`fixed` needs a size (e.g. fixed:4M)".into()));
                 }
-                Ok(PolicySpec::Fixed(n))
+                let n = parse_size(opts.remove(0)).map_err(bad)?;
+                let mut a = crate::auto::AutoConfig::default();
+                policy_options(&opts, &mut a, true).map_err(bad)?;
+                match a.scaling {
+                    Some(sc) => PolicySpec::Scaled(n, sc),
+                    None => PolicySpec::Fixed(n),
+                }
             }
-            _ => Err(bad(format!(
-                "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M)"
-            ))),
-        }
+            "auto" => {
+                let mut a = crate::auto::AutoConfig::default();
+                policy_options(&opts, &mut a, false).map_err(bad)?;
+                PolicySpec::Auto(a)
+            }
+            _ => {
+                return Err(bad(format!(
+                    "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M; fixed:SIZE,ref=KBPS; auto)"
+                )))
+            }
+        };
+        spec.validate().map_err(bad)?;
+        Ok(spec)
     }
 }
 
@@ -214,7 +410,7 @@ pub enum ConfigError {
     },
 }
 
-mod secs {
+pub(crate) mod secs {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
@@ -417,9 +613,13 @@ impl Config {
         // TLS and HTTP/2 (their messages name `tls.*`, `h2.*`)
         self.tls.validate()?;
         self.h2.validate()?;
-        match self.prefetch_policy {
-            PolicySpec::Fixed(n) => range(n > 0, "prefetch_policy", "fixed size must be > 0"),
-        }
+        // the policy's own parameters (auto's, scaling's): the message names the key
+        self.prefetch_policy
+            .validate()
+            .map_err(|why| ConfigError::Policy {
+                given: self.prefetch_policy.to_string(),
+                why,
+            })
     }
 
     /// Whether responses are paced at all (`pace` > 0).
@@ -460,14 +660,14 @@ mod tests {
             "fixed:0",
             "fixed:4X",
             "fixed:-1M",
-            "auto",
+            "auto:1",
             "",
             "fixed:4 M B",
         ] {
             let e = bad.parse::<PolicySpec>().unwrap_err();
             assert!(matches!(e, ConfigError::Policy { .. }), "{bad}: {e}");
         }
-        assert!("auto:1"
+        assert!("lru:1"
             .parse::<PolicySpec>()
             .unwrap_err()
             .to_string()
@@ -585,13 +785,22 @@ mod tests {
             }),
             "send_timeout"
         );
-        assert_eq!(
-            field(Config {
-                prefetch_policy: PolicySpec::Fixed(0),
+        // the policy's parameters: the message names the policy and the key
+        let bad = |p| {
+            Config {
+                prefetch_policy: p,
                 ..Config::default()
-            }),
-            "prefetch_policy"
-        );
+            }
+            .validate()
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(bad(PolicySpec::Fixed(0)).contains("fixed size must be > 0"));
+        let auto = crate::auto::AutoConfig {
+            busy: 2.0,
+            ..Default::default()
+        };
+        assert!(bad(PolicySpec::Auto(auto)).contains("busy: must be 0 to 1"));
         assert_eq!(
             field(Config {
                 root: PathBuf::new(),

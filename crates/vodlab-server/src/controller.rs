@@ -208,6 +208,11 @@ pub trait PrefetchController: Send {
     fn on_evicted(&mut self, now: Instant, bytes: u64, unused_for: Duration);
     /// Periodic tick.
     fn on_tick(&mut self, now: Instant);
+    /// The automatic size's state (`prefetch_auto` in `/vodlab/stats`);
+    /// `None` for other controllers.
+    fn auto_view(&self) -> Option<crate::auto::AutoView> {
+        None
+    }
 }
 
 /// A fixed prefetch size: on a miss, `size` bytes from the request's
@@ -330,13 +335,21 @@ impl PrefetchCore {
     pub fn chain(&self, name: &str) -> Option<&ChainState> {
         self.chains.get(name)
     }
+
+    /// The controller's automatic-size state, if it has one.
+    pub fn auto_view(&self) -> Option<crate::auto::AutoView> {
+        self.controller.auto_view()
+    }
 }
 
 impl crate::config::PolicySpec {
     /// A fresh controller for this policy.
     pub fn build(&self) -> Box<dyn PrefetchController> {
+        use crate::config::PolicySpec;
         match *self {
-            crate::config::PolicySpec::Fixed(n) => Box::new(Fixed(n)),
+            PolicySpec::Fixed(n) => Box::new(Fixed(n)),
+            PolicySpec::Scaled(size, scaling) => Box::new(crate::auto::Scaled { size, scaling }),
+            PolicySpec::Auto(cfg) => Box::new(crate::auto::Auto::new(cfg)),
         }
     }
 }

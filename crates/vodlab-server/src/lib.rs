@@ -18,6 +18,7 @@
 
 pub mod accept;
 mod asap;
+pub mod auto;
 pub mod bitrate;
 pub mod config;
 mod conn;

@@ -156,6 +156,9 @@ pub struct StatsView {
     pub devices: Vec<DeviceStats>,
     /// Paced responses (`--pace`).
     pub pacing: PacingStats,
+    /// The automatic prefetch size (`--prefetch-policy auto`; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefetch_auto: Option<crate::auto::AutoView>,
     /// TLS handshakes, ALPN, record sizing.
     pub tls: crate::proto_stats::TlsStats,
     /// HTTP/2 connections, streams and the abuse limits that fired.
@@ -260,6 +263,7 @@ impl State {
             },
             devices,
             pacing: self.pacing.stats(),
+            prefetch_auto: self.prefetch.lock().expect("lock").auto_view(),
         }
     }
 }

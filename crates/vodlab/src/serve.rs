@@ -26,7 +26,9 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = Io::from(Config::default().io))]
     pub io: Io,
     /// ASAP prefetch controller: `fixed:SIZE` (SIZE in bytes or with a K, M
-    /// or G suffix: fixed:4M). See docs/serve.md.
+    /// or G suffix: fixed:4M), `fixed:SIZE,ref=KBPS` (square-root sizes
+    /// around the bit rate KBPS) or `auto[:key=value,...]` (thesis ch. 4's
+    /// automatic size). See docs/serve.md.
     #[arg(long, value_name = "POLICY", default_value_t = PolicySpec::default(), value_parser = parse_policy)]
     pub prefetch_policy: PolicySpec,
     /// Alias of `--prefetch-policy fixed:SIZE` (kept for older scripts).
@@ -92,7 +94,7 @@ pub struct ServeArgs {
     pub pace_chunk: Option<u64>,
     /// Bit-rate catalog: TOML or JSON mapping paths or path prefixes to
     /// kbit/s, or a `vodlab gen` workload's catalog.json (docs/serve.md).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", visible_alias = "catalog")]
     pub bitrates: Option<PathBuf>,
     /// Bit rate (kbit/s) of responses neither CMCD nor --bitrates rates.
     #[arg(long, value_name = "KBPS")]
@@ -376,8 +378,14 @@ mod tests {
         assert_eq!(c.prefetch_policy, PolicySpec::Fixed(512 << 10));
         let c = parse(&["--prefetch=1G"]).unwrap();
         assert_eq!(c.prefetch_policy, PolicySpec::Fixed(1 << 30));
-        let e = parse(&["--prefetch-policy", "auto"]).unwrap_err();
-        assert!(e.contains("unknown policy `auto`"), "{e}");
+        let c = parse(&["--prefetch-policy", "auto:interval=60"]).unwrap();
+        assert!(matches!(c.prefetch_policy, PolicySpec::Auto(a) if a.interval.as_secs() == 60));
+        let e = parse(&["--prefetch-policy", "auto:busy=7"]).unwrap_err();
+        assert!(e.contains("busy"), "{e}");
+        let e = parse(&["--prefetch-policy", "lru"]).unwrap_err();
+        assert!(e.contains("unknown policy `lru`"), "{e}");
+        let c = parse(&["--catalog", "catalog.json"]).unwrap();
+        assert_eq!(c.bitrates, Some(PathBuf::from("catalog.json")));
         let e = parse(&["--prefetch-policy", "fixed:4Q"]).unwrap_err();
         assert!(e.contains("suffix"), "{e}");
         assert!(parse(&["--prefetch", "0"]).is_err());
