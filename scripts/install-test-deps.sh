@@ -3,12 +3,14 @@
 #   nginx-light     nginx, the reference HTTP server on loopback
 #   httperf         replays exported wsesslog files
 #   nghttp2-client  h2load, replays exported timing scripts
+#   nghttp2-proxy   nghttpx, the BBC's HTTP/2 proxy, in front of nginx in vodlab run's h2/h2c tests
+#   openssl         makes the throw-away CA and certificate of the TLS tests
 #   curl            a real client for vodlab serve's HTTP tests
 #   apache2, lighttpd  servers `vodlab compare` configures and measures beside nginx
 #   fuse3           fusermount3, which `vodlab disk mount` (FUSE) mounts and unmounts with
 set -euo pipefail
 python3 -c 'import kubernetes_validate' 2>/dev/null || PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q kubernetes-validate || echo 'install-test-deps: kubernetes-validate (PyPI) not installed: tests/k8s.rs validates vodlab k8s manifests with it' >&2
-packages=(nginx-light apache2 lighttpd httperf nghttp2-client curl fuse3)
+packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
