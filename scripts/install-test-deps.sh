@@ -8,9 +8,12 @@
 #   curl            a real client for vodlab serve's HTTP tests
 #   apache2, lighttpd  servers `vodlab compare` configures and measures beside nginx
 #   fuse3           fusermount3, which `vodlab disk mount` (FUSE) mounts and unmounts with
+#   python3-h2      Python's h2 and hpack for Debian's /usr/bin/python3: the HTTP/2
+#                   conformance and flood probes of scripts/h2probe (tests/h2_serve.rs, h2_floods.rs);
+#                   nghttp2-client's nghttp and h2load are the h2 peers
 set -euo pipefail
 python3 -c 'import kubernetes_validate' 2>/dev/null || PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q kubernetes-validate || echo 'install-test-deps: kubernetes-validate (PyPI) not installed: tests/k8s.rs validates vodlab k8s manifests with it' >&2
-packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3)
+packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
