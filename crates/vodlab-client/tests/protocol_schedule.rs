@@ -46,7 +46,7 @@ fn drive(s: &Session, start: f64, t0: Instant, p: Protocol, h2: &H2Settings) -> 
                     };
                     pending.push((now + Duration::from_secs_f64(cost), Event::Connected { conn }));
                 }
-                Action::Send { conn, request } => {
+                Action::Send { conn, .. } => {
                     let response = Response {
                         status: 200,
                         body_bytes: 1000,
