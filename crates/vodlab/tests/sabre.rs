@@ -80,6 +80,21 @@ fn agreement(rule: AbrRule) -> Agreement {
             .filter(|(a, b)| a == b)
             .count();
         let first_diff = ours.iter().zip(&run.qualities).position(|(a, b)| a != b);
+        // Sabre counts a stall only when its buffer runs dry *during* a
+        // playout step; a buffer drained exactly to 0 by one abandoned
+        // attempt and then stalled through the next ones is never counted
+        // (hd_fs_trace0008 under `throughput`: segments 125 and 182). vodlab
+        // counts every episode, so it may count more, never fewer.
+        assert!(
+            out.qoe.rebuffer_count >= run.rebuffer_events,
+            "{rule} {name}: {} stalls, Sabre {}",
+            out.qoe.rebuffer_count,
+            run.rebuffer_events
+        );
+        assert_eq!(
+            out.qoe.abandoned, run.abandoned,
+            "{rule} {name}: abandoned attempts"
+        );
         a.same += same;
         a.total += ours.len();
         a.ours_ms += out.qoe.rebuffer_ms;

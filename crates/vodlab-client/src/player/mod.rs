@@ -202,6 +202,9 @@ pub enum Action {
     WaitUntil {
         /// Session time, ms.
         until: f64,
+        /// `until − now` as computed by the player (an executor that keeps
+        /// its own clock adds this, not the difference, to stay exact), ms.
+        wait_ms: f64,
     },
     /// Every segment is downloaded; playback ends at `ends_at`.
     Done {
@@ -426,7 +429,10 @@ impl Player {
                         wait_ms: full,
                         since: now,
                     };
-                    return Some(Action::WaitUntil { until });
+                    return Some(Action::WaitUntil {
+                        until,
+                        wait_ms: full,
+                    });
                 }
                 Some(self.decide_and_fetch(now, 0.0))
             }

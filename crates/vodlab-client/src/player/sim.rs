@@ -279,7 +279,7 @@ pub fn run_player(
         };
         match action {
             Action::Done { .. } => break,
-            Action::WaitUntil { until } => net.delay(until - net.now),
+            Action::WaitUntil { wait_ms, .. } => net.delay(wait_ms),
             Action::Abandon { .. } => {}
             Action::Fetch { index, bits, .. } => {
                 let latency = net.latency();

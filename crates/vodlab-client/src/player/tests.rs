@@ -483,7 +483,8 @@ fn waits_are_reported_as_actions_and_timeouts() {
                 now += 10.0;
                 p.handle(now, Event::Completed { timing: None });
             }
-            Some(Action::WaitUntil { until }) => {
+            Some(Action::WaitUntil { until, wait_ms }) => {
+                assert_eq!(until, now + wait_ms);
                 waits += 1;
                 assert_eq!(p.poll_timeout(), Some(until));
                 assert_eq!(p.poll_action(now), None, "not before the wait ends");
