@@ -72,6 +72,21 @@ pub enum Command {
     ///   vodlab merge results/s* -o results/merged --strict
     #[command(verbatim_doc_comment)]
     Merge(crate::merge::MergeArgs),
+    /// Rebuild sessions, chains and phases from access logs, as chapter 5
+    /// of the thesis does for Netflix's: requests and bytes by form (Table
+    /// 5.2), parallel requests per file (5.3), chains by form (5.4), chain
+    /// lengths with a piecewise power-law survival fit and growth factor
+    /// d/x, and phase shares. Reads `vodlab serve --access-log`, nginx with
+    /// the `vodlab_analyze` log_format (--print-nginx-format), or CSV, one
+    /// line at a time (docs/analyze.md).
+    ///
+    /// Examples:
+    ///   vodlab analyze access.log
+    ///   vodlab analyze nginx-access.log --workload work/yt -o analysis/
+    ///   vodlab analyze trace.csv --chain-window 60 --fit-breaks 1e6,2e8 --survival-p 0.45
+    ///   vodlab analyze --print-nginx-format
+    #[command(verbatim_doc_comment)]
+    Analyze(crate::analyze::AnalyzeArgs),
     /// Kubernetes manifests for a run split over pods: an Indexed Job (pod I
     /// runs `vodlab run --shard I/N`), a start time in a ConfigMap set at
     /// apply time, a results volume, and a merge Job (docs/scale-out.md).
@@ -173,6 +188,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fileset(c) => crate::fileset::run(c),
         Command::Run(a) => crate::run::run(a),
         Command::Merge(a) => crate::merge::run(a),
+        Command::Analyze(a) => crate::analyze::run(a),
         Command::K8s(a) => crate::k8s::run(a),
         Command::Serve(a) => crate::serve::run(a),
         Command::Script(c) => crate::script::run(c),

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+mod analyze;
 mod bench;
 mod boxcmd;
 mod capacity;

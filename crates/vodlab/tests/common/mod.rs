@@ -89,13 +89,30 @@ impl Nginx {
 
     /// Starts nginx; with `log`, writes `uri status body_bytes_sent range` per request there.
     pub fn start_logged(root: &Path, log: Option<&Path>) -> Self {
-        let access = match log {
-            Some(p) => format!(
-                "log_format vl '$request_uri $status $body_bytes_sent \"$http_range\"';\n  access_log {} vl;",
-                p.display()
+        match log {
+            Some(p) => Self::start_log_format(
+                root,
+                p,
+                "log_format vl '$request_uri $status $body_bytes_sent \"$http_range\"';",
             ),
-            None => "access_log off;".to_string(),
-        };
+            None => Self::start_conf(root, "access_log off;".to_string()),
+        }
+    }
+
+    /// Starts nginx logging to `log` with `log_format` (a whole
+    /// `log_format NAME '...';` line).
+    pub fn start_log_format(root: &Path, log: &Path, log_format: &str) -> Self {
+        let name = log_format
+            .split_whitespace()
+            .nth(1)
+            .expect("log_format NAME");
+        Self::start_conf(
+            root,
+            format!("{log_format}\n  access_log {} {name};", log.display()),
+        )
+    }
+
+    fn start_conf(root: &Path, access: String) -> Self {
         let bin = require("nginx", "nginx-light");
         let dir = tempfile::tempdir().expect("tempdir");
         for _ in 0..5 {

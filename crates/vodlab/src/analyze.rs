@@ -1,0 +1,213 @@
+//! `vodlab analyze`: sessions, chains and phases from access logs (thesis
+//! chapter 5; docs/analyze.md). Streams the logs line by line into the
+//! `vodlab-analyze` core; memory depends on concurrent sessions, not on the
+//! length of the log.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use vodlab_analyze::parse::Line;
+use vodlab_analyze::{key, Analyzer, LogFormat, Settings};
+
+/// Log formats on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Tell from the first line of each file.
+    Auto,
+    /// `vodlab serve --access-log`.
+    Vodlab,
+    /// nginx with `log_format vodlab_analyze` (see --print-nginx-format).
+    Nginx,
+    /// CSV with a header line.
+    Csv,
+}
+
+/// Arguments of `vodlab analyze`.
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Access logs, in time order when several (`-` reads standard input).
+    #[arg(value_name = "LOG", required_unless_present = "print_nginx_format")]
+    pub logs: Vec<PathBuf>,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: FormatArg,
+    /// A `vodlab gen` workload directory whose catalog gives each file's bit
+    /// rate (for the nominal title time of chains).
+    #[arg(long, value_name = "DIR")]
+    pub workload: Option<PathBuf>,
+    /// Write analysis.json and summary.txt here.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Adjacent requests join a chain when they arrive within this many
+    /// seconds of each other (thesis: 40).
+    #[arg(long, value_name = "S")]
+    pub chain_window: Option<f64>,
+    /// How far out of arrival order the log may be, seconds.
+    #[arg(long, value_name = "S")]
+    pub reorder: Option<f64>,
+    /// A chain lasting longer than this is a stable phase (thesis: 40).
+    #[arg(long, value_name = "S")]
+    pub long_chain: Option<f64>,
+    /// Short chains closer than this form one transient phase (thesis: 10).
+    #[arg(long, value_name = "S")]
+    pub cluster_gap: Option<f64>,
+    /// No request for this long is an inactive phase (thesis: 40).
+    #[arg(long, value_name = "S")]
+    pub inactive: Option<f64>,
+    /// Breakpoints of the survival fit in bytes, comma-separated (thesis:
+    /// 1e6,2e8).
+    #[arg(long, value_name = "B,B,...", value_delimiter = ',')]
+    pub fit_breaks: Option<Vec<f64>>,
+    /// Survival probability P of the growth factor d/x (thesis: 0.45).
+    #[arg(long, value_name = "P")]
+    pub survival_p: Option<f64>,
+    /// Stop at the first line that cannot be read (default: report up to 10,
+    /// count the rest, and go on).
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the nginx `log_format` line this command reads, and exit.
+    #[arg(long)]
+    pub print_nginx_format: bool,
+}
+
+fn settings(a: &AnalyzeArgs) -> Settings {
+    let mut s = Settings::default();
+    let set = |v: Option<f64>, f: &mut f64| {
+        if let Some(v) = v {
+            *f = v;
+        }
+    };
+    set(a.chain_window, &mut s.chain_window_s);
+    set(a.reorder, &mut s.reorder_s);
+    set(a.long_chain, &mut s.long_chain_s);
+    set(a.cluster_gap, &mut s.cluster_gap_s);
+    set(a.inactive, &mut s.inactive_s);
+    set(a.survival_p, &mut s.survival_p);
+    if let Some(b) = &a.fit_breaks {
+        s.fit_breaks = b.clone();
+    }
+    s
+}
+
+/// File key → bit rate (kbit/s) from a workload's catalog.
+fn bitrates(dir: &Path) -> anyhow::Result<HashMap<u64, f64>> {
+    let (_, c) = crate::fileset::load(dir)?;
+    let mut out = HashMap::new();
+    for t in &c.titles {
+        for tr in &t.representations {
+            let b = c.representations[tr.rep].bitrate_kbps;
+            for chunk in 0..tr.files {
+                out.insert(key(&format!("/{}", c.file_path(t, tr.rep, chunk))), b);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `vodlab analyze`.
+pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    if a.print_nginx_format {
+        println!("{}", vodlab_analyze::parse::NGINX_LOG_FORMAT);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s = settings(&a);
+    let mut an = Analyzer::new(s).context("invalid settings")?;
+    let rates = match &a.workload {
+        Some(d) => Some(bitrates(d)?),
+        None => None,
+    };
+    let t0 = Instant::now();
+    let (mut lines, mut used, mut skipped, mut bad) = (0u64, 0u64, 0u64, 0u64);
+    for path in &a.logs {
+        let name = path.display().to_string();
+        let reader: Box<dyn BufRead> = if name == "-" {
+            Box::new(BufReader::new(std::io::stdin()))
+        } else {
+            Box::new(BufReader::with_capacity(
+                1 << 20,
+                File::open(path).with_context(|| format!("opening {name}"))?,
+            ))
+        };
+        let mut format: Option<LogFormat> = match a.format {
+            FormatArg::Vodlab => Some(LogFormat::Vodlab),
+            FormatArg::Nginx => Some(LogFormat::Nginx),
+            FormatArg::Auto | FormatArg::Csv => None,
+        };
+        for (i, line) in reader.split(b'\n').enumerate() {
+            let n = i as u64 + 1;
+            let bytes = line.with_context(|| format!("reading {name}"))?;
+            lines += 1;
+            let Ok(text) = std::str::from_utf8(&bytes) else {
+                bad += 1;
+                if a.strict {
+                    anyhow::bail!("{name}: line {n}: not UTF-8");
+                }
+                if bad <= 10 {
+                    eprintln!("{name}: line {n}: not UTF-8, skipped");
+                }
+                continue;
+            };
+            let f = match &format {
+                Some(f) => f,
+                None => {
+                    if text.trim().is_empty() {
+                        continue;
+                    }
+                    let f = if a.format == FormatArg::Csv {
+                        LogFormat::from_csv_header(text)
+                    } else {
+                        LogFormat::detect(text)
+                    }
+                    .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                    format.insert(f)
+                }
+            };
+            match f.parse(text, n) {
+                Ok(Line::Request(mut r, file)) => {
+                    if r.bitrate_kbps.is_none() {
+                        if let Some(m) = &rates {
+                            r.bitrate_kbps = m.get(&key(&file.0)).copied();
+                        }
+                    }
+                    an.push(&r);
+                    used += 1;
+                }
+                Ok(Line::Skip(_)) => skipped += 1,
+                Err(e) => {
+                    bad += 1;
+                    if a.strict {
+                        anyhow::bail!("{name}: {e}");
+                    }
+                    if bad <= 10 {
+                        eprintln!("{name}: {e}; skipped");
+                    }
+                }
+            }
+        }
+    }
+    let analysis = an.finish();
+    let secs = t0.elapsed().as_secs_f64();
+    let mut text = format!(
+        "read {lines} lines in {secs:.2} s ({:.0} lines/s): {used} requests, {skipped} skipped (headers, blank lines, error statuses), {bad} unreadable\n",
+        lines as f64 / secs.max(1e-9)
+    );
+    text.push_str(&analysis.text());
+    print!("{text}");
+    if let Some(dir) = &a.output {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let p = dir.join("analysis.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&analysis)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+        let p = dir.join("summary.txt");
+        std::fs::File::create(&p)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
