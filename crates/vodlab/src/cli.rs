@@ -58,6 +58,9 @@ pub enum Command {
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --steps 300:5,300:10 --strict
     ///   vodlab run s.vsl --target http://[::1]:8080 --rate 2 --no-shaping --requests-csv
     ///   vodlab run work/yt --target http://10.0.0.5:8080 --allow-remote --rate 40 --shard 0/4 --start-at 2025-01-31T12:00:00Z -o results/s0
+    ///   vodlab run work/yt --target https://localhost:8443 --protocol h2 --ca ca.pem --rate 10
+    ///   vodlab run work/yt --target http://127.0.0.1:8080 --protocol h2c --h2-window-bits 16 --rate 10
+    ///   vodlab run --timing-script bbc.txt --clients 91 --stagger 1000 --target http://127.0.0.1:8080 --protocol h2c
     #[command(verbatim_doc_comment)]
     Run(crate::run::RunArgs),
     /// Merge the results of a run split over processes or hosts (`vodlab run
