@@ -188,24 +188,25 @@ pub async fn exchange(
 ) -> Result<Response, Failure> {
     let reused = h.uses.load(Ordering::Relaxed) > 0;
     let head = request(req, scheme, authority)?;
+    // a connection the server went away from (GOAWAY) or that broke takes
+    // no new streams: the retry opens a new one
+    let fail = |e: h2::Error, what: &str| {
+        if e.is_go_away() || e.is_io() {
+            h.alive.store(false, Ordering::Relaxed);
+        }
+        h2_failure(&e, reused, what)
+    };
     let body = req.body.map(|b| Bytes::copy_from_slice(b.as_bytes()));
     // waits for a stream slot under the server's SETTINGS_MAX_CONCURRENT_STREAMS
-    let mut send = h
-        .send
-        .clone()
-        .ready()
-        .await
-        .map_err(|e| h2_failure(&e, reused, "send"))?;
+    let mut send = h.send.clone().ready().await.map_err(|e| fail(e, "send"))?;
     let sent = Instant::now();
     let (fut, mut stream) = send
         .send_request(head, body.is_none())
-        .map_err(|e| h2_failure(&e, reused, "send"))?;
+        .map_err(|e| fail(e, "send"))?;
     if let Some(b) = body {
-        stream
-            .send_data(b, true)
-            .map_err(|e| h2_failure(&e, reused, "send"))?;
+        stream.send_data(b, true).map_err(|e| fail(e, "send"))?;
     }
-    let resp = fut.await.map_err(|e| h2_failure(&e, reused, "read"))?;
+    let resp = fut.await.map_err(|e| fail(e, "read"))?;
     let ttfb = sent.elapsed();
     let status = resp.status().as_u16();
     let content_range = resp
@@ -231,6 +232,9 @@ pub async fn exchange(
     let mut got = 0u64;
     while let Some(chunk) = body.data().await {
         let chunk = chunk.map_err(|e| {
+            if e.is_go_away() || e.is_io() {
+                h.alive.store(false, Ordering::Relaxed);
+            }
             let mut f = h2_failure(&e, false, "read");
             if f.kind == ErrorKind::Reset {
                 f.kind = ErrorKind::ShortBody;
