@@ -20,6 +20,7 @@ pub mod accept;
 mod asap;
 pub mod auto;
 pub mod bitrate;
+pub mod chainpf;
 pub mod config;
 mod conn;
 mod conn_io;
@@ -38,6 +39,7 @@ pub mod range;
 pub mod request;
 pub mod server;
 pub mod tls;
+pub mod tracesim;
 mod transport;
 
 pub use config::{Config, IoMode, PaceMode, PolicySpec};

@@ -1,0 +1,327 @@
+//! Chapter 5's prefetch policies (thesis 5.6.1 [T1726–T1750]) as
+//! controllers on [`PrefetchController`], so `vodlab serve` and the
+//! trace-driven simulator ([`crate::tracesim`]) run the same objects:
+//!
+//! - [`Scaled`]: a size given at a reference bit rate (2,000 kbit/s
+//!   [T1772]) and scaled by (b / ref)^e: e = 1 is Proportional, e = 0.5
+//!   Square-Root;
+//! - [`FirstGrow`]: per chain, a first prefetch sized by the chain's start
+//!   (Table 5.6), then each next one 3.35 × the chain's length so far (the
+//!   survival distance at P = 0.45), capped at a maximum; First-Grow-SR
+//!   scales the maximum by √(b / ref).
+//!
+//! A chain here is what the controller sees of one session and one file:
+//! a request continues the chain when it starts inside what was requested
+//! or prefetched so far; anything else starts a new chain.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::controller::{
+    ChainState, PrefetchController, PrefetchDecision, RequestInfo, SessionState,
+};
+
+/// The thesis's reference bit rate for sizes of bit-rate-scaled policies:
+/// 2,000 kbit/s [T1772].
+pub const REFERENCE_BPS: u64 = 2_000_000;
+
+/// Table 5.6 [T1740–T1744]: first prefetch of a chain starting at offset 0
+/// with an open-ended request.
+pub const FIRST_OPEN_AT_ZERO: u64 = 1_049_212;
+/// Table 5.6: first prefetch of a chain starting at 0 with a chunk request.
+pub const FIRST_CHUNK_AT_ZERO: u64 = 131_073;
+/// Table 5.6: first prefetch of a chain starting after 0.
+pub const FIRST_LATER: u64 = 2_936_037;
+/// Growth factor: the survival distance d/x at P = 0.45 in the 1–200 MB
+/// piece [T1561].
+pub const GROWTH: f64 = 3.35;
+
+fn scale(bitrate: Option<u64>, reference: u64, exponent: f64) -> f64 {
+    match bitrate {
+        Some(b) if b > 0 && reference > 0 => (b as f64 / reference as f64).powf(exponent),
+        _ => 1.0,
+    }
+}
+
+/// Whether a request reads to the end of the file from its offset, as an
+/// open-ended `bytes=A-` request resolves (a chunk request ending exactly at
+/// the end of the file looks the same).
+pub fn reads_to_end(req: &RequestInfo<'_>) -> bool {
+    req.offset + req.length >= req.file_size
+}
+
+/// A fixed size scaled by the bit rate: size × (b / reference)^exponent on
+/// a miss, never less than the request. Without a bit rate, the size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scaled {
+    /// Size at the reference bit rate, bytes.
+    pub size: u64,
+    /// Reference bit rate, bit/s.
+    pub reference_bps: u64,
+    /// 1 = Proportional, 0.5 = Square-Root.
+    pub exponent: f64,
+}
+
+impl PrefetchController for Scaled {
+    fn on_request(
+        &mut self,
+        _now: Instant,
+        req: &RequestInfo<'_>,
+        _session: &mut SessionState,
+        _chain: Option<&mut ChainState>,
+    ) -> PrefetchDecision {
+        if req.resident {
+            return PrefetchDecision::None;
+        }
+        let len = (self.size as f64 * scale(req.bitrate_bps, self.reference_bps, self.exponent))
+            .round()
+            .max(1.0) as u64;
+        PrefetchDecision::Prefetch {
+            offset: req.offset,
+            len: len.max(req.length),
+        }
+    }
+    fn on_read_complete(&mut self, _now: Instant, _bytes: u64, _duration: Duration) {}
+    fn on_evicted(&mut self, _now: Instant, _bytes: u64, _unused_for: Duration) {}
+    fn on_tick(&mut self, _now: Instant) {}
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    start: u64,
+    /// End (exclusive) of what was requested or prefetched.
+    frontier: u64,
+    last: Instant,
+}
+
+/// Most chains First-Grow tracks; beyond it, chains idle longest are
+/// forgotten (they restart with a first size).
+pub const FIRST_GROW_CHAINS: usize = 65_536;
+/// A chain idle this long is forgotten (the chain window of [T1504]).
+pub const FIRST_GROW_IDLE: Duration = Duration::from_secs(40);
+
+/// First-Grow and First-Grow-SR [T1734–T1750].
+#[derive(Debug, Clone)]
+pub struct FirstGrow {
+    /// Largest prefetch, bytes (at the reference bit rate for SR).
+    pub max: u64,
+    /// Scale the maximum by √(b / reference) (First-Grow-SR).
+    pub square_root: bool,
+    /// Reference bit rate, bit/s.
+    pub reference_bps: u64,
+    /// Next size = growth × chain length so far.
+    pub growth: f64,
+    chains: HashMap<(String, u64), Track>,
+}
+
+impl FirstGrow {
+    /// First-Grow (`square_root` false) or First-Grow-SR with the thesis's
+    /// constants.
+    pub fn new(max: u64, square_root: bool) -> Self {
+        FirstGrow {
+            max,
+            square_root,
+            reference_bps: REFERENCE_BPS,
+            growth: GROWTH,
+            chains: HashMap::new(),
+        }
+    }
+
+    /// The first size of a chain starting with `req` (Table 5.6).
+    pub fn first_size(req: &RequestInfo<'_>) -> u64 {
+        if req.offset > 0 {
+            FIRST_LATER
+        } else if reads_to_end(req) {
+            FIRST_OPEN_AT_ZERO
+        } else {
+            FIRST_CHUNK_AT_ZERO
+        }
+    }
+
+    fn cap(&self, req: &RequestInfo<'_>) -> u64 {
+        if self.square_root {
+            (self.max as f64 * scale(req.bitrate_bps, self.reference_bps, 0.5)).round() as u64
+        } else {
+            self.max
+        }
+    }
+
+    fn forget_idle(&mut self, now: Instant) {
+        if self.chains.len() >= FIRST_GROW_CHAINS {
+            self.chains
+                .retain(|_, t| now.saturating_duration_since(t.last) < FIRST_GROW_IDLE);
+            if self.chains.len() >= FIRST_GROW_CHAINS {
+                self.chains.clear();
+            }
+        }
+    }
+}
+
+impl PrefetchController for FirstGrow {
+    fn on_request(
+        &mut self,
+        now: Instant,
+        req: &RequestInfo<'_>,
+        _session: &mut SessionState,
+        _chain: Option<&mut ChainState>,
+    ) -> PrefetchDecision {
+        let key = (req.session.to_string(), req.file);
+        let end = req.offset + req.length;
+        let cap = self.cap(req).max(1);
+        let known = self.chains.get(&key).copied().filter(|t| {
+            req.offset >= t.start
+                && req.offset <= t.frontier
+                && now.saturating_duration_since(t.last) <= FIRST_GROW_IDLE
+        });
+        let (start, frontier, size) = match known {
+            Some(t) => {
+                let so_far = req.offset - t.start;
+                let size = ((self.growth * so_far as f64) as u64).clamp(1, cap);
+                (t.start, t.frontier.max(end), size)
+            }
+            None => {
+                self.forget_idle(now);
+                (req.offset, end, Self::first_size(req).min(cap))
+            }
+        };
+        // the size is the policy's, even under a longer request: an
+        // open-ended request asks for the rest of the file
+        let decision = if req.resident {
+            PrefetchDecision::None
+        } else {
+            PrefetchDecision::Prefetch {
+                offset: req.offset,
+                len: size,
+            }
+        };
+        let frontier = match decision {
+            PrefetchDecision::Prefetch { offset, len } => frontier.max(offset + len),
+            PrefetchDecision::None => frontier,
+        };
+        self.chains.insert(
+            key,
+            Track {
+                start,
+                frontier,
+                last: now,
+            },
+        );
+        decision
+    }
+    fn on_read_complete(&mut self, _now: Instant, _bytes: u64, _duration: Duration) {}
+    fn on_evicted(&mut self, _now: Instant, _bytes: u64, _unused_for: Duration) {}
+    fn on_tick(&mut self, now: Instant) {
+        self.chains
+            .retain(|_, t| now.saturating_duration_since(t.last) <= FIRST_GROW_IDLE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(offset: u64, length: u64, size: u64, br: Option<u64>) -> RequestInfo<'static> {
+        RequestInfo {
+            session: "s",
+            file: 1,
+            offset,
+            length,
+            file_size: size,
+            bitrate_bps: br,
+            resident: false,
+        }
+    }
+
+    fn len(d: PrefetchDecision) -> u64 {
+        match d {
+            PrefetchDecision::Prefetch { len, .. } => len,
+            PrefetchDecision::None => 0,
+        }
+    }
+
+    #[test]
+    fn first_grow_first_sizes_are_table_5_6() {
+        let t = Instant::now();
+        let mut s = SessionState::default();
+        let big = 1 << 40;
+        for (r, want) in [
+            (req(0, big, big, None), 1_049_212),          // open-ended from 0
+            (req(0, 1000, big, None), 131_073),           // chunk from 0
+            (req(5_000_000, 1000, big, None), 2_936_037), // later
+        ] {
+            let mut fg = FirstGrow::new(64 << 20, false);
+            assert_eq!(len(fg.on_request(t, &r, &mut s, None)), want);
+        }
+    }
+
+    #[test]
+    fn first_grow_grows_by_3_35_times_the_chain_so_far_up_to_the_maximum() {
+        let t = Instant::now();
+        let mut s = SessionState::default();
+        let size = 1u64 << 40;
+        let mut fg = FirstGrow::new(20_000_000, false);
+        let first = len(fg.on_request(t, &req(0, 1000, size, None), &mut s, None));
+        assert_eq!(first, 131_073);
+        // the next miss at the end of the first prefetch: chain so far 131,073
+        let d = fg.on_request(t, &req(first, 1000, size, None), &mut s, None);
+        assert_eq!(len(d), (3.35 * 131_073.0) as u64);
+        let mut pos = first + len(d);
+        let mut sizes = vec![];
+        for _ in 0..6 {
+            let l = len(fg.on_request(t, &req(pos, 1000, size, None), &mut s, None));
+            sizes.push(l);
+            pos += l;
+        }
+        // geometric growth (factor 4.35 in position) until the cap
+        assert_eq!(*sizes.last().unwrap(), 20_000_000);
+        assert!(sizes.windows(2).all(|w| w[1] >= w[0]));
+        // a hit inside the prefetched range prefetches nothing but keeps the chain
+        let mut hit = req(pos - 10, 5, size, None);
+        hit.resident = true;
+        assert_eq!(fg.on_request(t, &hit, &mut s, None), PrefetchDecision::None);
+        // a jump elsewhere starts a new chain with the later-offset size
+        assert_eq!(
+            len(fg.on_request(t, &req(pos + 50_000_000, 1000, size, None), &mut s, None)),
+            2_936_037
+        );
+    }
+
+    #[test]
+    fn first_grow_sr_scales_the_maximum_by_the_square_root_of_the_bit_rate() {
+        let t = Instant::now();
+        let mut s = SessionState::default();
+        let size = 1u64 << 40;
+        // at 8,000 kbit/s the cap doubles: sqrt(8000/2000) = 2
+        let mut fg = FirstGrow::new(4_000_000, true);
+        let mut pos = 0;
+        let mut last = 0;
+        for _ in 0..12 {
+            last = len(fg.on_request(t, &req(pos, 1000, size, Some(8_000_000)), &mut s, None));
+            pos += last;
+        }
+        assert_eq!(last, 8_000_000);
+        // and the first size is capped by a small maximum
+        let mut fg = FirstGrow::new(100_000, true);
+        assert_eq!(
+            len(fg.on_request(t, &req(0, 1000, size, Some(500_000)), &mut s, None)),
+            50_000
+        );
+    }
+
+    #[test]
+    fn proportional_and_square_root_scale_the_reference_size() {
+        let t = Instant::now();
+        let mut s = SessionState::default();
+        let mut p = Scaled {
+            size: 7_000_000,
+            reference_bps: REFERENCE_BPS,
+            exponent: 1.0,
+        };
+        let mut q = Scaled { exponent: 0.5, ..p };
+        let r = req(0, 1000, 1 << 40, Some(500_000));
+        assert_eq!(len(p.on_request(t, &r, &mut s, None)), 1_750_000);
+        assert_eq!(len(q.on_request(t, &r, &mut s, None)), 3_500_000);
+        let r = req(0, 1000, 1 << 40, None);
+        assert_eq!(len(q.on_request(t, &r, &mut s, None)), 7_000_000);
+    }
+}
