@@ -26,6 +26,9 @@
 //!   upstream) ends the response, and the prefetch is dropped from the
 //!   queue unread or stopped at its next piece (`cancelled`, `stopped` in
 //!   the device statistics). So does a client that goes away mid-send.
+//! - **The sink is a connection or an HTTP/2 stream** (`Sink`): bytes go
+//!   out with sendfile (plain TCP), through TLS, or as DATA on an h2
+//!   stream; for a stream, "went away" is the client's RST_STREAM.
 
 use std::fs::File;
 use std::io;
@@ -33,18 +36,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::io::Interest;
 use vodlab_http::server::Head;
 
 use crate::conn::CacheOutcome;
-use crate::conn_io::send_file;
+use crate::conn_io::Sink;
 use crate::controller::{clip, PrefetchDecision, RequestInfo, SessionState};
 use crate::prefetch::{Lost, Pending, ReadReport};
 #[cfg(doc)]
 use crate::prefetch::{FIRST_PIECE, PIECE};
 use crate::request::cmcd_bitrate;
 use crate::server::State;
-use crate::transport::Transport;
 
 /// Bytes at the end of a range held back until a prefetch reaching past
 /// the range is complete.
@@ -60,7 +61,7 @@ pub(crate) struct FileCtx<'a> {
 
 /// What a connection lends the executor of a range.
 pub(crate) struct RangeIo<'a, 'b> {
-    pub(crate) sock: &'a mut Transport,
+    pub(crate) sink: Sink<'a>,
     pub(crate) st: &'b State,
     pub(crate) session: &'a mut SessionState,
     pub(crate) conn: u64,
@@ -216,27 +217,27 @@ impl RangeIo<'_, '_> {
                     }
                 }
                 // on an error the flight is dropped: its prefetch is cancelled
-                send_file(self.sock, st, f.file, pos, avail - pos).await?;
+                self.sink.send_file(st, f.file, pos, avail - pos).await?;
                 pos = avail;
                 continue;
             }
             match &mut flight {
                 Some(fl) => {
-                    let sock = self.sock.tcp();
+                    let sink = &mut self.sink;
                     tokio::select! {
                         r = fl.pending.changed() => if let Err(Lost) = r {
                             // the helper is gone (shutdown): what is not read is read by sendfile
                             flight = None;
                             ready = end;
                         },
-                        r = sock.ready(Interest::READABLE), if watch_gone => match r {
-                            Ok(r) if r.is_read_closed() || r.is_error() => {
+                        r = sink.gone(), if watch_gone => match r {
+                            Ok(true) => {
                                 return Err(io::Error::new(
                                     io::ErrorKind::ConnectionAborted,
                                     "the client went away while its range was read",
                                 ));
                             }
-                            Ok(_) => watch_gone = false,
+                            Ok(false) => watch_gone = false,
                             Err(e) => return Err(e),
                         },
                     }

@@ -435,7 +435,7 @@ impl Conn<'_> {
             return Ok(CacheOutcome::None);
         }
         let mut io = RangeIo {
-            sock: &mut self.sock,
+            sink: crate::conn_io::Sink::Conn(&mut self.sock),
             st: self.st,
             session: &mut self.session,
             conn: self.id,

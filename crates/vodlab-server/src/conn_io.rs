@@ -11,12 +11,59 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+use h2::SendStream;
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 
 use crate::config::IoMode;
 use crate::server::State;
 use crate::transport::Transport;
+
+/// Where a range executor ([`crate::asap`]) sends file bytes: an HTTP/1
+/// connection's transport, or an HTTP/2 stream.
+pub(crate) enum Sink<'a> {
+    /// The connection's byte stream (sendfile on plain TCP).
+    Conn(&'a mut Transport),
+    /// An HTTP/2 stream's DATA, and the file bytes sent on it.
+    H2(&'a mut SendStream<Bytes>, &'a mut u64),
+}
+
+impl Sink<'_> {
+    /// Sends `len` bytes of the file from `off` (ASAP: the range is
+    /// resident or prefetched, so an h2 stream reads it inline).
+    pub(crate) async fn send_file(
+        &mut self,
+        st: &State,
+        file: &Arc<File>,
+        off: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        match self {
+            Sink::Conn(t) => send_file(t, st, file, off, len).await,
+            Sink::H2(out, sent) => {
+                crate::h2::send_range(st, out, file, off, len, false, sent, false).await
+            }
+        }
+    }
+
+    /// Resolves when the client has gone away (`Ok(true)`: the socket's
+    /// read side closed or errored, or the h2 stream was reset), or sent
+    /// something else (`Ok(false)`: a pipelined request; an h2 stream never
+    /// resolves so).
+    pub(crate) async fn gone(&mut self) -> io::Result<bool> {
+        match self {
+            Sink::Conn(t) => {
+                let r = t.tcp().ready(Interest::READABLE).await?;
+                Ok(r.is_read_closed() || r.is_error())
+            }
+            Sink::H2(out, _) => match std::future::poll_fn(|cx| out.poll_reset(cx)).await {
+                Ok(_) => Ok(true),
+                Err(_) => Ok(true),
+            },
+        }
+    }
+}
 
 /// Bytes read from a file per write over TLS (a user-space copy: no kTLS).
 pub(crate) const TLS_BODY_CHUNK: usize = 256 << 10;

@@ -4,13 +4,16 @@
 //! ([`crate::plan`]): ranges, If-Range, HEAD, 404/416, the statistics page,
 //! the access log and the counters are shared.
 //!
-//! Bodies are read from the file into buffers (on the blocking pool) and
-//! sent as DATA as the client's flow-control windows allow; the h2 crate
-//! cuts them into frames of the client's `SETTINGS_MAX_FRAME_SIZE`. Every
-//! wait for window is bounded by the send timeout (a stalled reader's
-//! stream is reset and counted). Not yet applied to h2: ASAP's probe and
-//! prefetch (h2 bodies are read like `vanilla`'s, on the blocking pool) and
-//! pacing (docs/serve.md).
+//! Bodies are read from the file into buffers and sent as DATA as the
+//! client's flow-control windows allow; the h2 crate cuts them into frames
+//! of the client's `SETTINGS_MAX_FRAME_SIZE`. `vanilla` reads on the
+//! blocking pool; `asap` runs the same range executor as HTTP/1.1
+//! ([`crate::asap`]: probe, prefetch controller, one prefetch at a time per
+//! connection, bytes sent as they are read) with the stream as its sink, and
+//! the connection's streams share one session (they take turns at the
+//! executor, as one HTTP/1.1 connection's requests do). Every wait for
+//! window is bounded by the send timeout (a stalled reader's stream is
+//! reset and counted). Not yet applied to h2: pacing (docs/serve.md).
 //!
 //! Abuse limits: the h2 crate's (`max_pending_accept_reset_streams` and
 //! `max_local_error_reset_streams` against rapid reset, the header list and
@@ -33,11 +36,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use vodlab_http::server::Head;
 
-use crate::config::ConfigError;
+use crate::asap::{FileCtx, RangeIo};
+use crate::config::{ConfigError, IoMode};
 use crate::conn::{count, log_line, CacheOutcome};
-use crate::conn_io::read_at;
+use crate::conn_io::{read_at, Sink};
+use crate::controller::SessionState;
 use crate::flood::{Flood, FloodLimits, FloodSignal, Metered};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
+use crate::request::chain_of;
 use crate::server::State;
 
 /// Defaults of the HTTP/2 settings.
@@ -255,6 +261,7 @@ pub(crate) async fn serve<T>(
         }
     };
     let mut streams = tokio::task::JoinSet::new();
+    let session = Arc::new(tokio::sync::Mutex::new(SessionState::default()));
     let idle = tokio::time::sleep(st.cfg.idle_timeout);
     tokio::pin!(idle);
     // after GOAWAY: how long the connection may take to finish
@@ -267,7 +274,8 @@ pub(crate) async fn serve<T>(
                 Some(Ok((req, resp))) => {
                     st.counters.proto.h2_streams.fetch_add(1, Ordering::Relaxed);
                     let st2 = st.clone();
-                    streams.spawn(async move { stream(&st2, id, req, resp).await });
+                    let session = session.clone();
+                    streams.spawn(async move { stream(&st2, id, &session, req, resp).await });
                 }
                 Some(Err(e)) => {
                     note_error(&st, id, &e, &signal);
@@ -309,6 +317,11 @@ pub(crate) async fn serve<T>(
         }
     }
     streams.abort_all();
+    while streams.join_next().await.is_some() {}
+    let wasted = session.lock().await.finish();
+    st.counters
+        .wasted_prefetch_bytes
+        .fetch_add(wasted, Ordering::Relaxed);
 }
 
 fn note_error(st: &State, id: u64, e: &h2::Error, signal: &FloodSignal) {
@@ -384,10 +397,27 @@ pub(crate) fn to_response(p: &ResponsePlan) -> http::Response<()> {
     r.body(()).expect("a valid response head")
 }
 
+/// The file of a response.
+struct FileBody {
+    file: Arc<std::fs::File>,
+    key: u64,
+    size: u64,
+}
+
+/// What a stream's body sender needs besides the stream.
+struct StreamCtx<'a> {
+    st: &'a State,
+    conn: u64,
+    session: &'a tokio::sync::Mutex<SessionState>,
+    head: &'a Head,
+    file: Option<FileBody>,
+}
+
 /// Answers one stream through the planner.
 async fn stream(
     st: &State,
     conn: u64,
+    session: &tokio::sync::Mutex<SessionState>,
     req: http::Request<h2::RecvStream>,
     mut resp: SendResponse<Bytes>,
 ) {
@@ -410,7 +440,11 @@ async fn stream(
         }
         Route::File(path) => match st.root.open_file(&path) {
             Ok((f, meta)) => {
-                file = Some(Arc::new(f));
+                file = Some(FileBody {
+                    file: Arc::new(f),
+                    key: meta.key,
+                    size: meta.size,
+                });
                 plan::plan(&head, &meta, &ctx)
             }
             Err(e) => {
@@ -423,20 +457,21 @@ async fn stream(
     };
     count(st, &p);
     let mut sent = 0u64;
+    let mut cache = CacheOutcome::None;
     let eos = matches!(p.body, Body::None);
+    let sc = StreamCtx {
+        st,
+        conn,
+        session,
+        head: &head,
+        file,
+    };
     let res = match resp.send_response(to_response(&p), eos) {
-        Ok(mut out) => send_body(st, &mut out, &p, file.as_ref(), &mut sent).await,
+        Ok(mut out) => send_body(&sc, &mut out, &p, &mut sent, &mut cache).await,
         Err(e) => Err(h2_io(e)),
     };
     st.counters.requests.fetch_add(1, Ordering::Relaxed);
-    log_line(
-        st,
-        conn,
-        &head,
-        &p,
-        (sent, CacheOutcome::None),
-        t0.elapsed(),
-    );
+    log_line(st, conn, &head, &p, (sent, cache), t0.elapsed());
     if let Err(e) = res {
         let c = &st.counters;
         if e.kind() == io::ErrorKind::TimedOut {
@@ -457,36 +492,68 @@ fn h2_io(e: h2::Error) -> io::Error {
     }
 }
 
-/// Sends the plan's body on the stream, END_STREAM with the last bytes.
+/// Sends the plan's body on the stream, then END_STREAM.
 async fn send_body(
-    st: &State,
+    sc: &StreamCtx<'_>,
     out: &mut SendStream<Bytes>,
     p: &ResponsePlan,
-    file: Option<&Arc<std::fs::File>>,
     sent: &mut u64,
+    cache: &mut CacheOutcome,
 ) -> io::Result<()> {
-    let limit = st.cfg.send_timeout;
-    match (&p.body, file) {
-        (Body::None, _) => Ok(()),
-        (Body::Bytes(b), _) => send_bytes(out, Bytes::from(b.clone()), true, limit).await,
-        (Body::File(r), Some(f)) => {
-            send_range(st, out, f, r.offset, r.len, true, sent).await?;
-            if r.len == 0 {
-                send_bytes(out, Bytes::new(), true, limit).await?;
-            }
-            Ok(())
+    let limit = sc.st.cfg.send_timeout;
+    match &p.body {
+        Body::None => Ok(()),
+        Body::Bytes(b) => send_bytes(out, Bytes::from(b.clone()), true, limit).await,
+        Body::File(r) => {
+            *cache = send_file_part(sc, out, r.offset, r.len, sent).await?;
+            send_bytes(out, Bytes::new(), true, limit).await
         }
-        (Body::Multipart { parts, closing }, Some(f)) => {
+        Body::Multipart { parts, closing } => {
             for part in parts {
                 send_bytes(out, Bytes::from(part.head.clone()), false, limit).await?;
-                send_range(st, out, f, part.range.offset, part.range.len, false, sent).await?;
+                let r = part.range;
+                *cache = send_file_part(sc, out, r.offset, r.len, sent).await?;
                 send_bytes(out, Bytes::from_static(b"\r\n"), false, limit).await?;
             }
             send_bytes(out, Bytes::from(closing.clone()), true, limit).await
         }
-        // a file body without a file cannot be planned
-        _ => send_bytes(out, Bytes::new(), true, limit).await,
     }
+}
+
+/// Sends one range of the response's file: through the ASAP executor (the
+/// connection's session, taken in turn by its streams) or, in vanilla
+/// mode, read on the blocking pool.
+async fn send_file_part(
+    sc: &StreamCtx<'_>,
+    out: &mut SendStream<Bytes>,
+    off: u64,
+    len: u64,
+    sent: &mut u64,
+) -> io::Result<CacheOutcome> {
+    let Some(fb) = &sc.file else {
+        return Err(io::Error::other("a file body without a file"));
+    };
+    if sc.st.cfg.io != IoMode::Asap {
+        send_range(sc.st, out, &fb.file, off, len, false, sent, true).await?;
+        return Ok(CacheOutcome::None);
+    }
+    let mut session = sc.session.lock().await;
+    let info = FileCtx {
+        file: &fb.file,
+        key: fb.key,
+        size: fb.size,
+        head: sc.head,
+    };
+    let mut io = RangeIo {
+        sink: Sink::H2(out, sent),
+        st: sc.st,
+        session: &mut session,
+        conn: sc.conn,
+    };
+    let (cache, res) = io
+        .send_range(&info, off, len, chain_of(&sc.head.target))
+        .await;
+    res.map(|()| cache)
 }
 
 /// Waits for window for up to `want` bytes, at most `limit` (the send
@@ -537,8 +604,10 @@ async fn send_bytes(
 }
 
 /// Sends a file range: reads what the window allows (at most
-/// [`defaults::BODY_CHUNK`]) and sends it.
-async fn send_range(
+/// [`defaults::BODY_CHUNK`], on the blocking pool when `blocking`) and
+/// sends it, END_STREAM with the last bytes when `eos`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn send_range(
     st: &State,
     out: &mut SendStream<Bytes>,
     file: &Arc<std::fs::File>,
@@ -546,13 +615,14 @@ async fn send_range(
     len: u64,
     eos: bool,
     sent: &mut u64,
+    blocking: bool,
 ) -> io::Result<()> {
     let end = off + len;
     let limit = st.cfg.send_timeout;
     while off < end {
         let want = ((end - off) as usize).min(defaults::BODY_CHUNK);
         let n = capacity(out, want, limit).await?;
-        let buf = read_at(file, off, n, true).await?;
+        let buf = read_at(file, off, n, blocking).await?;
         off += n as u64;
         out.send_data(Bytes::from(buf), eos && off == end)
             .map_err(h2_io)?;
