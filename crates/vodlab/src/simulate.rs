@@ -123,6 +123,7 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
             dynamic_threshold_ms: a.dynamic_threshold * 1000.0,
             ..AbrParams::default()
         },
+        ..PlayerConfig::default()
     };
     let movie = Arc::new(movie);
     let player = run_player(movie, &trace, cfg.clone()).context("simulating")?;

@@ -95,6 +95,18 @@ pub struct PlayerConfig {
     /// After an abandonment fetch the level the rule suggested (off:
     /// decide again, as Sabre at `09b03bb` does).
     pub apply_abandon_suggestion: bool,
+    /// Abandonment is checked at a `Progress` only once this many bits
+    /// arrived since the last check... (0: at every `Progress`; the
+    /// simulator reports at Sabre's steps itself)
+    pub abandon_check_min_bits: f64,
+    /// ...and this many ms passed since it (since the request was sent for
+    /// the first check). A live executor that reports every read sets
+    /// Sabre's 12 000 bits and 50 ms here.
+    pub abandon_check_min_ms: f64,
+    /// Keep a [`SegmentRecord`] per download and abandoned attempt (off:
+    /// only the levels played, 2 bytes a segment, for players run by the
+    /// thousand; QoE and the P.1203 input need no more).
+    pub keep_records: bool,
     /// Rule parameters.
     pub params: AbrParams,
 }
@@ -107,6 +119,9 @@ impl Default for PlayerConfig {
             half_life_ms: vec![3_000.0, 8_000.0],
             abandon: true,
             apply_abandon_suggestion: false,
+            abandon_check_min_bits: 0.0,
+            abandon_check_min_ms: 0.0,
+            keep_records: true,
             params: AbrParams::default(),
         }
     }
@@ -134,6 +149,17 @@ impl PlayerConfig {
                 key: "half_life_ms",
                 why: "needs one or more positive half-lives".into(),
             });
+        }
+        for (key, v) in [
+            ("abandon_check_min_bits", self.abandon_check_min_bits),
+            ("abandon_check_min_ms", self.abandon_check_min_ms),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(PlayerError::Invalid {
+                    key,
+                    why: format!("{v} is not a number ≥ 0"),
+                });
+            }
         }
         self.params.validate()
     }
@@ -260,6 +286,8 @@ struct Flight {
     timing: Option<Timing>,
     ttfb: Option<f64>,
     rebuffer_before: f64,
+    /// Bits and elapsed ms at the last abandonment check.
+    checked: (f64, f64),
 }
 
 #[derive(Debug, Clone)]
@@ -297,6 +325,8 @@ pub struct Player {
     suggestion: Option<usize>,
     records: Vec<SegmentRecord>,
     abandoned: Vec<SegmentRecord>,
+    played: Vec<u16>,
+    abandoned_count: usize,
     error: Option<PlayerError>,
     first_ready_ms: Option<f64>,
     start_ms: Option<f64>,
@@ -320,6 +350,8 @@ impl Player {
             suggestion: None,
             records: Vec::new(),
             abandoned: Vec::new(),
+            played: Vec::new(),
+            abandoned_count: 0,
             error: None,
             first_ready_ms: None,
             start_ms: None,
@@ -347,12 +379,19 @@ impl Player {
         self.est.throughput()
     }
 
-    /// Completed downloads, in order.
+    /// Levels of the segments downloaded so far, in play order.
+    pub fn played(&self) -> &[u16] {
+        &self.played
+    }
+
+    /// Completed downloads, in order (empty unless
+    /// [`PlayerConfig::keep_records`]).
     pub fn records(&self) -> &[SegmentRecord] {
         &self.records
     }
 
-    /// Abandoned attempts, in order.
+    /// Abandoned attempts, in order (empty unless
+    /// [`PlayerConfig::keep_records`]).
     pub fn abandoned(&self) -> &[SegmentRecord] {
         &self.abandoned
     }
@@ -498,6 +537,7 @@ impl Player {
             timing: None,
             ttfb: None,
             rebuffer_before: self.buffer.rebuffer_ms(),
+            checked: (0.0, 0.0),
         });
         Action::Fetch {
             index,
@@ -536,8 +576,11 @@ impl Player {
         let t = f.timing.unwrap_or_else(|| Self::timing(&f, now, None));
         let played = f.timing.map_or(now - f.phase_start, |t| t.elapsed_ms);
         self.end_phase(now, played);
-        let r = self.record(&f, t, Some(suggested));
-        self.abandoned.push(r);
+        self.abandoned_count += 1;
+        if self.cfg.keep_records {
+            let r = self.record(&f, t, Some(suggested));
+            self.abandoned.push(r);
+        }
         self.suggestion = Some(suggested);
         self.state = State::Idle;
         Some(Action::Abandon {
@@ -574,6 +617,12 @@ impl Player {
                 {
                     return;
                 }
+                if received_bits - f.checked.0 < self.cfg.abandon_check_min_bits
+                    || t.elapsed_ms - f.checked.1 < self.cfg.abandon_check_min_ms
+                {
+                    return;
+                }
+                f.checked = (received_bits, t.elapsed_ms);
                 let pr = Progress {
                     quality: f.quality,
                     size_bits: f.bits,
@@ -595,8 +644,11 @@ impl Player {
                 let played = timing.map_or(now - f.phase_start, |t| t.elapsed_ms);
                 self.end_phase(now, played);
                 self.buffer.push(f.quality);
-                let rec = self.record(&f, t, None);
-                self.records.push(rec);
+                self.played.push(f.quality as u16);
+                if self.cfg.keep_records {
+                    let rec = self.record(&f, t, None);
+                    self.records.push(rec);
+                }
                 let transfer = t.elapsed_ms - t.ttfb_ms;
                 self.est.push(transfer, f.bits / transfer, t.ttfb_ms);
                 self.pending_abandon = None;
@@ -619,8 +671,8 @@ impl Player {
     pub fn qoe(&self) -> QoeSummary {
         qoe::summarize(
             &self.movie,
-            &self.records,
-            self.abandoned.len(),
+            &self.played,
+            self.abandoned_count,
             &self.buffer,
             self.first_ready_ms,
         )
@@ -628,6 +680,6 @@ impl Player {
 
     /// The session's ITU-T P.1203 mode-0 input (see [`qoe::p1203_input`]).
     pub fn p1203_input(&self, opts: &qoe::P1203Options) -> serde_json::Value {
-        qoe::p1203_input(&self.movie, &self.records, &self.buffer, opts)
+        qoe::p1203_input(&self.movie, &self.played, &self.buffer, opts)
     }
 }

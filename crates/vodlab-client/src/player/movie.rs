@@ -71,6 +71,9 @@ impl Movie {
                 );
             }
         }
+        if self.bitrates_kbps.len() > usize::from(u16::MAX) {
+            return bad("bitrates_kbps", "more than 65 535 levels".into());
+        }
         if self.bitrates_kbps.windows(2).any(|w| w[1] <= w[0]) {
             return bad("bitrates_kbps", "must be strictly increasing".into());
         }

@@ -6,7 +6,6 @@ use serde_json::json;
 
 use super::buffer::PlayoutBuffer;
 use super::movie::Movie;
-use super::SegmentRecord;
 
 /// Yin et al. (SIGCOMM 2015) linear QoE weight on the sum of bit-rate
 /// changes, per kbit/s changed (goDASH `qoe/yin.go`: λ = 1).
@@ -59,7 +58,7 @@ pub struct QoeSummary {
 
 pub(crate) fn summarize(
     movie: &Movie,
-    records: &[SegmentRecord],
+    played: &[u16],
     abandoned: usize,
     buffer: &PlayoutBuffer,
     first_ready_ms: Option<f64>,
@@ -67,20 +66,21 @@ pub(crate) fn summarize(
     let seg = movie.segment_duration_ms;
     let mut time_per_level_ms = vec![0.0; movie.levels()];
     let (mut up, mut down, mut change, mut sum) = (0, 0, 0.0, 0.0);
-    for (i, r) in records.iter().enumerate() {
-        time_per_level_ms[r.quality] += seg;
-        sum += r.bitrate_kbps;
+    let rate = |q: u16| movie.bitrates_kbps[q as usize];
+    for (i, &q) in played.iter().enumerate() {
+        time_per_level_ms[q as usize] += seg;
+        sum += rate(q);
         if i > 0 {
-            let p = &records[i - 1];
-            if r.quality > p.quality {
+            let p = played[i - 1];
+            if q > p {
                 up += 1;
-            } else if r.quality < p.quality {
+            } else if q < p {
                 down += 1;
             }
-            change += (r.bitrate_kbps - p.bitrate_kbps).abs();
+            change += (rate(q) - rate(p)).abs();
         }
     }
-    let n = records.len();
+    let n = played.len();
     let session_ms = buffer.session_ms();
     let startup = first_ready_ms.unwrap_or(buffer.startup_ms());
     let yin = sum
@@ -149,37 +149,37 @@ impl Default for P1203Options {
 /// it themselves.
 pub fn p1203_input(
     movie: &Movie,
-    records: &[SegmentRecord],
+    played: &[u16],
     buffer: &PlayoutBuffer,
     o: &P1203Options,
 ) -> serde_json::Value {
     let d = movie.segment_duration_ms / 1000.0;
     let fps = movie.fps.unwrap_or(DEFAULT_FPS);
-    let video: Vec<_> = records
+    let video: Vec<_> = played
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, &q)| {
             let res = movie
                 .resolutions
                 .as_ref()
-                .map_or(DEFAULT_RESOLUTION, |v| v[r.quality].as_str());
+                .map_or(DEFAULT_RESOLUTION, |v| v[q as usize].as_str());
             json!({
-                "bitrate": r.bitrate_kbps,
+                "bitrate": movie.bitrates_kbps[q as usize],
                 "codec": o.video_codec,
                 "duration": d,
                 "fps": fps,
                 "resolution": res,
-                "start": r.index as f64 * d,
+                "start": i as f64 * d,
             })
         })
         .collect();
-    let audio: Vec<_> = records
-        .iter()
-        .map(|r| {
+    let audio: Vec<_> = (0..played.len())
+        .map(|i| {
             json!({
                 "bitrate": o.audio_kbps,
                 "codec": o.audio_codec,
                 "duration": d,
-                "start": r.index as f64 * d,
+                "start": i as f64 * d,
             })
         })
         .collect();

@@ -567,3 +567,78 @@ fn bad_inputs_name_their_key() {
     assert_eq!(key("mpc".parse::<AbrRule>().unwrap_err()), "abr");
     assert_eq!("bba".parse::<AbrRule>().unwrap(), AbrRule::Bba);
 }
+
+#[test]
+fn without_records_the_qoe_is_the_same() {
+    let movie = Arc::new(Movie::constant(3000.0, &SABRE_LADDER, 60));
+    let tr = trace(&[(20_000.0, 8_000.0), (20_000.0, 700.0)], 20.0);
+    let full = sim::run_player(movie.clone(), &tr, cfg(AbrRule::Dynamic)).unwrap();
+    let lean_cfg = PlayerConfig {
+        keep_records: false,
+        ..cfg(AbrRule::Dynamic)
+    };
+    let lean = sim::run_player(movie, &tr, lean_cfg).unwrap();
+    assert!(lean.records().is_empty() && lean.abandoned().is_empty());
+    assert!(!full.abandoned().is_empty(), "the trace makes it abandon");
+    assert_eq!(lean.qoe(), full.qoe());
+    let o = qoe::P1203Options::default();
+    assert_eq!(lean.p1203_input(&o), full.p1203_input(&o));
+    let q: Vec<u16> = full.records().iter().map(|r| r.quality as u16).collect();
+    assert_eq!(lean.played(), &q[..]);
+}
+
+#[test]
+fn abandonment_checks_can_be_spaced_for_per_read_progress() {
+    // one Progress per 100 bits, at 100 kbit/s (1 ms apart): with Sabre's
+    // spacing the throughput rule checks only every 50 ms *and* 12 000 bits,
+    // i.e. every 120 ms here
+    let movie = Arc::new(Movie::constant(3000.0, &SABRE_LADDER, 5));
+    let run = |bits: f64, ms: f64| {
+        let c = PlayerConfig {
+            abr: AbrRule::Throughput,
+            abandon_check_min_bits: bits,
+            abandon_check_min_ms: ms,
+            ..PlayerConfig::default()
+        };
+        let mut p = Player::new(movie.clone(), c).unwrap();
+        let mut now = 0.0;
+        let Some(Action::Fetch { bits: b0, .. }) = p.poll_action(now) else {
+            panic!()
+        };
+        // segment 0 arrives fast: a high estimate
+        let elapsed_ms = (b0 / 100_000.0).ceil() + 1.0;
+        now += elapsed_ms;
+        let timing = Some(Timing {
+            elapsed_ms,
+            ttfb_ms: 1.0,
+        });
+        p.handle(now, Event::Completed { timing });
+        let Some(Action::Fetch { quality, bits, .. }) = p.poll_action(now) else {
+            panic!()
+        };
+        assert!(quality >= 8, "{quality}");
+        let start = now;
+        let mut got = 0.0;
+        while got < bits {
+            got += 100.0;
+            now += 1.0;
+            p.handle(
+                now,
+                Event::Progress {
+                    received_bits: got,
+                    timing: None,
+                },
+            );
+            if let Some(Action::Abandon { .. }) = p.poll_action(now) {
+                return now - start;
+            }
+        }
+        panic!("never abandoned")
+    };
+    let every = run(0.0, 0.0);
+    let spaced = run(12_000.0, 50.0);
+    // both wait for the 500 ms grace: checking at every read abandons at
+    // 500 ms, checking every 120 ms at the first check after it, 600 ms
+    assert_eq!(every, 500.0);
+    assert_eq!(spaced, 600.0);
+}
