@@ -33,6 +33,8 @@ fn request(first: bool) -> impl Strategy<Value = Request> {
         // at most limits::MAX_BYTE, the bound the parser enforces
         prop::option::of(0..=vodlab_workload::limits::MAX_BYTE),
         any::<bool>(),
+        // stop_after= is kept only on an open-ended range, as the parser requires
+        prop::option::of(1..=vodlab_workload::limits::MAX_BYTE),
     )
         .prop_map(
             move |(
@@ -47,6 +49,7 @@ fn request(first: bool) -> impl Strategy<Value = Request> {
                 body,
                 size,
                 http10,
+                stop_after,
             )| {
                 let burst = burst && !first;
                 let wait = match (burst, w) {
@@ -55,13 +58,15 @@ fn request(first: bool) -> impl Strategy<Value = Request> {
                     (false, _) if first => Wait::Pacing(ws),
                     (false, _) => Wait::Think(ws),
                 };
+                let range = range.map(|(start, len)| ByteRange {
+                    start,
+                    end: len.map(|l| start + l),
+                });
+                let open = matches!(range, Some(ByteRange { end: None, .. }));
                 Request {
                     path,
                     method,
-                    range: range.map(|(start, len)| ByteRange {
-                        start,
-                        end: len.map(|l| start + l),
-                    }),
+                    range,
                     timeout_s,
                     wait,
                     burst,
@@ -74,6 +79,7 @@ fn request(first: bool) -> impl Strategy<Value = Request> {
                     body,
                     size,
                     http10,
+                    stop_after: stop_after.filter(|_| open),
                 }
             },
         )

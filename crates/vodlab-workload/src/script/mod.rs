@@ -185,6 +185,10 @@ pub struct Request {
     pub size: Option<u64>,
     /// Send as HTTP/1.0 instead of HTTP/1.1 (httperf `http=1.0`).
     pub http10: bool,
+    /// On an open-ended range (`range=A-`): the client reads this many bytes
+    /// of the body and then closes the connection (`stop_after=N`), as the
+    /// Netflix clients of thesis chapter 5 end open-ended requests [T1375].
+    pub stop_after: Option<u64>,
 }
 
 impl Request {

@@ -272,6 +272,7 @@ impl Parser {
         };
         let mut after: Option<(Wait, usize, &'static str)> = None;
         let mut pacing_col = 0;
+        let mut stop_col = 0;
         let mut seen = Vec::new();
         for t in &tokens[1..] {
             let (key, value) = split_kv(n, t)?;
@@ -384,6 +385,19 @@ impl Parser {
                     req.headers.push(format!("Cookie: {v}"));
                 }
                 "size" => req.size = Some(bounded(n, col, key, value, MAX_BYTE)?),
+                "stop_after" => {
+                    let v = bounded(n, col, key, value, MAX_BYTE)?;
+                    if v == 0 {
+                        return Err(err(
+                            n,
+                            col,
+                            ParseErrorKind::BadValue,
+                            "`stop_after=` must be at least 1 byte",
+                        ));
+                    }
+                    req.stop_after = Some(v);
+                    stop_col = col;
+                }
                 "http" => match value {
                     "1.0" => req.http10 = true,
                     "1.1" => req.http10 = false,
@@ -405,6 +419,14 @@ impl Parser {
                     ))
                 }
             }
+        }
+        if req.stop_after.is_some() && !matches!(req.range, Some(ByteRange { end: None, .. })) {
+            return Err(err(
+                n,
+                stop_col,
+                ParseErrorKind::Misplaced,
+                "`stop_after=` needs an open-ended range (`range=A-`) on the same request",
+            ));
         }
         if !burst {
             if let Some((w, line, col, name)) = self.pending.take() {
@@ -438,7 +460,7 @@ impl Parser {
 }
 
 /// Every key a request line may carry.
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "range",
     "timeout",
     "pacing",
@@ -451,6 +473,7 @@ const KEYS: [&str; 12] = [
     "cookie",
     "size",
     "http",
+    "stop_after",
 ];
 
 fn is_key(s: &str) -> bool {

@@ -190,3 +190,24 @@ fn crlf_and_blank_lines() {
     assert_eq!(s.sessions.len(), 2);
     assert_eq!(s.sessions[1].requests[0].path, "/b");
 }
+
+#[test]
+fn stop_after_needs_an_open_ended_range_and_round_trips() {
+    let s = parse_script("/a.mp4 range=0- stop_after=786432 conn=2\n").unwrap();
+    let r = &s.sessions[0].requests[0];
+    assert_eq!(r.stop_after, Some(786_432));
+    assert_eq!(r.range.unwrap().end, None);
+    assert_eq!(parse_script(&crate::script::write_vodlab(&s)).unwrap(), s);
+    // the key may come before the range on the line
+    let s = parse_script("/a.mp4 stop_after=10 range=5-\n").unwrap();
+    assert_eq!(s.sessions[0].requests[0].stop_after, Some(10));
+
+    let e = error_of("/a.mp4 range=0-99 stop_after=10\n");
+    assert_eq!((e.column, e.kind), (19, ParseErrorKind::Misplaced));
+    let e = error_of("/a.mp4 stop_after=10\n");
+    assert_eq!(e.kind, ParseErrorKind::Misplaced);
+    let e = error_of("/a.mp4 range=0- stop_after=0\n");
+    assert_eq!(e.kind, ParseErrorKind::BadValue);
+    let e = error_of("/a.mp4 range=0- stop_after=9007199254740992\n");
+    assert_eq!(e.kind, ParseErrorKind::BadValue);
+}

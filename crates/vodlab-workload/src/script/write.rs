@@ -117,6 +117,9 @@ pub fn write_vodlab_session(s: &Session, out: &mut String) {
         if let Some(size) = r.size {
             let _ = write!(out, " size={size}");
         }
+        if let Some(n) = r.stop_after {
+            let _ = write!(out, " stop_after={n}");
+        }
         if r.http10 {
             out.push_str(" http=1.0");
         }
@@ -235,6 +238,9 @@ pub fn export_httperf(script: &Script) -> (String, ExportReport) {
             if r.size.is_some() {
                 rep.note("expected size dropped");
             }
+            if r.stop_after.is_some() {
+                rep.note("stop_after dropped (httperf reads every response to its end)");
+            }
             if r.http10 {
                 rep.note("http=1.0 dropped (use httperf --http-version)");
             }
@@ -310,6 +316,9 @@ pub fn export_cloudsuite(script: &Script) -> (String, ExportReport) {
             }
             if r.http10 {
                 rep.note("http=1.0 dropped");
+            }
+            if r.stop_after.is_some() {
+                rep.note("stop_after dropped (CloudSuite reads every response to its end)");
             }
             if i == 0 && r.wait != Wait::None {
                 rep.note("wait before the first request dropped");
