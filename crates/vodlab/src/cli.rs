@@ -171,8 +171,8 @@ pub enum Command {
     /// Check, summarise and export session scripts.
     #[command(subcommand)]
     Script(crate::script::ScriptCommand),
-    /// Run the client's own code in virtual time. `--player`: one ABR
-    /// player (throughput, bola, bba, dynamic) over a bandwidth trace, in
+    /// Run the client's own code in virtual time. `--player`: one ABR player
+    /// (throughput, bola, bba, dynamic, bolae, dynamicdash) over a bandwidth trace, in
     /// the movie and trace formats of the Sabre simulator; one JSON line per
     /// segment, then a summary line (docs/abr.md).
     ///

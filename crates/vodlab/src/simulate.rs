@@ -25,7 +25,8 @@ pub struct SimulateArgs {
     /// segment, then one summary line).
     #[arg(long, group = "mode")]
     pub player: bool,
-    /// ABR rule: throughput, bola, bba or dynamic.
+    /// ABR rule: throughput, bola, bba, dynamic, bolae (BOLA-E) or
+    /// dynamicdash (BOLA-E/throughput, like dash.js's DYNAMIC).
     #[arg(long, default_value = "dynamic", value_name = "RULE", value_parser = parse_rule)]
     pub abr: AbrRule,
     /// Movie in Sabre's format: {segment_duration_ms, bitrates_kbps,

@@ -1,6 +1,7 @@
 //! The player core against the Sabre ABR simulator: Sabre's movie, its 20
-//! traces and its per-segment decisions for `throughput`, `bola` and
-//! `dynamic` (tests/data/sabre/README.md says where they come from).
+//! traces and its per-segment decisions for `throughput`, `bola`,
+//! `dynamic`, `bolae` and `dynamicdash` (tests/data/sabre/README.md says
+//! where they come from).
 //!
 //! The target: ≥ 99 % of segments at the same quality per rule and
 //! stall totals within 5 %. docs/abr.md reports the measured agreement.
@@ -155,4 +156,14 @@ fn sabre_bola_agrees() {
 #[test]
 fn sabre_dynamic_agrees() {
     check(AbrRule::Dynamic);
+}
+
+#[test]
+fn sabre_bolae_agrees() {
+    check(AbrRule::Bolae);
+}
+
+#[test]
+fn sabre_dynamicdash_agrees() {
+    check(AbrRule::Dynamicdash);
 }

@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::bolae::BolaE;
 use super::movie::Movie;
 use super::PlayerError;
 
@@ -29,15 +30,24 @@ pub enum AbrRule {
     /// DYNAMIC (Spiteri et al., MMSys'18; Sabre's `dynamic`): BOLA above the
     /// threshold buffer, throughput below it.
     Dynamic,
+    /// BOLA-E (MMSys'18; dash.js's BOLA, Sabre's `bolae`): BOLA with a
+    /// placeholder buffer.
+    Bolae,
+    /// DYNAMIC-DASH (Sabre's `dynamicdash`, like dash.js's DYNAMIC): BOLA-E
+    /// above 10 s of buffer, throughput below 5 s, only the active rule
+    /// consulted.
+    Dynamicdash,
 }
 
 impl AbrRule {
     /// Every rule, in documentation order.
-    pub const ALL: [AbrRule; 4] = [
+    pub const ALL: [AbrRule; 6] = [
         AbrRule::Throughput,
         AbrRule::Bola,
         AbrRule::Bba,
         AbrRule::Dynamic,
+        AbrRule::Bolae,
+        AbrRule::Dynamicdash,
     ];
 
     /// The rule's name on the command line.
@@ -47,6 +57,8 @@ impl AbrRule {
             AbrRule::Bola => "bola",
             AbrRule::Bba => "bba",
             AbrRule::Dynamic => "dynamic",
+            AbrRule::Bolae => "bolae",
+            AbrRule::Dynamicdash => "dynamicdash",
         }
     }
 }
@@ -65,7 +77,9 @@ impl FromStr for AbrRule {
             .find(|r| r.name() == s)
             .ok_or_else(|| PlayerError::Invalid {
                 key: "abr",
-                why: format!("unknown rule {s:?} (throughput, bola, bba, dynamic)"),
+                why: format!(
+                    "unknown rule {s:?} (throughput, bola, bba, dynamic, bolae, dynamicdash)"
+                ),
             })
     }
 }
@@ -103,6 +117,10 @@ pub struct AbrParams {
     /// DYNAMIC switches between BOLA and throughput around this buffer
     /// level, ms (Sabre 10 s; dash.js uses 18 s up / 9 s down).
     pub dynamic_threshold_ms: f64,
+    /// DYNAMIC-DASH hands over to BOLA-E above this buffer, ms (Sabre 10 s).
+    pub dynamicdash_high_ms: f64,
+    /// ...and back to throughput below this, ms (Sabre 5 s).
+    pub dynamicdash_low_ms: f64,
 }
 
 impl Default for AbrParams {
@@ -119,6 +137,8 @@ impl Default for AbrParams {
             bba_reservoir_ms: 5000.0,
             bba_cushion_ms: 10000.0,
             dynamic_threshold_ms: 10000.0,
+            dynamicdash_high_ms: 10000.0,
+            dynamicdash_low_ms: 5000.0,
         }
     }
 }
@@ -154,6 +174,15 @@ impl AbrParams {
         nonneg("gamma_p", self.gamma_p)?;
         nonneg("bba_reservoir_ms", self.bba_reservoir_ms)?;
         nonneg("dynamic_threshold_ms", self.dynamic_threshold_ms)?;
+        nonneg("dynamicdash_low_ms", self.dynamicdash_low_ms)?;
+        if !(self.dynamicdash_high_ms.is_finite()
+            && self.dynamicdash_high_ms >= self.dynamicdash_low_ms)
+        {
+            return Err(PlayerError::Invalid {
+                key: "dynamicdash_high_ms",
+                why: "must be a number ≥ dynamicdash_low_ms".into(),
+            });
+        }
         if !(self.bba_cushion_ms.is_finite() && self.bba_cushion_ms > 0.0) {
             return Err(PlayerError::Invalid {
                 key: "bba_cushion_ms",
@@ -447,6 +476,22 @@ pub enum Abr {
         /// The switch threshold, ms.
         threshold_ms: f64,
     },
+    /// See [`AbrRule::Bolae`].
+    Bolae(BolaE),
+    /// See [`AbrRule::Dynamicdash`]: only the active rule decides and
+    /// checks abandonment; both hear waits and downloads.
+    Dynamicdash {
+        /// The BOLA-E half.
+        bola: BolaE,
+        /// The throughput half.
+        tput: ThroughputRule,
+        /// BOLA-E is in charge.
+        is_bola: bool,
+        /// To throughput below this buffer, ms.
+        low_ms: f64,
+        /// To BOLA-E above this buffer, ms.
+        high_ms: f64,
+    },
 }
 
 impl Abr {
@@ -462,6 +507,14 @@ impl Abr {
                 is_bola: false,
                 threshold_ms: p.dynamic_threshold_ms,
             },
+            AbrRule::Bolae => Abr::Bolae(BolaE::new(p, movie, max_buffer_ms)),
+            AbrRule::Dynamicdash => Abr::Dynamicdash {
+                bola: BolaE::new(p, movie, max_buffer_ms),
+                tput: ThroughputRule::new(p),
+                is_bola: false,
+                low_ms: p.dynamicdash_low_ms,
+                high_ms: p.dynamicdash_high_ms,
+            },
         }
     }
 
@@ -470,12 +523,32 @@ impl Abr {
         0
     }
 
-    /// The level for segment `c.index`.
-    pub fn decide(&mut self, c: &Context) -> usize {
+    /// The level for segment `c.index` and a pause before fetching it, ms
+    /// (only BOLA-E pauses).
+    pub fn decide(&mut self, c: &Context) -> (usize, f64) {
         match self {
-            Abr::Throughput(t) => t.decide(c),
-            Abr::Bola(b) => b.decide(c),
-            Abr::Bba(b) => b.decide(c),
+            Abr::Throughput(t) => (t.decide(c), 0.0),
+            Abr::Bola(b) => (b.decide(c), 0.0),
+            Abr::Bba(b) => (b.decide(c), 0.0),
+            Abr::Bolae(b) => b.decide(c),
+            Abr::Dynamicdash {
+                bola,
+                tput,
+                is_bola,
+                low_ms,
+                high_ms,
+            } => {
+                if *is_bola && c.buffer_ms < *low_ms {
+                    *is_bola = false;
+                } else if !*is_bola && c.buffer_ms > *high_ms {
+                    *is_bola = true;
+                }
+                if *is_bola {
+                    bola.decide(c)
+                } else {
+                    (tput.decide(c), 0.0)
+                }
+            }
             Abr::Dynamic {
                 bola,
                 tput,
@@ -492,11 +565,38 @@ impl Abr {
                     *is_bola = true;
                 }
                 if *is_bola {
-                    b
+                    (b, 0.0)
                 } else {
-                    t
+                    (t, 0.0)
                 }
             }
+        }
+    }
+
+    /// The player waited `ms` because the buffer was full.
+    pub fn report_delay(&mut self, ms: f64) {
+        match self {
+            Abr::Bolae(b) | Abr::Dynamicdash { bola: b, .. } => b.report_delay(ms),
+            _ => {}
+        }
+    }
+
+    /// A download of `quality` ended after `time_ms`, abandoned (to the
+    /// suggested level) or completed; `level_ms` is the buffer now, the new
+    /// segment included.
+    pub fn report_download(
+        &mut self,
+        m: &Movie,
+        quality: usize,
+        abandoned_to: Option<usize>,
+        time_ms: f64,
+        level_ms: f64,
+    ) {
+        match self {
+            Abr::Bolae(b) | Abr::Dynamicdash { bola: b, .. } => {
+                b.report_download(m, quality, abandoned_to, time_ms, level_ms)
+            }
+            _ => {}
         }
     }
 
@@ -515,6 +615,19 @@ impl Abr {
             Abr::Bola(b) => b.check_abandon(m, pr, buffer_ms),
             Abr::Bba(_) => None,
             Abr::Dynamic { tput, .. } => tput.check_abandon(m, pr, latency_ms),
+            Abr::Bolae(b) => b.check_abandon(m, pr, buffer_ms),
+            Abr::Dynamicdash {
+                bola,
+                tput,
+                is_bola,
+                ..
+            } => {
+                if *is_bola {
+                    bola.check_abandon(m, pr, buffer_ms)
+                } else {
+                    tput.check_abandon(m, pr, latency_ms)
+                }
+            }
         }
     }
 }

@@ -30,6 +30,7 @@
 //! level instead). docs/abr.md has the details.
 
 pub mod abr;
+pub mod bolae;
 pub mod buffer;
 pub mod estimate;
 pub mod movie;
@@ -254,6 +255,8 @@ pub struct SegmentRecord {
     pub latency_estimate_ms: Option<f64>,
     /// Full-buffer wait just before the decision, ms.
     pub full_buffer_wait_ms: f64,
+    /// Pause the rule asked for after deciding (BOLA-E), ms.
+    pub abr_delay_ms: f64,
     /// Session time the request was sent, ms.
     pub download_start_ms: f64,
     /// Buffer level when it was sent, ms.
@@ -280,6 +283,7 @@ struct Flight {
     phase_start: f64,
     buffer_before: f64,
     wait_ms: f64,
+    abr_delay_ms: f64,
     tput: Option<f64>,
     lat: Option<f64>,
     received: f64,
@@ -294,6 +298,14 @@ struct Flight {
 enum State {
     Start,
     Idle,
+    /// A pause the rule asked for (BOLA-E) before fetching `quality`.
+    Delaying {
+        until: f64,
+        delay_ms: f64,
+        since: f64,
+        quality: usize,
+        wait_ms: f64,
+    },
     Waiting {
         until: f64,
         wait_ms: f64,
@@ -409,7 +421,7 @@ impl Player {
     /// When `poll_action` must next be called if no event arrives.
     pub fn poll_timeout(&self) -> Option<f64> {
         match self.state {
-            State::Waiting { until, .. } => Some(until),
+            State::Waiting { until, .. } | State::Delaying { until, .. } => Some(until),
             State::Start | State::Idle => self.clock.or(Some(0.0)),
             _ => None,
         }
@@ -490,8 +502,34 @@ impl Player {
                     now - since
                 };
                 self.end_phase(now, played);
+                self.abr.report_delay(played);
                 self.state = State::Idle;
                 Some(self.decide_and_fetch(now, played))
+            }
+            State::Delaying {
+                until,
+                delay_ms,
+                since,
+                quality,
+                wait_ms,
+            } => {
+                let (until, delay, since, q, wait) =
+                    (*until, *delay_ms, *since, *quality, *wait_ms);
+                if now < until - TIME_EPS_MS {
+                    return None;
+                }
+                let played = if (now - until).abs() <= GAP_EPS_MS {
+                    delay
+                } else {
+                    now - since
+                };
+                self.end_phase(now, played);
+                let buf = self.buffer.level_ms();
+                let a = self.fetch(now, self.next, q, wait, buf);
+                if let State::Downloading(f) = &mut self.state {
+                    f.abr_delay_ms = played;
+                }
+                Some(a)
             }
             State::Downloading(f) => {
                 let suggested = self.pending_abandon.take()?;
@@ -504,8 +542,8 @@ impl Player {
 
     fn decide_and_fetch(&mut self, now: f64, wait_ms: f64) -> Action {
         let index = self.next;
-        let q = match self.suggestion.take() {
-            Some(q) if self.cfg.apply_abandon_suggestion => q,
+        let (q, delay) = match self.suggestion.take() {
+            Some(q) if self.cfg.apply_abandon_suggestion => (q, 0.0),
             _ => {
                 let c = Context {
                     movie: &self.movie,
@@ -518,6 +556,20 @@ impl Player {
                 self.abr.decide(&c)
             }
         };
+        if delay > 0.0 {
+            let until = now + delay;
+            self.state = State::Delaying {
+                until,
+                delay_ms: delay,
+                since: now,
+                quality: q,
+                wait_ms,
+            };
+            return Action::WaitUntil {
+                until,
+                wait_ms: delay,
+            };
+        }
         self.fetch(now, index, q, wait_ms, self.buffer.level_ms())
     }
 
@@ -531,6 +583,7 @@ impl Player {
             phase_start: now,
             buffer_before: buf,
             wait_ms,
+            abr_delay_ms: 0.0,
             tput: self.est.throughput(),
             lat: self.est.latency(),
             received: 0.0,
@@ -555,6 +608,7 @@ impl Player {
             throughput_estimate_kbps: f.tput,
             latency_estimate_ms: f.lat,
             full_buffer_wait_ms: f.wait_ms,
+            abr_delay_ms: f.abr_delay_ms,
             download_start_ms: f.sent_at,
             buffer_ms_before: f.buffer_before,
             ttfb_ms: t.ttfb_ms,
@@ -576,6 +630,9 @@ impl Player {
         let t = f.timing.unwrap_or_else(|| Self::timing(&f, now, None));
         let played = f.timing.map_or(now - f.phase_start, |t| t.elapsed_ms);
         self.end_phase(now, played);
+        let level = self.buffer.level_ms();
+        self.abr
+            .report_download(&self.movie, f.quality, Some(suggested), t.elapsed_ms, level);
         self.abandoned_count += 1;
         if self.cfg.keep_records {
             let r = self.record(&f, t, Some(suggested));
@@ -644,6 +701,12 @@ impl Player {
                 let played = timing.map_or(now - f.phase_start, |t| t.elapsed_ms);
                 self.end_phase(now, played);
                 self.buffer.push(f.quality);
+                if f.index > 0 {
+                    // Sabre tells the rule of every download but the first
+                    let level = self.buffer.level_ms();
+                    self.abr
+                        .report_download(&self.movie, f.quality, None, t.elapsed_ms, level);
+                }
                 self.played.push(f.quality as u16);
                 if self.cfg.keep_records {
                     let rec = self.record(&f, t, None);

@@ -642,3 +642,44 @@ fn abandonment_checks_can_be_spaced_for_per_read_progress() {
     assert_eq!(every, 500.0);
     assert_eq!(spaced, 600.0);
 }
+
+// ---- BOLA-E ----
+
+#[test]
+fn bolae_constants_and_first_decision() {
+    use super::bolae::BolaE;
+    // Sabre's movie, 25 s buffer: target max(10 + 2 × 10, 25) = 30 s,
+    // γp = ln(6000/230) / (30/10 − 1) ≈ 1.6307, V = 10 000 / γp ≈ 6132.27
+    let m = Movie::constant(3000.0, &SABRE_LADDER, 199);
+    let mut b = BolaE::new(AbrParams::default(), &m, 25_000.0);
+    let (gp, vp) = b.gp_vp();
+    assert!((gp - (6000.0f64 / 230.0).ln() / 2.0).abs() < 1e-12);
+    assert!((vp - 10_000.0 / gp).abs() < 1e-9);
+    assert!((gp - 1.6307).abs() < 1e-4 && (vp - 6132.27).abs() < 0.01);
+    // no estimate yet: stays at the last level
+    let mut c = ctx(&m, 1, 3000.0, 1000.0);
+    c.throughput_kbps = None;
+    assert_eq!(b.decide(&c), (0, 0.0));
+    // the first decision is the throughput's (1000 → 991, level 4), and the
+    // placeholder makes BOLA agree: buffer + placeholder = the level's
+    // minimum buffer
+    let (q, delay) = b.decide(&ctx(&m, 1, 3000.0, 1000.0));
+    assert_eq!((q, delay), (4, 0.0));
+    let min4 = b.min_buffer_for_quality(&m, 4);
+    assert!((b.placeholder_ms() - (min4 - 3000.0)).abs() < 1e-9);
+    // a full-buffer wait goes into the placeholder
+    let ph = b.placeholder_ms();
+    b.report_delay(700.0);
+    assert_eq!(b.placeholder_ms(), ph + 700.0);
+
+    // with a slow estimate and a deep buffer BOLA-E steps up at most one
+    // level above the throughput's (4 + 1 = 5) and asks to pause for the
+    // buffer above that level's maximum, V (u_5 + γp), once the placeholder
+    // is used up: 40 000 − V (ln(1427/230) + 1 + γp)
+    b.report_delay(-700.0);
+    let (q, delay) = b.decide(&ctx(&m, 20, 40_000.0, 1000.0));
+    assert_eq!(q, 5);
+    let want = 40_000.0 - vp * ((1427.0f64 / 230.0).ln() + 1.0 + gp);
+    assert!((delay - want).abs() < 1e-6, "{delay} vs {want}");
+    assert_eq!(b.placeholder_ms(), 0.0);
+}

@@ -3,15 +3,15 @@
 
 Usage: python3 extract_oracle.py /path/to/results.jsonl > oracle.json
 
-For each (algorithm, trace) of the throughput, bola and dynamic runs it keeps
-the quality of each of the 199 completed segments (play order), Sabre's total
-stall time in ms, its stall count ignoring float noise, and the number of
-abandoned attempts.
+For each (algorithm, trace) of the throughput, bola, dynamic, bolae and
+dynamicdash runs it keeps the quality of each of the 199 completed segments
+(play order), Sabre's total stall time in ms, its stall count ignoring float
+noise, and the number of abandoned attempts.
 """
 import json
 import sys
 
-KEEP = ("throughput", "bola", "dynamic")
+KEEP = ("throughput", "bola", "dynamic", "bolae", "dynamicdash")
 out = {}
 with open(sys.argv[1]) as f:
     for line in f:
