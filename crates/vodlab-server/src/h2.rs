@@ -13,7 +13,10 @@
 //! the connection's streams share one session (they take turns at the
 //! executor, as one HTTP/1.1 connection's requests do). Every wait for
 //! window is bounded by the send timeout (a stalled reader's stream is
-//! reset and counted). Not yet applied to h2: pacing (docs/serve.md).
+//! reset and counted). Paced responses (`--pace`, user mode) register the
+//! stream with the server's pacer, whose driver hands the stream its grants
+//! ([`crate::pacing`]); kernel-mode pacing is per socket and not applied to
+//! h2 streams.
 //!
 //! Abuse limits: the h2 crate's (`max_pending_accept_reset_streams` and
 //! `max_local_error_reset_streams` against rapid reset, the header list and
@@ -37,7 +40,8 @@ use tokio::sync::watch;
 use vodlab_http::server::Head;
 
 use crate::asap::{FileCtx, RangeIo};
-use crate::config::{ConfigError, IoMode};
+use crate::bitrate::{response_rate, Cmcd, ResponseRate};
+use crate::config::{ConfigError, IoMode, PaceMode};
 use crate::conn::{count, log_line, CacheOutcome};
 use crate::conn_io::{read_at, Sink};
 use crate::controller::SessionState;
@@ -411,6 +415,8 @@ struct StreamCtx<'a> {
     session: &'a tokio::sync::Mutex<SessionState>,
     head: &'a Head,
     file: Option<FileBody>,
+    /// The rate a paced file body is sent at (user-mode pacing).
+    pace: Option<ResponseRate>,
 }
 
 /// Answers one stream through the planner.
@@ -432,6 +438,7 @@ async fn stream(
         conn,
     };
     let mut file = None;
+    let mut rel = None;
     let p = match plan::route(&head, &st.root.path) {
         Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
         Route::Stats => {
@@ -440,6 +447,11 @@ async fn stream(
         }
         Route::File(path) => match st.root.open_file(&path) {
             Ok((f, meta)) => {
+                // the catalog's key: the path under the root, from "/"
+                rel = path
+                    .strip_prefix(&st.root.path)
+                    .ok()
+                    .map(|r| format!("/{}", r.to_string_lossy()));
                 file = Some(FileBody {
                     file: Arc::new(f),
                     key: meta.key,
@@ -456,6 +468,18 @@ async fn stream(
         },
     };
     count(st, &p);
+    let mut pace = None;
+    if st.cfg.paced() && st.cfg.pace_mode == PaceMode::User && matches!(p.body, Body::File(_)) {
+        pace = response_rate(
+            &Cmcd::from_head(&head),
+            rel.as_deref().unwrap_or(""),
+            st.bitrates.as_ref(),
+            st.cfg.default_bitrate_kbps,
+        );
+        if pace.is_none() {
+            st.pacing.counters.no_rate.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     let mut sent = 0u64;
     let mut cache = CacheOutcome::None;
     let eos = matches!(p.body, Body::None);
@@ -465,6 +489,7 @@ async fn stream(
         session,
         head: &head,
         file,
+        pace,
     };
     let res = match resp.send_response(to_response(&p), eos) {
         Ok(mut out) => send_body(&sc, &mut out, &p, &mut sent, &mut cache).await,
@@ -504,6 +529,10 @@ async fn send_body(
     match &p.body {
         Body::None => Ok(()),
         Body::Bytes(b) => send_bytes(out, Bytes::from(b.clone()), true, limit).await,
+        Body::File(r) if sc.pace.is_some() => {
+            send_paced(sc, out, r.offset, r.len, sent).await?;
+            send_bytes(out, Bytes::new(), true, limit).await
+        }
         Body::File(r) => {
             *cache = send_file_part(sc, out, r.offset, r.len, sent).await?;
             send_bytes(out, Bytes::new(), true, limit).await
@@ -518,6 +547,36 @@ async fn send_body(
             send_bytes(out, Bytes::from(closing.clone()), true, limit).await
         }
     }
+}
+
+/// Sends a file range paced by the server's user-mode pacer: the stream
+/// is a pacer session (burst, chunk rule, link capacity as for HTTP/1.1)
+/// and sends each grant's bytes as DATA when the driver hands it over (no
+/// ASAP probe, as for a paced HTTP/1.1 response).
+async fn send_paced(
+    sc: &StreamCtx<'_>,
+    out: &mut SendStream<Bytes>,
+    mut off: u64,
+    len: u64,
+    sent: &mut u64,
+) -> io::Result<()> {
+    let (Some(fb), Some(rate)) = (&sc.file, &sc.pace) else {
+        return Err(io::Error::other("a paced body without a file or rate"));
+    };
+    let st = sc.st;
+    st.pacing.counters.paced.fetch_add(1, Ordering::Relaxed);
+    let mut pacing = crate::pacing::register_stream(st, len, rate)?;
+    let end = off + len;
+    let blocking = st.cfg.io == IoMode::Vanilla;
+    while off < end {
+        let Some(n) = pacing.grants.recv().await else {
+            return Err(io::Error::other("pacer driver stopped"));
+        };
+        let n = n.min(end - off);
+        send_range(st, out, &fb.file, off, n, false, sent, blocking).await?;
+        off += n;
+    }
+    Ok(())
 }
 
 /// Sends one range of the response's file: through the ASAP executor (the

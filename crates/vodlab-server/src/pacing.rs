@@ -17,6 +17,11 @@
 //!   between workers, so a per-worker heap would need its own runtime per
 //!   thread; the lock is held for a heap operation (µs), and the measured
 //!   cost is in docs/serve.md.
+//!   An HTTP/2 stream is a session of the same pacer, but the driver
+//!   cannot write DATA frames itself: it hands each grant (a byte count) to
+//!   the stream's task over a channel and counts it as sent
+//!   ([`register_stream`]); a stream short of flow-control window falls
+//!   behind its grants, never ahead.
 //! - **kernel**: `SO_MAX_PACING_RATE` = r on the socket and plain
 //!   `sendfile` (TCP's internal pacing, see [`set_max_pacing_rate`]); the
 //!   burst is sent first without a rate.
@@ -35,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::bitrate::ResponseRate;
 use crate::config::{defaults, Config, PaceMode};
@@ -88,14 +93,24 @@ pub struct PacingStats {
 /// connection task dropped mid-response removes it (under the lock, so
 /// never during a write) before either descriptor can close.
 struct Job {
-    sock: RawFd,
-    file: RawFd,
+    writer: Writer,
     /// File offset of the next byte.
     off: u64,
     /// Last time the socket took a byte (the send timeout's clock).
     progress: Instant,
     /// Completes the connection's wait.
     done: oneshot::Sender<io::Result<()>>,
+}
+
+/// How a paced response's granted bytes are written.
+enum Writer {
+    /// The driver writes them itself: one non-blocking `sendfile` run on
+    /// the connection's socket from the file.
+    Sendfile { sock: RawFd, file: RawFd },
+    /// An HTTP/2 stream's task writes them as DATA: the driver hands each
+    /// grant over (a task wake-up per chunk) and counts it as sent; a stream
+    /// short of window falls behind its grants, never ahead.
+    Stream(mpsc::UnboundedSender<u64>),
 }
 
 struct Inner {
@@ -193,10 +208,24 @@ impl Pacing {
             return;
         };
         self.record(&grant, now);
-        let outcome = match write_chunk(job.sock, job.file, job.off, grant.bytes) {
+        let written = match &job.writer {
+            Writer::Sendfile { sock, file } => write_chunk(*sock, *file, job.off, grant.bytes),
+            Writer::Stream(tx) => match tx.send(grant.bytes) {
+                // the stream's task counts the bytes it sends itself
+                Ok(()) => Ok(grant.bytes),
+                Err(_) => Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the stream is gone",
+                )),
+            },
+        };
+        let counted = matches!(job.writer, Writer::Sendfile { .. });
+        let outcome = match written {
             Ok(n) => {
                 job.off += n;
-                sent_bytes.fetch_add(n, Ordering::Relaxed);
+                if counted {
+                    sent_bytes.fetch_add(n, Ordering::Relaxed);
+                }
                 if grant.kind == Kind::Burst {
                     self.counters.burst_bytes.fetch_add(n, Ordering::Relaxed);
                 }
@@ -310,8 +339,10 @@ pub(crate) async fn send_paced(
         g.jobs.insert(
             id,
             Job {
-                sock: sock.as_raw_fd(),
-                file: file.as_raw_fd(),
+                writer: Writer::Sendfile {
+                    sock: sock.as_raw_fd(),
+                    file: file.as_raw_fd(),
+                },
                 off,
                 progress: now,
                 done: tx,
@@ -328,6 +359,51 @@ pub(crate) async fn send_paced(
     // the driver removed the session when it completed the job
     guard.id = None;
     r
+}
+
+/// A paced HTTP/2 stream registered with the pacer: its grants (byte
+/// counts, in order) arrive on `grants`; dropping it removes the session.
+pub(crate) struct StreamPacing<'a> {
+    /// The driver's grants.
+    pub(crate) grants: mpsc::UnboundedReceiver<u64>,
+    _guard: Guard<'a>,
+    _done: oneshot::Receiver<io::Result<()>>,
+}
+
+/// Registers a paced HTTP/2 stream of `len` bytes at `rate` with the
+/// user-mode pacer (the same sessions, burst, chunk rule and link capacity
+/// as a paced HTTP/1.1 response); the stream's task sends each grant's
+/// bytes as DATA.
+pub(crate) fn register_stream<'a>(
+    st: &'a crate::server::State,
+    len: u64,
+    rate: &ResponseRate,
+) -> io::Result<StreamPacing<'a>> {
+    let p = &*st.pacing;
+    let (tx, grants) = mpsc::unbounded_channel();
+    let (done_tx, done) = oneshot::channel();
+    let mut g = p.inner.lock().expect("lock");
+    let now = Instant::now();
+    let params = p.params(&g.pacer, rate, len);
+    let id = g
+        .pacer
+        .register(now, params)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    g.jobs.insert(
+        id,
+        Job {
+            writer: Writer::Stream(tx),
+            off: 0,
+            progress: now,
+            done: done_tx,
+        },
+    );
+    p.wake_for(&g, now);
+    Ok(StreamPacing {
+        grants,
+        _guard: Guard { p, id: Some(id) },
+        _done: done,
+    })
 }
 
 /// One non-blocking `sendfile` run of at most `n` bytes: what the socket

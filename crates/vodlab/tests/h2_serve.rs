@@ -331,3 +331,37 @@ fn serve_cli_writes_its_self_signed_certificate_for_clients() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn h2_streams_are_paced_by_the_user_mode_pacer() {
+    let root = root_with_files();
+    // 3,000,000 bytes at 8 Mbit/s (1 MB/s) × K 1.5, no burst: 2.0 s
+    let s = Running::start(root.path(), |c| {
+        tls(c);
+        c.pace = 1.5;
+        c.pace_burst = 0.0;
+        c.default_bitrate_kbps = Some(8000.0);
+    });
+    let file = fs::read(root.path().join("seg.m4s")).unwrap();
+    for (proto, url) in [
+        ("--http2-prior-knowledge", s.url("/seg.m4s")),
+        ("--http2", https(&s, "/seg.m4s")),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (b, w) = curl(&[proto, "-k", &url]);
+        let took = t0.elapsed().as_secs_f64();
+        assert_eq!((w.as_str(), b == file), ("2 200", true), "{proto}");
+        assert!((1.8..3.0).contains(&took), "{proto}: {took:.2} s, paced 2.0 s");
+    }
+    let st = stats(&s);
+    assert_eq!(st["pacing"]["paced_responses"], 2, "{st}");
+    // 64 KiB chunks at most (the chunk rule at 1.5 MB/s gives 7.5 KB)
+    assert!(st["pacing"]["grants"].as_u64().unwrap() >= 2 * 3_000_000 / 65_536, "{st}");
+    drop(s);
+    // unpaced, the same download is far faster
+    let s = Running::start(root.path(), |_| {});
+    let t0 = std::time::Instant::now();
+    let (b, _) = curl(&["--http2-prior-knowledge", &s.url("/seg.m4s")]);
+    assert_eq!(b.len(), file.len());
+    assert!(t0.elapsed() < Duration::from_millis(1500));
+}
