@@ -573,6 +573,16 @@ impl Abr {
         }
     }
 
+    /// Heap bytes held (BOLA's utilities).
+    pub fn heap_bytes(&self) -> usize {
+        let f = std::mem::size_of::<f64>();
+        match self {
+            Abr::Bola(b) | Abr::Dynamic { bola: b, .. } => b.utilities.capacity() * f,
+            Abr::Bolae(b) | Abr::Dynamicdash { bola: b, .. } => b.utilities_len() * f,
+            Abr::Throughput(_) | Abr::Bba(_) => 0,
+        }
+    }
+
     /// The player waited `ms` because the buffer was full.
     pub fn report_delay(&mut self, ms: f64) {
         match self {

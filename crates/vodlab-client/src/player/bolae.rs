@@ -71,6 +71,11 @@ impl BolaE {
         }
     }
 
+    /// Capacity of the utilities vector.
+    pub(crate) fn utilities_len(&self) -> usize {
+        self.utilities.capacity()
+    }
+
     /// γp and V, ms.
     pub fn gp_vp(&self) -> (f64, f64) {
         (self.gp, self.vp)
@@ -151,14 +156,13 @@ impl BolaE {
         if self.p.insufficient_buffer_rule {
             let safe = self.ibr_safety * (level - lat) * tput;
             self.ibr_safety = (self.ibr_safety * self.p.ibr_safety_init).max(self.p.ibr_safety_min);
-            for k in 0..q {
-                if m.bitrates_kbps[k + 1] * m.segment_duration_ms > safe {
-                    q = k;
-                    delay = 0.0;
-                    let max_ph = (self.min_buffer_for_quality(m, q) - level).max(0.0);
-                    self.placeholder = self.placeholder.min(max_ph);
-                    break;
-                }
+            // the first level whose next one does not fit
+            if let Some(k) = (0..q).find(|&k| m.bitrates_kbps[k + 1] * m.segment_duration_ms > safe)
+            {
+                q = k;
+                delay = 0.0;
+                let max_ph = (self.min_buffer_for_quality(m, q) - level).max(0.0);
+                self.placeholder = self.placeholder.min(max_ph);
             }
         }
         (q, delay)

@@ -149,6 +149,12 @@ impl PlayoutBuffer {
         self.end_episode();
     }
 
+    /// Heap bytes held (segment queue and stall list capacities).
+    pub fn heap_bytes(&self) -> usize {
+        self.contents.capacity() * std::mem::size_of::<usize>()
+            + self.stalls.capacity() * std::mem::size_of::<(f64, f64)>()
+    }
+
     /// Time before playback started, ms.
     pub fn startup_ms(&self) -> f64 {
         self.startup_ms

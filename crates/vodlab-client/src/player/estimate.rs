@@ -68,6 +68,15 @@ impl Ewma {
         self.latency = l;
     }
 
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        (self.half_life_ms.capacity()
+            + self.latency_half_life.capacity()
+            + self.tput.capacity()
+            + self.lat.capacity())
+            * std::mem::size_of::<f64>()
+    }
+
     /// The throughput estimate, kbit/s (none before the first sample).
     pub fn throughput(&self) -> Option<f64> {
         self.throughput

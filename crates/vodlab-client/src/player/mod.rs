@@ -408,6 +408,18 @@ impl Player {
         &self.abandoned
     }
 
+    /// Approximate memory this player holds, bytes: the struct and the
+    /// capacity of its vectors (the movie is shared and not counted).
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        size_of::<Self>()
+            + (self.records.capacity() + self.abandoned.capacity()) * size_of::<SegmentRecord>()
+            + self.played.capacity() * size_of::<u16>()
+            + self.buffer.heap_bytes()
+            + self.est.heap_bytes()
+            + self.abr.heap_bytes()
+    }
+
     /// True once [`Action::Done`] was returned or the session failed.
     pub fn is_finished(&self) -> bool {
         matches!(self.state, State::Done | State::Failed)

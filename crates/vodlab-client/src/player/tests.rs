@@ -683,3 +683,35 @@ fn bolae_constants_and_first_decision() {
     assert!((delay - want).abs() < 1e-6, "{delay} vs {want}");
     assert_eq!(b.placeholder_ms(), 0.0);
 }
+
+#[test]
+fn a_lean_player_stays_small() {
+    // the scale target is ≤ 64 KiB per player; a lean player over a
+    // 199-segment movie with many abandoned attempts holds a few hundred
+    // bytes beyond its struct; a recording one holds a record per download
+    // and attempt (it can pass 64 KiB: players at scale run lean)
+    let movie = Arc::new(Movie::constant(3000.0, &SABRE_LADDER, 199));
+    let tr = trace(&[(20_000.0, 9_000.0), (10_000.0, 600.0)], 20.0);
+    let lean = sim::run_player(
+        movie.clone(),
+        &tr,
+        PlayerConfig {
+            keep_records: false,
+            ..cfg(AbrRule::Throughput)
+        },
+    )
+    .unwrap();
+    let full = sim::run_player(movie, &tr, cfg(AbrRule::Throughput)).unwrap();
+    assert!(full.abandoned().len() > 20, "{}", full.abandoned().len());
+    let (l, f) = (lean.memory_bytes(), full.memory_bytes());
+    assert!(l < 4096, "lean player: {l} bytes");
+    let recs = full.records().len() + full.abandoned().len();
+    assert!(
+        f >= l + recs * 100,
+        "recording player: {f} bytes for {recs} records"
+    );
+    eprintln!(
+        "lean {l} B; recording {f} B for {recs} records of {} B",
+        std::mem::size_of::<SegmentRecord>()
+    );
+}
