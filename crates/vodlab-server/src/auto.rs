@@ -5,7 +5,10 @@
 //! **Score** [T1062–T1064]: per adjust interval, mspt (milliseconds per
 //! 128 KiB the prefetch helpers read, from the reads they timed) × miss
 //! ratio (bytes the helpers read ÷ bytes requested; above 1 when evicted
-//! data is read again), stored per prefetch size.
+//! data is read again), stored per prefetch size. The reads are the
+//! devices' totals when the server reports them (`on_device_reads`, every
+//! read), else the connections' reports (`on_read_complete`, which miss
+//! the reads of connections that went away).
 //!
 //! **Each interval** ([`Auto::on_tick`]), in the thesis's order [T1071–T1079]:
 //! 1. the prefetcher busy less than `busy` of the interval → nothing (no
@@ -318,8 +321,12 @@ pub struct AutoView {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Window {
     requested: u64,
+    /// Reads reported by connections (`on_read_complete`).
     device_bytes: u64,
     read_time: Duration,
+    /// Reads reported by the devices (`on_device_reads`), all of them.
+    helper_bytes: u64,
+    helper_time: Duration,
     evicted: u64,
     evictions: u64,
     eviction_time: Duration,
@@ -369,6 +376,9 @@ pub struct Auto {
     decisions: u64,
     by_decision: BTreeMap<&'static str, u64>,
     log: VecDeque<IntervalRecord>,
+    /// Whether the server reports the devices' reads (then they, not the
+    /// connections' reports, give busy, mspt and the miss ratio).
+    device_fed: bool,
 }
 
 impl Auto {
@@ -388,6 +398,7 @@ impl Auto {
             decisions: 0,
             by_decision: BTreeMap::new(),
             log: VecDeque::new(),
+            device_fed: false,
         }
     }
 
@@ -478,7 +489,12 @@ impl Auto {
 
     /// Ends an interval of length `elapsed` at `now`: measures, decides.
     fn evaluate(&mut self, now: Instant, elapsed: Duration) {
-        let w = std::mem::take(&mut self.window);
+        let mut w = std::mem::take(&mut self.window);
+        if self.device_fed {
+            // every read the helpers did, those of connections gone included
+            w.device_bytes = w.helper_bytes;
+            w.read_time = w.helper_time;
+        }
         let p = self.target;
         let secs = elapsed.as_secs_f64().max(1e-9);
         let busy = (w.read_time.as_secs_f64() / secs).min(1.0);
@@ -603,6 +619,12 @@ impl PrefetchController for Auto {
     fn on_read_complete(&mut self, _now: Instant, bytes: u64, duration: Duration) {
         self.window.device_bytes += bytes;
         self.window.read_time += duration;
+    }
+
+    fn on_device_reads(&mut self, _now: Instant, bytes: u64, busy: Duration) {
+        self.device_fed = true;
+        self.window.helper_bytes += bytes;
+        self.window.helper_time += busy;
     }
 
     fn on_evicted(&mut self, _now: Instant, bytes: u64, unused_for: Duration) {

@@ -585,3 +585,33 @@ mod bounded {
         }
     }
 }
+
+/// Reads of connections that went away never reach `on_read_complete`;
+/// when the server reports the devices' totals, those give busy, mspt and
+/// the miss ratio instead.
+#[test]
+fn the_devices_reads_replace_the_connections_reports() {
+    let mut sim = Sim::new(cfg());
+    // the connections report 30 % busy (inactive on their own) ...
+    sim.settle();
+    let mut s = SessionState::default();
+    let requested = 1000 * TRANSACTION as u64;
+    sim.a
+        .on_request(sim.now, &info(requested, true, None), &mut s, None);
+    sim.a
+        .on_read_complete(sim.now, requested / 2, Duration::from_secs(54));
+    // ... the devices read 1.2 x the requested bytes, busy 90 % of 180 s
+    let n = sim.a.intervals;
+    while sim.a.intervals == n {
+        sim.now += Duration::from_secs(1);
+        sim.a
+            .on_device_reads(sim.now, requested * 6 / 5 / 180, Duration::from_millis(900));
+        sim.a.on_tick(sim.now);
+    }
+    let r = *sim.a.log.back().unwrap();
+    assert!((r.busy - 0.9).abs() < 1e-6, "{r:?}");
+    assert!((r.miss_ratio.unwrap() - 1.2).abs() < 0.01, "{r:?}");
+    // mspt = 162 s over 1,200 transactions = 135 ms
+    assert!((r.mspt.unwrap() - 135.0).abs() < 0.5, "{r:?}");
+    assert_eq!(r.decision, Decision::TryLarger);
+}

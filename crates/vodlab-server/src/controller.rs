@@ -208,6 +208,11 @@ pub trait PrefetchController: Send {
     fn on_evicted(&mut self, now: Instant, bytes: u64, unused_for: Duration);
     /// Periodic tick.
     fn on_tick(&mut self, now: Instant);
+    /// What the devices' helpers read since the last call, in all: bytes
+    /// and time spent reading, reads of connections that went away
+    /// included (which never reach `on_read_complete`). Called before each
+    /// tick by a server that knows its devices.
+    fn on_device_reads(&mut self, _now: Instant, _bytes: u64, _busy: Duration) {}
     /// The automatic size's state (`prefetch_auto` in `/vodlab/stats`);
     /// `None` for other controllers.
     fn auto_view(&self) -> Option<crate::auto::AutoView> {
@@ -265,6 +270,9 @@ pub const MAX_CHAINS: usize = 65_536;
 pub struct PrefetchCore {
     controller: Box<dyn PrefetchController>,
     chains: HashMap<String, ChainState>,
+    /// The devices' totals at the last [`PrefetchCore::tick_devices`]:
+    /// bytes and seconds spent reading.
+    devices_seen: (u64, f64),
 }
 
 /// What [`PrefetchCore::before_send`] found and decided.
@@ -282,6 +290,7 @@ impl PrefetchCore {
         Self {
             controller,
             chains: HashMap::new(),
+            devices_seen: (0, 0.0),
         }
     }
 
@@ -328,6 +337,22 @@ impl PrefetchCore {
 
     /// The periodic tick.
     pub fn tick(&mut self, now: Instant) {
+        self.controller.on_tick(now);
+    }
+
+    /// The periodic tick with the devices' statistics now: first tells the
+    /// controller what the helpers read since the last call
+    /// ([`PrefetchController::on_device_reads`]), then ticks.
+    pub fn tick_devices(&mut self, now: Instant, devices: &[crate::prefetch::DeviceStats]) {
+        let bytes: u64 = devices.iter().map(|d| d.bytes).sum();
+        let busy: f64 = devices.iter().map(|d| d.busy_s).sum();
+        let (b0, s0) = self.devices_seen;
+        let (db, ds) = (bytes.saturating_sub(b0), (busy - s0).max(0.0));
+        self.devices_seen = (bytes, busy);
+        if db > 0 || ds > 0.0 {
+            let busy = Duration::try_from_secs_f64(ds).unwrap_or(Duration::ZERO);
+            self.controller.on_device_reads(now, db, busy);
+        }
         self.controller.on_tick(now);
     }
 

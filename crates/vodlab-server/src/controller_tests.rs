@@ -282,3 +282,52 @@ fn policies_build_their_controller() {
         None
     );
 }
+
+#[test]
+fn tick_devices_reports_what_the_helpers_read_since_the_last_tick() {
+    #[derive(Default)]
+    struct Seen(Arc<Mutex<Vec<(u64, Duration)>>>);
+    impl PrefetchController for Seen {
+        fn on_request(
+            &mut self,
+            _: Instant,
+            _: &RequestInfo<'_>,
+            _: &mut SessionState,
+            _: Option<&mut ChainState>,
+        ) -> PrefetchDecision {
+            PrefetchDecision::None
+        }
+        fn on_read_complete(&mut self, _: Instant, _: u64, _: Duration) {}
+        fn on_evicted(&mut self, _: Instant, _: u64, _: Duration) {}
+        fn on_tick(&mut self, _: Instant) {
+            self.0.lock().unwrap().push((u64::MAX, Duration::ZERO));
+        }
+        fn on_device_reads(&mut self, _: Instant, bytes: u64, busy: Duration) {
+            self.0.lock().unwrap().push((bytes, busy));
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut core = PrefetchCore::new(Box::new(Seen(seen.clone())));
+    let dev = |device, bytes, busy_s| crate::prefetch::DeviceStats {
+        device,
+        bytes,
+        busy_s,
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    core.tick_devices(t0, &[dev(1, 1000, 0.5), dev(2, 500, 0.25)]);
+    // nothing new: only the tick
+    core.tick_devices(t0, &[dev(1, 1000, 0.5), dev(2, 500, 0.25)]);
+    core.tick_devices(t0, &[dev(1, 3000, 1.0), dev(2, 500, 0.25)]);
+    let tick = (u64::MAX, Duration::ZERO);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![
+            (1500, Duration::from_millis(750)),
+            tick,
+            tick,
+            (2000, Duration::from_millis(500)),
+            tick
+        ]
+    );
+}

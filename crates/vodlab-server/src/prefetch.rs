@@ -248,6 +248,9 @@ pub struct DeviceStats {
     pub queue_length: u64,
     /// Fraction of wall time since the first read that a helper was reading.
     pub busy_fraction: f64,
+    /// Seconds the helpers spent reading, in all (reads of connections that
+    /// went away included).
+    pub busy_s: f64,
     /// Queued prefetches dropped unread because their connection had gone.
     pub cancelled: u64,
     /// Prefetch reads stopped part-way because their connection went away.
@@ -367,6 +370,7 @@ impl Helpers {
                     },
                     cancelled: q.cancelled,
                     stopped: q.stopped,
+                    busy_s: busy,
                 }
             })
             .collect();

@@ -414,7 +414,8 @@ async fn periodic(st: Arc<State>, mut stop: watch::Receiver<bool>) {
         tokio::select! {
             _ = stop.changed() => return,
             _ = control.tick(), if st.cfg.io == IoMode::Asap => {
-                st.prefetch.lock().expect("lock").tick(Instant::now());
+                let devices = st.helpers.stats();
+                st.prefetch.lock().expect("lock").tick_devices(Instant::now(), &devices);
             }
             _ = ticker.tick(), if !st.cfg.stats_interval.is_zero() => {
                 let s = st.stats();
