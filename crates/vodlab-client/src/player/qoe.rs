@@ -125,6 +125,8 @@ pub struct P1203Options {
     pub device: String,
     /// `IGen.displaySize`.
     pub display_size: String,
+    /// `IGen.viewingDistance`.
+    pub viewing_distance: String,
 }
 
 impl Default for P1203Options {
@@ -136,6 +138,7 @@ impl Default for P1203Options {
             audio_codec: "aaclc".into(),
             device: "pc".into(),
             display_size: "1920x1080".into(),
+            viewing_distance: "150cm".into(),
         }
     }
 }
@@ -144,7 +147,8 @@ impl Default for P1203Options {
 /// reference implementation (`itu-p1203`): `I11` audio segments, `I13`
 /// video segments (bit rate, codec, duration, fps, resolution, start; in
 /// play order), `I23` stalling `[[media position s, duration s], …]` with
-/// the initial loading at position 0, and `IGen`. vodlab does not run the
+/// the initial loading at position 0, and `IGen` (as the reference
+/// implementation's `examples/mode0*.json`). vodlab does not run the
 /// model (its licence forbids redistribution); users score this file with
 /// it themselves.
 pub fn p1203_input(
@@ -191,6 +195,10 @@ pub fn p1203_input(
         "I11": { "segments": audio, "streamId": o.stream_id },
         "I13": { "segments": video, "streamId": o.stream_id },
         "I23": { "stalling": stalling, "streamId": o.stream_id },
-        "IGen": { "device": o.device, "displaySize": o.display_size },
+        "IGen": {
+            "device": o.device,
+            "displaySize": o.display_size,
+            "viewingDistance": o.viewing_distance,
+        },
     })
 }

@@ -411,6 +411,8 @@ fn p1203_input_has_segments_and_stalls() {
     assert_eq!(video[3]["duration"], 2.0);
     assert_eq!(video[3]["resolution"], qoe::DEFAULT_RESOLUTION);
     assert_eq!(v["I11"]["segments"].as_array().unwrap().len(), 30);
+    assert_eq!(v["IGen"]["viewingDistance"], "150cm");
+    assert_eq!(v["I23"]["streamId"], v["I13"]["streamId"]);
     let st = v["I23"]["stalling"].as_array().unwrap();
     assert_eq!(st.len(), 2, "initial loading and one stall: {st:?}");
     assert_eq!(st[0][0], 0.0);
