@@ -717,3 +717,20 @@ fn a_lean_player_stays_small() {
         std::mem::size_of::<SegmentRecord>()
     );
 }
+
+#[test]
+fn every_rule_plays_a_one_level_movie_and_a_one_segment_movie() {
+    let tr = trace(&[(1_000.0, 2_000.0), (500.0, 0.0)], 0.0);
+    for rule in AbrRule::ALL {
+        for movie in [
+            Movie::constant(2000.0, &[800.0], 12),
+            Movie::constant(2000.0, &PENSIEVE_LADDER, 1),
+        ] {
+            let n = movie.segments();
+            let out = simulate(Arc::new(movie), &tr, cfg(rule)).unwrap();
+            assert_eq!(out.segments.len(), n, "{rule}");
+            assert_eq!(out.segments[0].quality, 0, "{rule}");
+            assert!(out.qoe.session_ms.is_finite() && out.qoe.yin_qoe.is_finite());
+        }
+    }
+}
