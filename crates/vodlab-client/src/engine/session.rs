@@ -232,6 +232,8 @@ pub(super) async fn run_session(
             }
         }
         let done = poll_fn(|cx| {
+            // the HTTP/2 connections' frames first: they may complete a step
+            let _ = transport.poll_drivers(cx);
             for slot in steps.iter_mut() {
                 if let Some(f) = slot.as_mut() {
                     if let Poll::Ready(out) = f.as_mut().poll(cx) {

@@ -109,9 +109,15 @@ impl H2Handle {
     }
 }
 
-/// The HTTP/2 preface and SETTINGS exchange over `io`; the connection's
-/// frames are then driven by a task of its own.
-pub async fn handshake<T>(io: T, s: &H2Settings) -> Result<H2Handle, Failure>
+/// The future that drives an HTTP/2 connection's frames (reads, writes,
+/// flow control); it ends when the connection closes.
+pub type Driver = futures_util::future::BoxFuture<'static, ()>;
+
+/// The HTTP/2 preface and SETTINGS exchange over `io`: the connection's
+/// handle and its [`Driver`], which the caller must poll — the session's
+/// own task does (see [`super::SessionTransport::poll_drivers`]), so a
+/// DATA frame wakes no other task on its way to the stream that reads it.
+pub async fn handshake<T>(io: T, s: &H2Settings) -> Result<(H2Handle, Driver), Failure>
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -125,15 +131,18 @@ where
         .map_err(|e| h2_failure(&e, false, "h2 handshake"))?;
     let alive = Arc::new(AtomicBool::new(true));
     let flag = alive.clone();
-    tokio::spawn(async move {
+    let driver = Box::pin(async move {
         let _ = conn.await;
         flag.store(false, Ordering::Relaxed);
     });
-    Ok(H2Handle {
-        send,
-        alive,
-        uses: Arc::new(AtomicU64::new(0)),
-    })
+    Ok((
+        H2Handle {
+            send,
+            alive,
+            uses: Arc::new(AtomicU64::new(0)),
+        },
+        driver,
+    ))
 }
 
 /// Hop-by-hop headers HTTP/2 forbids (RFC 9113 §8.2.2); `Host` becomes

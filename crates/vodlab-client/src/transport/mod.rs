@@ -206,6 +206,7 @@ impl Connector {
             c: self,
             tls: self.tls.as_ref().map(|(c, _)| tls::per_viewer(c)),
             groups: (0..groups).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            drivers: std::sync::Mutex::new(Vec::new()),
         }
     }
 }
@@ -228,6 +229,8 @@ pub struct SessionTransport<'a> {
     c: &'a Connector,
     tls: Option<Arc<ClientConfig>>,
     groups: Vec<tokio::sync::Mutex<Option<H2Handle>>>,
+    /// The HTTP/2 connections' frame drivers, polled by the session's task.
+    drivers: std::sync::Mutex<Vec<h2::Driver>>,
 }
 
 /// A logical connection, ready for its next exchange.
@@ -315,7 +318,7 @@ impl SessionTransport<'_> {
                 if let Some(h) = slot.as_ref().filter(|h| h.is_alive()) {
                     return Ok((Conn::H2(h.clone()), Opened::default()));
                 }
-                let (h, opened) = if self.c.cfg.protocol == Protocol::H2 {
+                let ((h, driver), opened) = if self.c.cfg.protocol == Protocol::H2 {
                     let (s, opened) = self.tls_connect(link).await?;
                     (h2::handshake(s, &self.c.cfg.h2).await?, opened)
                 } else {
@@ -329,10 +332,23 @@ impl SessionTransport<'_> {
                         opened,
                     )
                 };
+                self.drivers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(driver);
                 *slot = Some(h.clone());
                 Ok((Conn::H2(h), opened))
             }
         }
+    }
+
+    /// Polls the session's HTTP/2 connections (their frames move only while
+    /// this is polled; the session's task calls it on every wake-up), and
+    /// drops those that ended. Always `Pending`.
+    pub fn poll_drivers(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        let mut d = self.drivers.lock().unwrap_or_else(|e| e.into_inner());
+        d.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        std::task::Poll::Pending
     }
 
     /// Sends a request on `c` and reads its answer (see
