@@ -14,8 +14,8 @@ use crate::error::{Problems, SpecError};
 use crate::limits;
 use crate::script::{ByteRange, Request, Session, SessionHeader, Wait};
 use crate::spec::{
-    Ladder, Layout, ManifestSpec, Placement, Popularity, RepresentationChoice, Selection, Spec,
-    StartPosition,
+    Ladder, Layout, ManifestSpec, Placement, Popularity, RepKind, RepresentationChoice, Selection,
+    SessionModel, Spec, StartPosition,
 };
 
 const CATALOG_STREAM: u64 = 1;
@@ -35,6 +35,9 @@ pub struct RepInfo {
     /// Picture size announced in manifests (`WIDTHxHEIGHT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<String>,
+    /// Video (omitted), audio or combined.
+    #[serde(default, skip_serializing_if = "RepKind::is_video")]
+    pub kind: RepKind,
 }
 
 impl RepInfo {
@@ -244,11 +247,15 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
                 request_bytes,
                 chunk_bytes,
                 resolution: rep.resolution.clone(),
+                kind: rep.kind,
             }
         })
         .collect();
 
     let durations = draw_durations(spec, &mut r);
+    // the netflix model puts an offset table at the start of each file
+    let table_entry = (spec.sessions.model == SessionModel::Netflix)
+        .then(|| spec.sessions.netflix_spec().table_entry_bytes);
 
     // which ranks have which representation
     let mut has = vec![vec![false; c.representations.len()]; n];
@@ -321,7 +328,7 @@ pub fn build_catalog(spec: &Spec) -> Catalog {
                             padded_units as u64 * info.request_bytes
                         } else {
                             content_bytes
-                        };
+                        } + table_entry.map_or(0, |e| netflix::table_bytes(dur, e));
                         (1, stored)
                     }
                 };
@@ -558,6 +565,7 @@ pub fn try_construct(spec: &Spec, origin: &str) -> Result<Workload, SpecError> {
 
     let mut sessions = Vec::with_capacity(s.count as usize);
     let mut total_requests = 0u64;
+    let netflix = s.model == SessionModel::Netflix;
     for id in 0..s.count {
         let class = classes.sample(&mut r);
         let wanted = match &s.representation {
@@ -574,7 +582,11 @@ pub fn try_construct(spec: &Spec, origin: &str) -> Result<Workload, SpecError> {
             }
             RepresentationChoice::Rule { headroom } => {
                 let down = spec.clients[class].down_kbps;
-                rule_choice(&catalog.representations, down, *headroom)
+                if netflix {
+                    rule_choice_of(&catalog.representations, down, *headroom, RepKind::Video)
+                } else {
+                    rule_choice(&catalog.representations, down, *headroom)
+                }
             }
         };
         let (title, title_rep) = match subsets.get(wanted).and_then(|x| x.as_ref()) {
@@ -600,7 +612,18 @@ pub fn try_construct(spec: &Spec, origin: &str) -> Result<Workload, SpecError> {
             }
         };
         let want = ((frac * t.duration_s / s.request_s) - 1e-9).ceil().max(0.0) as u32;
-        let count = want.max(s.min_requests).min(tr.requests - start).max(1);
+        let mut count = want.max(s.min_requests).min(tr.requests - start).max(1);
+        if netflix {
+            let g = GenSession {
+                id,
+                class: class as u16,
+                title,
+                title_rep: title_rep as u16,
+                start,
+                requests: 0,
+            };
+            count = netflix::plan(spec, &catalog, &g).requests.len() as u32;
+        }
         total_requests += count as u64;
         if total_requests > limits::MAX_REQUESTS {
             let mut problems = Problems::default();
@@ -627,7 +650,10 @@ pub fn try_construct(spec: &Spec, origin: &str) -> Result<Workload, SpecError> {
             requests: count,
         });
     }
-    let stats = compute_stats(spec, &catalog, &sessions);
+    let mut stats = compute_stats(spec, &catalog, &sessions);
+    if netflix {
+        stats.netflix = Some(netflix_stats::compute(spec, &catalog, &sessions));
+    }
     Ok(Workload {
         spec: spec.clone(),
         catalog,
@@ -640,6 +666,19 @@ pub fn try_construct(spec: &Spec, origin: &str) -> Result<Workload, SpecError> {
 /// unlimited), else the lowest.
 fn rule_choice(reps: &[RepInfo], down_kbps: f64, headroom: f64) -> usize {
     let mut order: Vec<usize> = (0..reps.len()).collect();
+    order.sort_by(|&a, &b| reps[a].bitrate_kbps.total_cmp(&reps[b].bitrate_kbps));
+    let fits = |i: &usize| down_kbps == 0.0 || reps[*i].bitrate_kbps <= headroom * down_kbps;
+    order
+        .iter()
+        .rev()
+        .find(|i| fits(i))
+        .copied()
+        .unwrap_or(order[0])
+}
+
+/// As [`rule_choice`], among the representations of one kind.
+fn rule_choice_of(reps: &[RepInfo], down_kbps: f64, headroom: f64, kind: RepKind) -> usize {
+    let mut order: Vec<usize> = (0..reps.len()).filter(|&i| reps[i].kind == kind).collect();
     order.sort_by(|&a, &b| reps[a].bitrate_kbps.total_cmp(&reps[b].bitrate_kbps));
     let fits = |i: &usize| down_kbps == 0.0 || reps[*i].bitrate_kbps <= headroom * down_kbps;
     order
@@ -671,6 +710,9 @@ fn fallback(catalog: &Catalog, title: u32, wanted: usize) -> usize {
 impl Workload {
     /// Expands a compact session into its script form.
     pub fn session(&self, g: &GenSession) -> Session {
+        if self.spec.sessions.model == SessionModel::Netflix {
+            return self.netflix_session(g);
+        }
         let t = &self.catalog.titles[g.title as usize];
         let tr = &t.representations[g.title_rep as usize];
         let info = &self.catalog.representations[tr.rep];
@@ -713,8 +755,11 @@ impl Workload {
     }
 }
 
+pub mod netflix;
+mod netflix_stats;
 mod stats;
 
+pub use netflix_stats::NetflixStats;
 use stats::compute_stats;
 pub use stats::Stats;
 

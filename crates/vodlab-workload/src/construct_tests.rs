@@ -141,6 +141,7 @@ fn rule_picks_highest_that_fits() {
             request_bytes: 1,
             chunk_bytes: 0,
             resolution: None,
+            kind: Default::default(),
         })
         .collect();
     assert_eq!(rule_choice(&reps, 2000.0, 0.8), 1);

@@ -56,6 +56,11 @@ pub const PRESETS: &[Preset] = &[
         summary: "DASH/HLS VOD for players: 6-rung ladder 235-5,800 kbit/s, 4 s segments, MPD + HLS per title",
         source: include_str!("../../../presets/dash-vod.toml"),
     },
+    Preset {
+        name: "netflix-2014",
+        summary: "thesis ch. 5: Netflix 2014 catalog server, 5 audio/14 video/8 combined rates, phases, chunk and open-ended requests, parallel connections",
+        source: include_str!("../../../presets/netflix-2014.toml"),
+    },
 ];
 
 /// The TOML source of a preset.

@@ -142,6 +142,10 @@ pub struct Representation {
     /// absent for audio-only or when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<String>,
+    /// Video (default), audio or combined; the `netflix` session model
+    /// plays audio beside video.
+    #[serde(default, skip_serializing_if = "RepKind::is_video")]
+    pub kind: RepKind,
 }
 
 fn one() -> f64 {
@@ -229,6 +233,12 @@ pub struct SessionSpec {
     /// Shortest session, in requests.
     #[serde(default = "default_min_requests")]
     pub min_requests: u32,
+    /// How sessions become requests: `paced` (default) or `netflix`.
+    #[serde(default, skip_serializing_if = "SessionModel::is_paced")]
+    pub model: SessionModel,
+    /// Knobs of the `netflix` model (defaults when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netflix: Option<NetflixSpec>,
 }
 
 fn default_buffering() -> u32 {
@@ -245,6 +255,12 @@ impl SessionSpec {
     /// The pacing interval in effect (`pacing_s`, or `request_s` when unset).
     pub fn pacing(&self) -> f64 {
         self.pacing_s.unwrap_or(self.request_s)
+    }
+
+    /// The `netflix` model's knobs in effect (`[sessions.netflix]`, or the
+    /// defaults).
+    pub fn netflix_spec(&self) -> NetflixSpec {
+        self.netflix.clone().unwrap_or_default()
     }
 }
 
@@ -529,7 +545,9 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+mod netflix;
 mod validate;
+pub use netflix::{FormShares, NetflixSpec, RateSteps, RepKind, SessionModel};
 pub use validate::parse_resolution;
 
 #[cfg(test)]

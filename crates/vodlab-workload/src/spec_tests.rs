@@ -103,12 +103,54 @@ fn manifest_settings_are_checked_by_key() {
     let e = err(&dash.replace("resolution = \"320x240\"", "resolution = \"0x240\""));
     assert!(e.contains("catalog.representations[0].resolution"), "{e}");
     let e = err(&dash.replace("init_bytes = 1024", "init_bytes = 0"));
-    assert!(e.contains("catalog.manifests.init_bytes: must be 1 to"), "{e}");
+    assert!(
+        e.contains("catalog.manifests.init_bytes: must be 1 to"),
+        "{e}"
+    );
     let e = err(&dash.replace("dash = true, hls = true", "dash = false, hls = false"));
-    assert!(e.contains("catalog.manifests: both dash and hls are false"), "{e}");
+    assert!(
+        e.contains("catalog.manifests: both dash and hls are false"),
+        "{e}"
+    );
     let e = err(&dash.replace("dash = true,", "dahs = true,"));
     assert!(e.contains("unknown field `dahs`"), "{e}");
     assert_eq!(parse_resolution("1920x1080"), Some((1920, 1080)));
     assert_eq!(parse_resolution("+1x2"), None);
     assert_eq!(parse_resolution("1x99999"), None);
+}
+
+#[test]
+fn netflix_settings_are_checked_by_key() {
+    let nf = presets::source("netflix-2014").unwrap();
+    assert!(Spec::from_toml_str(nf, "nf").is_ok());
+    let err = |text: &str| Spec::from_toml_str(text, "nf").unwrap_err().to_string();
+    let e = err(&nf.replace("skim_share = 0.11", "skim_share = 0.8"));
+    assert!(e.contains("sessions.netflix.skim_share"), "{e}");
+    let e = err(&nf.replace(
+        "rate_steps = { up = 0.29, down = 0.17, same = 0.54 }",
+        "rate_steps = { up = 0.5, down = 0.17, same = 0.54 }",
+    ));
+    assert!(e.contains("sessions.netflix.rate_steps"), "{e}");
+    let e = err(&nf.replace("a64 = 0.35", "v235 = 0.35"));
+    assert!(e.contains("sessions.netflix.audio.v235"), "{e}");
+    let e = err(&nf.replace("fill_factor = 5.0", "fill_factor = 0.5"));
+    assert!(e.contains("sessions.netflix.fill_factor"), "{e}");
+    let e = err(&nf.replace(
+        "storage = { layout = \"single\" }",
+        "storage = { layout = \"chunked\", chunk_s = 2.0 }",
+    ));
+    assert!(e.contains("catalog.storage.layout"), "{e}");
+    let e = err(&nf.replace(
+        "parallel = [27.1, 22.2, 41.4, 7.5, 1.0, 0.38]",
+        "parallel = [1.0]",
+    ));
+    assert!(e.contains("sessions.netflix.parallel"), "{e}");
+    let e = err(&nf.replace("model = \"netflix\"", "model = \"paced\""));
+    assert!(e.contains("sessions.netflix: only used with"), "{e}");
+    let e = err(&nf.replace("\"v5800\" = 0.35", "\"a640\" = 0.35"));
+    assert!(e.contains("sessions.representation.classes.tv.a640"), "{e}");
+    let e = err(&nf.replace("kind = \"audio\"", "kind = \"sound\""));
+    assert!(e.contains("kind"), "{e}");
+    let e = err(&nf.replace("pause_s = {", "pause_z = {"));
+    assert!(e.contains("pause_z"), "{e}");
 }

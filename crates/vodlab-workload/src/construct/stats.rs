@@ -51,6 +51,9 @@ pub struct Stats {
     pub shards: u32,
     /// Sessions measured after excluding each shard's ramp-up and ramp-down.
     pub measured_sessions: u64,
+    /// Chapter-5 figures, for workloads of the `netflix` session model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netflix: Option<super::NetflixStats>,
 }
 
 pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSession]) -> Stats {
@@ -153,6 +156,7 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
             .collect(),
         shards,
         measured_sessions: measured,
+        netflix: None,
     }
 }
 

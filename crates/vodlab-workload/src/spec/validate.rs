@@ -412,6 +412,119 @@ impl Spec {
                 }
             }
         }
+        self.validate_netflix(p);
+    }
+
+    /// The `netflix` session model's own rules (`sessions.model`,
+    /// `[sessions.netflix]`) and what it needs of the catalog.
+    fn validate_netflix(&self, p: &mut Problems) {
+        let s = &self.sessions;
+        if s.model != SessionModel::Netflix {
+            if s.netflix.is_some() {
+                p.push(
+                    "sessions.netflix",
+                    "only used with sessions.model = \"netflix\"",
+                );
+            }
+            return;
+        }
+        let n = s.netflix_spec();
+        n.validate(p);
+        let c = &self.catalog;
+        if c.storage.layout != Layout::Single {
+            p.push(
+                "catalog.storage.layout",
+                "sessions.model = \"netflix\" needs one file per title and bit rate (layout = \"single\")",
+            );
+        }
+        if c.manifests.is_some() {
+            p.push(
+                "catalog.manifests",
+                "sessions.model = \"netflix\" requests byte ranges of single files; manifests are not written for it",
+            );
+        }
+        for (i, r) in c.representations.iter().enumerate() {
+            if r.share < 1.0 {
+                p.push(
+                    format!("catalog.representations[{i}].share"),
+                    "sessions.model = \"netflix\" needs every representation on every title (share = 1)",
+                );
+            }
+        }
+        let count = |k: RepKind| c.representations.iter().filter(|r| r.kind == k).count();
+        if count(RepKind::Video) == 0 {
+            p.push(
+                "catalog.representations",
+                "sessions.model = \"netflix\" needs at least one video representation",
+            );
+        }
+        if n.combined_share < 1.0 && count(RepKind::Audio) == 0 {
+            p.push(
+                "catalog.representations",
+                "sessions.netflix.combined_share < 1 needs at least one audio representation (kind = \"audio\")",
+            );
+        }
+        if n.combined_share > 0.0 && count(RepKind::Combined) == 0 {
+            p.push(
+                "catalog.representations",
+                "sessions.netflix.combined_share > 0 needs at least one combined representation (kind = \"combined\")",
+            );
+        }
+        let kind_of = |name: &str| {
+            self.representation_index(name)
+                .map(|i| c.representations[i].kind)
+        };
+        for name in n.audio.keys() {
+            match kind_of(name) {
+                Some(RepKind::Audio) => {}
+                Some(k) => p.push(
+                    format!("sessions.netflix.audio.{name}"),
+                    format!("`{name}` is a {} representation, not audio", k.name()),
+                ),
+                None => p.push(
+                    format!("sessions.netflix.audio.{name}"),
+                    format!("unknown representation `{name}`"),
+                ),
+            }
+        }
+        if !n.audio.is_empty() && n.audio.values().sum::<f64>() <= 0.0 {
+            p.push("sessions.netflix.audio", "weights are all zero");
+        }
+        let video_only = |path: String, name: &str, p: &mut Problems| {
+            if let Some(k) = kind_of(name) {
+                if k != RepKind::Video {
+                    p.push(
+                        path,
+                        format!(
+                            "the netflix model draws the stable video rate here; `{name}` is {}",
+                            k.name()
+                        ),
+                    );
+                }
+            }
+        };
+        match &s.representation {
+            RepresentationChoice::Fixed { name } => {
+                video_only("sessions.representation.name".into(), name, p)
+            }
+            RepresentationChoice::Mix { weights } => {
+                for name in weights.keys() {
+                    video_only(format!("sessions.representation.weights.{name}"), name, p);
+                }
+            }
+            RepresentationChoice::ClassMix { classes } => {
+                for (class, mix) in classes {
+                    for name in mix.keys() {
+                        video_only(
+                            format!("sessions.representation.classes.{class}.{name}"),
+                            name,
+                            p,
+                        );
+                    }
+                }
+            }
+            RepresentationChoice::Rule { .. } => {}
+        }
     }
 
     fn validate_clients(&self, p: &mut Problems) {

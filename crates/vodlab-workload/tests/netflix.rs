@@ -1,0 +1,239 @@
+//! The `netflix-2014` preset against the thesis's chapter-5 marginals,
+//! measured the way a log is: every planned request (nominal send and
+//! transfer times) goes through `vodlab_analyze::Analyzer`, which rebuilds
+//! chains, Table 5.3's parallelism and the phases from scratch.
+//!
+//! Targets and tolerances are those of the issue ("netflix-2014's statistics
+//! within the tolerances of part B's list"), with the thesis's numbers copied
+//! here with their sources (Summers, PhD thesis, Waterloo 2016, chapter 5;
+//! [Tnnn] = line of the thesis text).
+
+use vodlab_analyze::{Analysis, Analyzer, Form, Request, Settings};
+use vodlab_workload::construct::{try_construct, Workload};
+use vodlab_workload::presets;
+use vodlab_workload::spec::Overrides;
+
+/// Table 5.2 [T1469–T1479]: chunk / open-ended requests and bytes, %.
+const CHUNK_REQUESTS_PCT: f64 = 98.7;
+const OPEN_REQUESTS_PCT: f64 = 1.3;
+const CHUNK_BYTES_PCT: f64 = 65.2;
+const OPEN_BYTES_PCT: f64 = 34.8;
+/// Table 5.3 [T1485–T1489]: most requests to one file within one second,
+/// per file per session: 1, 2, 3, 4, 5, >= 6.
+const PARALLEL_PCT: [f64; 6] = [41.9, 18.0, 33.0, 6.0, 0.8, 0.3];
+/// Phase time shares [T1683]: transient, stable, inactive.
+const PHASE_TIME_PCT: [f64; 3] = [5.2, 79.1, 16.4];
+
+/// Sessions of the test workload (the preset's default is 2,000).
+const SESSIONS: u32 = 1500;
+
+fn workload() -> Workload {
+    let mut spec = presets::load("netflix-2014").unwrap();
+    spec.apply(
+        &Overrides {
+            sessions: Some(SESSIONS),
+            ..Overrides::default()
+        },
+        "test",
+    )
+    .unwrap();
+    try_construct(&spec, "test").unwrap()
+}
+
+/// Runs the workload's nominal requests through the analyzer: sessions one
+/// after another, 100,000 s apart (whole seconds, so the analyzer's
+/// one-second bins fall where the generator's do), each in completion order.
+fn analyse(w: &Workload) -> Analysis {
+    let mut a = Analyzer::new(Settings::default()).unwrap();
+    for g in &w.sessions {
+        let plan = w.netflix_plan(g).expect("netflix model");
+        let t = &w.catalog.titles[g.title as usize];
+        let base = g.id as f64 * 100_000.0;
+        let mut reqs: Vec<Request> = plan
+            .requests
+            .iter()
+            .map(|q| {
+                let tr = &t.representations[q.file as usize];
+                let rep = &w.catalog.representations[tr.rep];
+                let path = w.catalog.file_path(t, tr.rep, 0);
+                let start_s = base + q.t_ms as f64 / 1000.0;
+                Request {
+                    start_s,
+                    end_s: start_s + q.dur_ms as f64 / 1000.0,
+                    session: g.id as u64,
+                    file: vodlab_analyze::key(&path),
+                    conn: None,
+                    offset: q.offset,
+                    bytes: q.bytes,
+                    form: if q.open { Form::Open } else { Form::Chunk },
+                    bitrate_kbps: Some(rep.bitrate_kbps),
+                }
+            })
+            .collect();
+        reqs.sort_by(|a, b| a.end_s.total_cmp(&b.end_s));
+        for r in &reqs {
+            a.push(r);
+        }
+    }
+    a.finish()
+}
+
+fn row<'a>(a: &'a Analysis, form: &str) -> &'a vodlab_analyze::report::RequestRow {
+    a.requests.iter().find(|r| r.form == form).unwrap()
+}
+
+fn within(what: &str, got: f64, want: f64, tol: f64) {
+    assert!(
+        (got - want).abs() <= tol,
+        "{what}: {got:.2} %, thesis {want} % (tolerance {tol} points)"
+    );
+}
+
+#[test]
+fn netflix_2014_meets_the_thesis_marginals_through_the_analyzer() {
+    let w = workload();
+    let a = analyse(&w);
+    eprintln!("{}", a.text());
+
+    // Table 5.2, within 2 points
+    within(
+        "chunk requests",
+        row(&a, "chunk").requests_pct,
+        CHUNK_REQUESTS_PCT,
+        2.0,
+    );
+    within(
+        "open requests",
+        row(&a, "open").requests_pct,
+        OPEN_REQUESTS_PCT,
+        2.0,
+    );
+    within(
+        "chunk bytes",
+        row(&a, "chunk").bytes_pct,
+        CHUNK_BYTES_PCT,
+        2.0,
+    );
+    within("open bytes", row(&a, "open").bytes_pct, OPEN_BYTES_PCT, 2.0);
+    assert_eq!(row(&a, "whole").requests, 0, "every request has a range");
+
+    // Table 5.3, within 2 points
+    for (r, want) in a.parallel.iter().zip(PARALLEL_PCT) {
+        within(
+            &format!("files with {} connection(s)", r.connections),
+            r.pct,
+            want,
+            2.0,
+        );
+    }
+
+    // chain lengths [T1524]
+    let l = &a.lengths;
+    assert!(
+        l.chains_le_1mb_pct > 60.0,
+        "chains <= 1 MB: {:.1} % (thesis: more than 60 %)",
+        l.chains_le_1mb_pct
+    );
+    assert!(
+        l.bytes_gt_10mb_pct > 90.0,
+        "bytes in chains > 10 MB: {:.1} % (thesis: more than 90 %)",
+        l.bytes_gt_10mb_pct
+    );
+
+    // phases [T1587, T1683]
+    let p = &a.phase_shares;
+    assert!(
+        p.start_transient_pct >= 97.0,
+        "sessions starting transient: {:.1} % (thesis: over 97 %)",
+        p.start_transient_pct
+    );
+    within(
+        "transient time",
+        p.transient_time_pct,
+        PHASE_TIME_PCT[0],
+        3.0,
+    );
+    within("stable time", p.stable_time_pct, PHASE_TIME_PCT[1], 3.0);
+    within("inactive time", p.inactive_time_pct, PHASE_TIME_PCT[2], 3.0);
+}
+
+#[test]
+fn the_generators_own_figures_agree_with_the_analyzer() {
+    // stats.json's netflix figures are the generator's bookkeeping; the
+    // analyzer rebuilds chains from offsets and times alone
+    let w = workload();
+    let a = analyse(&w);
+    let s = w.stats.netflix.as_ref().expect("netflix stats");
+    assert_eq!(
+        s.requests,
+        a.requests.iter().map(|r| r.requests).sum::<u64>()
+    );
+    assert!((s.open_bytes_pct - row(&a, "open").bytes_pct).abs() < 1e-3);
+    // Table 5.3 is "per file per session" [T1485]; the streaming analyzer
+    // closes a (session, file) pair after 160 s without a request to it and
+    // counts a later visit (after a pause, a rate change back, an audio
+    // burst) as another file, mostly with one request per second. The
+    // generator counts each file of a session once, so it sees fewer
+    // one-connection files; the two agree within 8 points per bin.
+    for (mine, r) in s.parallel_pct.iter().zip(&a.parallel) {
+        assert!((mine - r.pct).abs() < 8.0, "{mine} vs {}", r.pct);
+    }
+    assert!(s.parallel_pct[0] <= a.parallel[0].pct);
+    assert!((s.chains_le_1mb_pct - a.lengths.chains_le_1mb_pct).abs() < 2.0);
+    assert!((s.stable_time_pct - a.phase_shares.stable_time_pct).abs() < 2.0);
+    assert!((s.inactive_time_pct - a.phase_shares.inactive_time_pct).abs() < 2.0);
+}
+
+#[test]
+fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
+    let w = workload();
+    let mut open = 0;
+    let mut bursts = 0;
+    let mut long_waits = 0;
+    for g in w.sessions.iter().take(200) {
+        let s = w.session(g);
+        let plan = w.netflix_plan(g).unwrap();
+        assert_eq!(s.requests.len(), plan.requests.len());
+        assert_eq!(s.requests.len() as u32, g.requests);
+        for (r, q) in s.requests.iter().zip(&plan.requests) {
+            let range = r.range.expect("every request has a range");
+            assert_eq!(range.start, q.offset);
+            if q.open {
+                open += 1;
+                assert_eq!(range.end, None);
+                assert_eq!(r.stop_after, Some(q.bytes));
+            } else {
+                assert_eq!(range.len(), Some(q.bytes));
+                assert_eq!(r.stop_after, None);
+            }
+            if r.burst {
+                bursts += 1;
+            }
+            if let vodlab_workload::script::Wait::Pacing(p) = r.wait {
+                if p >= 40.0 {
+                    long_waits += 1;
+                }
+            }
+        }
+        // scripts round-trip through the text format
+        let text = vodlab_workload::script::write_vodlab(&vodlab_workload::script::Script {
+            sessions: vec![s.clone()],
+        });
+        let back = vodlab_workload::script::parse_script(&text).unwrap();
+        assert_eq!(back.sessions[0], s);
+    }
+    assert!(
+        open > 0 && bursts > 0 && long_waits > 0,
+        "{open} {bursts} {long_waits}"
+    );
+}
+
+#[test]
+fn netflix_generation_is_deterministic() {
+    let a = workload();
+    let b = workload();
+    assert_eq!(a.stats, b.stats);
+    for g in a.sessions.iter().take(50) {
+        assert_eq!(a.session(g), b.session(g));
+    }
+}
