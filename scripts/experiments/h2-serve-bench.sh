@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# vodlab serve against nginx (OpenSSL, http2) under h2load on loopback:
+# bytes per second of wall time and bytes per CPU-second of the server
+# (= bytes/s per core), for h1, h2c, https (HTTP/1.1 over TLS) and h2 (over
+# TLS), median of ROUNDS rounds. Both servers: one worker thread/process,
+# the same ECDSA P-256 certificate, the same file from the page cache.
+#
+#   scripts/experiments/h2-serve-bench.sh [VODLAB_BIN]
+#   env: ROUNDS=3 SIZE_MB=1 N=2000 C=4 M=10 VARIANTS="h1 h2c https h2" OUT=file.json
+#
+# Prints one line per server and protocol and writes the rounds as JSON to
+# $OUT (default: a temporary file, named at the end). Needs nginx-light,
+# nghttp2-client (h2load), openssl.
+set -euo pipefail
+bin=${1:-target/release/vodlab}
+rounds=${ROUNDS:-3}
+size_mb=${SIZE_MB:-1}
+n=${N:-2000}
+c=${C:-4}
+m=${M:-10}
+variants=${VARIANTS:-"h1 h2c https h2"}
+work=$(mktemp -d)
+out=${OUT:-$work/h2-serve-bench.json}
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "${OUT:-}" ] && rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/root" "$work/nginx"
+head -c $((size_mb << 20)) /dev/urandom > "$work/root/seg.m4s"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+
+vport=$(port)
+"$bin" serve --root "$work/root" --listen "127.0.0.1:$vport" --threads 1 --stats-interval 0 \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" 2>"$work/vodlab.err" &
+vpid=$!; pids+=("$vpid")
+n1=$(port); n2=$(port); n3=$(port)
+cat > "$work/nginx/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $work/nginx/nginx.pid;
+error_log stderr warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_requests 1000000;
+  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
+  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
+  ssl_certificate $work/cert.pem;
+  ssl_certificate_key $work/key.pem;
+  http2_max_requests 1000000;
+  server { listen 127.0.0.1:$n1; root $work/root; }
+  server { listen 127.0.0.1:$n2 http2; root $work/root; }
+  server { listen 127.0.0.1:$n3 ssl http2; root $work/root; }
+}
+EOF
+nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx.err" &
+npid=$!; pids+=("$npid")
+wait_port "$vport"; wait_port "$n1"; wait_port "$n2"; wait_port "$n3"
+
+url() { # server proto -> URL and h2load flags
+  local s=$1 p=$2 host
+  case "$s:$p" in
+    vodlab:h1|vodlab:h2c) host="http://127.0.0.1:$vport" ;;
+    vodlab:https|vodlab:h2) host="https://127.0.0.1:$vport" ;;
+    nginx:h1) host="http://127.0.0.1:$n1" ;;
+    nginx:h2c) host="http://127.0.0.1:$n2" ;;
+    nginx:https|nginx:h2) host="https://127.0.0.1:$n3" ;;
+  esac
+  case "$p" in
+    h1|https) echo "--h1 -m 1 $host/seg.m4s" ;;
+    h2c) echo "-p h2c -m $m $host/seg.m4s" ;;
+    h2) echo "-m $m $host/seg.m4s" ;;
+  esac
+}
+
+echo "[" > "$out"
+first=1
+for r in $(seq "$rounds"); do
+  for p in $variants; do
+    for s in vodlab nginx; do
+      pid=$vpid; [ "$s" = nginx ] && pid=$npid
+      # shellcheck disable=SC2046
+      h2load -n 100 -c "$c" $(url "$s" "$p") >/dev/null 2>&1 # warm: page cache, sessions
+      t0=$(cpu "$pid")
+      # shellcheck disable=SC2046
+      res=$(h2load -n "$n" -c "$c" $(url "$s" "$p") 2>&1)
+      t1=$(cpu "$pid")
+      # "finished in 1.23s," or "... 812.5ms,"
+      secs=$(echo "$res" | awk '/^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else if (v ~ /us$/) {sub(/us$/,"",v); v=v/1e6} else sub(/s$/,"",v); print v}')
+      ok=$(echo "$res" | sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p')
+      data=$(echo "$res" | sed -n 's/^traffic: .*(\([0-9]*\)) data.*/\1/p')
+      [ "$first" = 1 ] || echo "," >> "$out"
+      first=0
+      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_ticks\": $((t1 - t0)), \"clk_tck\": $(getconf CLK_TCK)}" >> "$out"
+    done
+  done
+done
+echo "]" >> "$out"
+python3 - "$out" <<'EOF'
+import json, statistics, sys
+rows = json.load(open(sys.argv[1]))
+res = {}
+for r in rows:
+    cpu = r["server_cpu_ticks"] / r["clk_tck"]
+    k = (r["server"], r["proto"])
+    res.setdefault(k, []).append((r["data_bytes"] / r["seconds"], r["data_bytes"] / max(cpu, 1e-9), r["succeeded"]))
+print("server proto  MB/s(wall, median)  MB/s per core (median)  rounds  succeeded")
+for (s, p), v in sorted(res.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    print("%-6s %-5s %10.0f %22.0f %8d %10s" % (s, p, statistics.median(x[0] for x in v) / 1e6,
+          statistics.median(x[1] for x in v) / 1e6, len(v), ",".join(str(x[2]) for x in v)))
+EOF
+echo "rounds: $out"
