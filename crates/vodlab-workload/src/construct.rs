@@ -652,7 +652,11 @@ pub fn try_construct(spec: &Spec, origin: &str) -> Result<Workload, SpecError> {
     }
     let mut stats = compute_stats(spec, &catalog, &sessions);
     if netflix {
-        stats.netflix = Some(netflix_stats::compute(spec, &catalog, &sessions));
+        let n = netflix_stats::compute(spec, &catalog, &sessions);
+        // the unit-based figures do not apply: fill in the plan's
+        stats.mean_session_time_s = n.mean_session_s;
+        stats.total_requested_gb = (n.bytes as f64 / (1u64 << 30) as f64 * 1e4).round() / 1e4;
+        stats.netflix = Some(n);
     }
     Ok(Workload {
         spec: spec.clone(),

@@ -178,6 +178,71 @@ fn print_table(out: &mut impl Write, s: &Stats) -> std::io::Result<()> {
         ("shards", s.shards.to_string()),
         ("measured sessions", s.measured_sessions.to_string()),
     ];
+    let mut rows = rows;
+    if let Some(n) = &s.netflix {
+        // thesis chapter 5 marginals (docs/workload-spec.md, netflix model)
+        let p = &n.parallel_pct;
+        rows.extend([
+            (
+                "chunk / open requests",
+                format!(
+                    "{:.1} / {:.1} %  (thesis 98.7 / 1.3)",
+                    n.chunk_requests_pct, n.open_requests_pct
+                ),
+            ),
+            (
+                "chunk / open bytes",
+                format!(
+                    "{:.1} / {:.1} %  (thesis 65.2 / 34.8)",
+                    n.chunk_bytes_pct, n.open_bytes_pct
+                ),
+            ),
+            (
+                "files by parallel requests",
+                format!(
+                    "{:.1} / {:.1} / {:.1} / {:.1} / {:.1} / {:.1} %  (thesis 41.9 / 18.0 / 33.0 / 6.0 / 0.8 / 0.3)",
+                    p[0], p[1], p[2], p[3], p[4], p[5]
+                ),
+            ),
+            (
+                "chains <= 1 MB / > 10 MB",
+                format!(
+                    "{:.1} / {:.1} %  (thesis > 60 / about 15)",
+                    n.chains_le_1mb_pct, n.chains_gt_10mb_pct
+                ),
+            ),
+            (
+                "bytes in chains > 10 MB",
+                format!("{:.1} %  (thesis > 90)", n.bytes_in_chains_gt_10mb_pct),
+            ),
+            (
+                "chains from offset 0",
+                format!("{:.1} %  (thesis about 24)", n.chains_from_zero_pct),
+            ),
+            (
+                "sessions starting transient",
+                format!("{:.1} %  (thesis > 97)", n.start_transient_pct),
+            ),
+            (
+                "time transient / stable / inactive",
+                format!(
+                    "{:.1} / {:.1} / {:.1} %  (thesis 5.2 / 79.1 / 16.4)",
+                    n.transient_time_pct, n.stable_time_pct, n.inactive_time_pct
+                ),
+            ),
+            (
+                "sessions < 40 s / with stable",
+                format!(
+                    "{:.1} / {:.1} %  (thesis 33 / 56)",
+                    n.sessions_lt_40s_pct, n.sessions_with_stable_pct
+                ),
+            ),
+            (
+                "mean stable phase",
+                format!("{:.0} s  (thesis 510)", n.mean_stable_phase_s),
+            ),
+        ]);
+    }
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (k, v) in rows {
         writeln!(out, "  {k:<w$}  {v:>14}")?;

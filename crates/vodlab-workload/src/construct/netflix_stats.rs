@@ -24,6 +24,10 @@ const INACTIVE_S: f64 = 40.0;
 pub struct NetflixStats {
     /// Requests.
     pub requests: u64,
+    /// Bytes of all requests (open-ended ones counted to `stop_after`).
+    pub bytes: u64,
+    /// Mean session duration (first request to last byte), seconds.
+    pub mean_session_s: f64,
     /// Table 5.2: share of requests that are chunk (bounded range) requests, %.
     pub chunk_requests_pct: f64,
     /// Table 5.2: share of bytes sent for chunk requests, %.
@@ -234,6 +238,12 @@ pub(super) fn compute(spec: &Spec, catalog: &Catalog, sessions: &[GenSession]) -
     let ns = sessions.len() as f64;
     NetflixStats {
         requests: req[0].0 + req[1].0,
+        bytes: req[0].1 + req[1].1,
+        mean_session_s: if ns > 0.0 {
+            (session_s / ns * 1000.0).round() / 1000.0
+        } else {
+            0.0
+        },
         chunk_requests_pct: pct(req[0].0 as f64, nreq),
         chunk_bytes_pct: pct(req[0].1 as f64, nbytes),
         open_requests_pct: pct(req[1].0 as f64, nreq),

@@ -75,6 +75,7 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
     let mut per_class = vec![0u64; spec.clients.len()];
     let mut total_requests = 0u64;
     let mut total_bytes = 0u64;
+    let netflix = spec.sessions.model == crate::spec::SessionModel::Netflix;
     for s in sessions {
         let t = &catalog.titles[s.title as usize];
         let tr = &t.representations[s.title_rep as usize];
@@ -82,6 +83,11 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
         per_rep[tr.rep] += 1;
         per_class[s.class as usize] += 1;
         total_requests += s.requests as u64;
+        if netflix {
+            // a netflix session is not a run of request units: its figures
+            // come from its plan (NetflixStats), filled in by the caller
+            continue;
+        }
         let base = offset[s.title as usize][s.title_rep as usize];
         for u in s.start..s.start + s.requests {
             unit_views[base + u as usize] += 1;
