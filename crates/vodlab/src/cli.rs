@@ -61,6 +61,8 @@ pub enum Command {
     ///   vodlab run work/yt --target https://localhost:8443 --protocol h2 --ca ca.pem --rate 10
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --protocol h2c --h2-window-bits 16 --rate 10
     ///   vodlab run --timing-script bbc.txt --clients 91 --stagger 1000 --target http://127.0.0.1:8080 --protocol h2c
+    ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player dash --abr dynamic
+    ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player hls --abr bba --max-buffer 30 --p1203
     #[command(verbatim_doc_comment)]
     Run(crate::run::RunArgs),
     /// Merge the results of a run split over processes or hosts (`vodlab run
@@ -174,13 +176,19 @@ pub enum Command {
     /// Run the client's own code in virtual time. `--player`: one ABR player
     /// (throughput, bola, bba, dynamic, bolae, dynamicdash) over a bandwidth trace, in
     /// the movie and trace formats of the Sabre simulator; one JSON line per
-    /// segment, then a summary line (docs/abr.md).
+    /// segment, then a summary line (docs/abr.md). `--prefetch`: chapter 5's
+    /// prefetch policies (fixed, proportional, sqrt, first-grow,
+    /// first-grow-sr; the controllers `vodlab serve` runs) over an access
+    /// log's chains: peak disk utilisation and memory per policy
+    /// (docs/simulate.md).
     ///
     /// Examples:
     ///   vodlab simulate --player --abr bola --movie movie.json --trace trace.json
     ///   vodlab simulate --player --abr dynamic --movie movie.json --trace trace.json --summary-only
     ///   vodlab simulate --player --abr throughput --max-buffer 60 --half-life 2,5 --no-abandon --movie m.json --trace t.json
     ///   vodlab simulate --player --abr bba --reservoir 5 --cushion 10 --movie m.json --trace t.json --p1203 p1203.json
+    ///   vodlab simulate --prefetch --log access.log --policy fixed:7MB --policy first-grow-sr:16MB
+    ///   vodlab simulate --prefetch --log trace.csv --workload work/nf --drives 36 --sweep 1MB,4MB,7MB,16MB --out sim/
     #[command(verbatim_doc_comment)]
     Simulate(crate::simulate::SimulateArgs),
 }

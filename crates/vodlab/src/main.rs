@@ -19,6 +19,7 @@ mod run;
 mod script;
 mod serve;
 mod simulate;
+mod simulate_prefetch;
 
 fn main() -> ExitCode {
     let args = <cli::Cli as clap::Parser>::parse();

@@ -1,9 +1,9 @@
 //! `vodlab simulate`: run the client's own player core in virtual time.
 //!
-//! One mode for now, `--player`: one closed-loop ABR player
+//! Two modes: `--player`, one closed-loop ABR player
 //! (vodlab_client::player) over a Sabre bandwidth trace and movie
-//! (docs/abr.md). Other modes (e.g. prefetch) are meant to join as further
-//! flags of the same `mode` group.
+//! (docs/abr.md); `--prefetch`, chapter 5's prefetch policies over an
+//! access log's chains ([`crate::simulate_prefetch`], docs/simulate.md).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,18 +25,25 @@ pub struct SimulateArgs {
     /// segment, then one summary line).
     #[arg(long, group = "mode")]
     pub player: bool,
+    /// Mode: chapter 5's trace-driven comparison of prefetch policies over
+    /// an access log's chains (docs/simulate.md); see the prefetch options.
+    #[arg(long, group = "mode")]
+    pub prefetch: bool,
+    /// Options of --prefetch.
+    #[command(flatten)]
+    pub prefetch_args: crate::simulate_prefetch::PrefetchSimArgs,
     /// ABR rule: throughput, bola, bba, dynamic, bolae (BOLA-E) or
     /// dynamicdash (BOLA-E/throughput, like dash.js's DYNAMIC).
     #[arg(long, default_value = "dynamic", value_name = "RULE", value_parser = parse_rule)]
     pub abr: AbrRule,
     /// Movie in Sabre's format: {segment_duration_ms, bitrates_kbps,
     /// segment_sizes_bits}.
-    #[arg(long, value_name = "MOVIE.json")]
-    pub movie: PathBuf,
+    #[arg(long, value_name = "MOVIE.json", required_if_eq("player", "true"))]
+    pub movie: Option<PathBuf>,
     /// Bandwidth trace in Sabre's format: [{duration_ms, bandwidth_kbps,
     /// latency_ms}, …], looped.
-    #[arg(long, value_name = "TRACE.json")]
-    pub trace: PathBuf,
+    #[arg(long, value_name = "TRACE.json", required_if_eq("player", "true"))]
+    pub trace: Option<PathBuf>,
     /// Buffer capacity, seconds (Sabre's -b).
     #[arg(long, default_value_t = 25.0, value_name = "S")]
     pub max_buffer: f64,
@@ -99,11 +106,18 @@ struct Line<'a> {
 }
 
 pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(a.player, "choose a mode: --player");
-    let movie = Movie::from_json(&read(&a.movie)?)
-        .with_context(|| format!("movie {}", a.movie.display()))?;
-    let trace = Trace::from_json(&read(&a.trace)?)
-        .with_context(|| format!("trace {}", a.trace.display()))?;
+    if a.prefetch {
+        crate::simulate_prefetch::run(&a.prefetch_args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    anyhow::ensure!(a.player, "choose a mode: --player or --prefetch");
+    let (Some(movie_path), Some(trace_path)) = (&a.movie, &a.trace) else {
+        anyhow::bail!("--player needs --movie and --trace");
+    };
+    let movie = Movie::from_json(&read(movie_path)?)
+        .with_context(|| format!("movie {}", movie_path.display()))?;
+    let trace = Trace::from_json(&read(trace_path)?)
+        .with_context(|| format!("trace {}", trace_path.display()))?;
     anyhow::ensure!(
         a.network_multiplier.is_finite() && a.network_multiplier > 0.0,
         "--network-multiplier must be positive"

@@ -1,0 +1,351 @@
+//! `vodlab simulate --prefetch`: chapter 5's trace-driven comparison of
+//! prefetch policies (docs/simulate.md). The log is read once, chains are
+//! found as `vodlab analyze` finds them, and every chain is given to every
+//! policy's simulator ([`vodlab_server::tracesim`]), which runs the very
+//! controllers `vodlab serve` runs.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde::Serialize;
+use vodlab_analyze::parse::Line;
+use vodlab_analyze::{key, Chain, ChainDetector, Form, LogFormat};
+use vodlab_server::chainpf::{FirstGrow, Scaled, REFERENCE_BPS};
+use vodlab_server::controller::{Fixed, PrefetchController};
+use vodlab_server::tracesim::{SimChain, SimConfig, SimResult, TraceSim, UtilModel};
+
+/// Options of the prefetch mode.
+#[derive(Debug, Args)]
+pub struct PrefetchSimArgs {
+    /// Access logs to replay (vodlab serve, nginx `vodlab_analyze`, or CSV;
+    /// see `vodlab analyze`), in time order.
+    #[arg(long = "log", value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    /// Policies as KIND:SIZE, repeatable: fixed, proportional, sqrt (sizes
+    /// at 2,000 kbit/s), first-grow and first-grow-sr (SIZE is the
+    /// maximum). Sizes take B, KB, MB, GB (10^3) or KiB, MiB, GiB.
+    #[arg(long = "policy", value_name = "KIND:SIZE")]
+    pub policies: Vec<String>,
+    /// Run every policy kind named by --policy (or all five) at each of
+    /// these sizes: the utilisation-against-memory curves.
+    #[arg(long, value_delimiter = ',', value_name = "SIZE,SIZE,...")]
+    pub sweep: Vec<String>,
+    /// A `vodlab gen` workload whose catalog gives file sizes and bit rates.
+    #[arg(long, value_name = "DIR")]
+    pub workload: Option<PathBuf>,
+    /// Drives the files are spread over (by a hash of the path).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub drives: u32,
+    /// Drive transfer rate, MB/s (thesis: 125.5, Hitachi 5K3000).
+    #[arg(long, default_value_t = 125.5, value_name = "MB/S")]
+    pub transfer_mb_s: f64,
+    /// Drive seek rate with no transfer, seeks/s (thesis: 39.4).
+    #[arg(long, value_name = "SEEKS/S")]
+    pub seeks_per_s: Option<f64>,
+    /// Bucket length, seconds (thesis: 60).
+    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    pub bucket: f64,
+    /// Chain window, seconds (thesis: 40).
+    #[arg(long, default_value_t = 40.0, value_name = "S")]
+    pub chain_window: f64,
+    /// Write results.json and results.csv here.
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// Parses `7MB`, `512KiB`, `1e6` (bytes).
+pub fn parse_size(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .trim()
+        .parse()
+        .with_context(|| format!("size {s:?}: {num:?} is not a number"))?;
+    let mult = match unit.trim() {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1048576.0,
+        "GiB" => 1073741824.0,
+        u => bail!("size {s:?}: unit {u:?} is not B, KB, MB, GB, KiB, MiB or GiB"),
+    };
+    let b = v * mult;
+    if !(b.is_finite() && (1.0..=1e12).contains(&b)) {
+        bail!("size {s:?} must be 1 B to 1 TB");
+    }
+    Ok(b.round() as u64)
+}
+
+const KINDS: [&str; 5] = [
+    "fixed",
+    "proportional",
+    "sqrt",
+    "first-grow",
+    "first-grow-sr",
+];
+
+fn controller(kind: &str, size: u64) -> anyhow::Result<Box<dyn PrefetchController>> {
+    Ok(match kind {
+        "fixed" => Box::new(Fixed(size)),
+        "proportional" => Box::new(Scaled {
+            size,
+            reference_bps: REFERENCE_BPS,
+            exponent: 1.0,
+        }),
+        "sqrt" => Box::new(Scaled {
+            size,
+            reference_bps: REFERENCE_BPS,
+            exponent: 0.5,
+        }),
+        "first-grow" => Box::new(FirstGrow::new(size, false)),
+        "first-grow-sr" => Box::new(FirstGrow::new(size, true)),
+        other => bail!("policy {other:?} is not one of {}", KINDS.join(", ")),
+    })
+}
+
+/// Policies to run: (kind, size).
+fn plan(a: &PrefetchSimArgs) -> anyhow::Result<Vec<(String, u64)>> {
+    let mut named = Vec::new();
+    for p in &a.policies {
+        let (k, s) = p
+            .split_once(':')
+            .with_context(|| format!("--policy {p:?}: expected KIND:SIZE, e.g. fixed:7MB"))?;
+        controller(k, 1)?;
+        named.push((
+            k.to_string(),
+            parse_size(s).with_context(|| format!("--policy {p:?}"))?,
+        ));
+    }
+    if a.sweep.is_empty() {
+        if named.is_empty() {
+            bail!("give at least one --policy KIND:SIZE or a --sweep of sizes");
+        }
+        return Ok(named);
+    }
+    let mut kinds: Vec<String> = named.iter().map(|(k, _)| k.clone()).collect();
+    kinds.dedup();
+    if kinds.is_empty() {
+        kinds = KINDS.iter().map(|k| k.to_string()).collect();
+    }
+    let sizes = a
+        .sweep
+        .iter()
+        .map(|s| parse_size(s).with_context(|| format!("--sweep {s:?}")))
+        .collect::<anyhow::Result<Vec<u64>>>()?;
+    Ok(kinds
+        .iter()
+        .flat_map(|k| sizes.iter().map(move |s| (k.clone(), *s)))
+        .collect())
+}
+
+/// One row of the output.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// Policy kind.
+    pub policy: String,
+    /// Size (the maximum for First-Grow), bytes.
+    pub size: u64,
+    /// What the simulation measured.
+    #[serde(flatten)]
+    pub result: SimResult,
+}
+
+struct Files {
+    sizes: HashMap<u64, u64>,
+    rates: HashMap<u64, f64>,
+}
+
+fn catalog_files(dir: &Path) -> anyhow::Result<Files> {
+    let (_, c) = crate::fileset::load(dir)?;
+    let mut f = Files {
+        sizes: HashMap::new(),
+        rates: HashMap::new(),
+    };
+    for t in &c.titles {
+        for tr in &t.representations {
+            let b = c.representations[tr.rep].bitrate_kbps;
+            let size = match c.layout {
+                vodlab_workload::spec::Layout::Chunked => c.representations[tr.rep].chunk_bytes,
+                vodlab_workload::spec::Layout::Single => tr.stored_bytes,
+            };
+            for k in 0..tr.files {
+                let file = key(&format!("/{}", c.file_path(t, tr.rep, k)));
+                f.sizes.insert(file, size);
+                f.rates.insert(file, b);
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// Runs the prefetch mode; returns the rows printed.
+pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
+    if a.logs.is_empty() {
+        bail!("--prefetch needs at least one --log");
+    }
+    if a.drives == 0 || a.drives > 4096 {
+        bail!("--drives must be 1 to 4096, got {}", a.drives);
+    }
+    if !(a.bucket.is_finite() && a.bucket > 0.0) {
+        bail!("--bucket must be > 0 s");
+    }
+    let policies = plan(a)?;
+    let files = match &a.workload {
+        Some(d) => Some(catalog_files(d)?),
+        None => None,
+    };
+    let mut model = UtilModel {
+        transfer_bytes_per_s: a.transfer_mb_s * 1e6,
+        ..UtilModel::default()
+    };
+    if let Some(s) = a.seeks_per_s {
+        model.seeks_per_s = s;
+    }
+    if !(model.transfer_bytes_per_s > 0.0 && model.seeks_per_s > 0.0) {
+        bail!("--transfer-mb-s and --seeks-per-s must be > 0");
+    }
+    let cfg = SimConfig {
+        bucket_s: a.bucket,
+        model,
+        ..SimConfig::default()
+    };
+    let base = Instant::now();
+    let mut sims: Vec<TraceSim> = policies
+        .iter()
+        .map(|(k, s)| Ok(TraceSim::new(cfg, controller(k, *s)?, base)))
+        .collect::<anyhow::Result<_>>()?;
+    let mut det = ChainDetector::new(a.chain_window, 120.0);
+    let (mut done, mut files_done) = (Vec::new(), Vec::new());
+    let t0 = Instant::now();
+    let mut lines = 0u64;
+    let mut origin: Option<f64> = None;
+    let to_sim = |c: &Chain, origin: f64| -> SimChain {
+        let size = files
+            .as_ref()
+            .and_then(|f| f.sizes.get(&c.file).copied())
+            .unwrap_or(u64::MAX / 4)
+            .max(c.offset + c.bytes);
+        let rate = c
+            .bitrate_kbps
+            .or_else(|| files.as_ref().and_then(|f| f.rates.get(&c.file).copied()));
+        SimChain {
+            session: c.session,
+            file: c.file,
+            drive: (c.file % a.drives as u64) as u32,
+            file_size: size,
+            offset: c.offset,
+            bytes: c.bytes,
+            start_s: c.start_s - origin,
+            end_s: c.end_s - origin,
+            bitrate_bps: rate.map(|k| (k * 1000.0).round() as u64),
+            open_ended: c.form == Form::Open,
+        }
+    };
+    for path in &a.logs {
+        let name = path.display().to_string();
+        let reader = BufReader::with_capacity(
+            1 << 20,
+            File::open(path).with_context(|| format!("opening {name}"))?,
+        );
+        let mut format: Option<LogFormat> = None;
+        for (i, line) in reader.lines().enumerate() {
+            let text = line.with_context(|| format!("reading {name}"))?;
+            lines += 1;
+            if format.is_none() {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                format =
+                    Some(LogFormat::detect(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?);
+            }
+            let f = format.as_ref().expect("set");
+            let r = match f.parse(&text, i as u64 + 1) {
+                Ok(Line::Request(r, _)) => r,
+                Ok(Line::Skip(_)) => continue,
+                Err(e) => bail!("{name}: {e}"),
+            };
+            let o = *origin.get_or_insert(r.start_s);
+            det.push(&r, r.end_s, &mut done, &mut files_done);
+            for c in done.drain(..) {
+                let sc = to_sim(&c, o);
+                sims.iter_mut().for_each(|s| s.add(&sc));
+            }
+            files_done.clear();
+        }
+    }
+    det.finish(&mut done, &mut files_done);
+    let o = origin.unwrap_or(0.0);
+    for c in done.drain(..) {
+        let sc = to_sim(&c, o);
+        sims.iter_mut().for_each(|s| s.add(&sc));
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let rows: Vec<Row> = policies
+        .into_iter()
+        .zip(sims)
+        .map(|((policy, size), s)| Row {
+            policy,
+            size,
+            result: s.finish(),
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{lines} log lines, {} chains, {} policies in {secs:.2} s ({:.0} lines/s)",
+        rows.first().map_or(0, |r| r.result.chains),
+        rows.len(),
+        lines as f64 / secs.max(1e-9)
+    )?;
+    writeln!(
+        out,
+        "  {:<14} {:>10}  {:>9} {:>9} {:>11} {:>12} {:>10}",
+        "policy", "size MB", "peak util", "mean util", "peak mem GB", "device GB", "prefetches"
+    )?;
+    for r in &rows {
+        writeln!(
+            out,
+            "  {:<14} {:>10.3}  {:>8.1}% {:>8.1}% {:>11.3} {:>12.3} {:>10}",
+            r.policy,
+            r.size as f64 / 1e6,
+            100.0 * r.result.peak_utilisation,
+            100.0 * r.result.mean_utilisation,
+            r.result.peak_memory_bytes as f64 / 1e9,
+            r.result.device_bytes as f64 / 1e9,
+            r.result.prefetches
+        )?;
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let p = dir.join("results.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&rows)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+        let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains\n");
+        for r in &rows {
+            let s = &r.result;
+            csv.push_str(&format!(
+                "{},{},{:.6},{:.6},{},{},{},{},{}\n",
+                r.policy,
+                r.size,
+                s.peak_utilisation,
+                s.mean_utilisation,
+                s.peak_memory_bytes,
+                s.device_bytes,
+                s.wasted_bytes,
+                s.prefetches,
+                s.chains
+            ));
+        }
+        let p = dir.join("results.csv");
+        std::fs::write(&p, csv).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(rows)
+}
