@@ -14,7 +14,7 @@
 //! no per-write record size, but it turns each plaintext write into its own
 //! records of at most the maximum fragment, so the limit is applied the way
 //! nghttpx applies it to `SSL_write`: by writing at most that many bytes per
-//! call ([`crate::transport`] does). nghttpx measures idleness from the
+//! call (`transport.rs` does). nghttpx measures idleness from the
 //! moment its write buffer drained; here it is measured from the last write
 //! (the rule of nghttpx's first versions, `t - tls.last_write_time > 1`),
 //! which is the same whenever the server writes without pause.
