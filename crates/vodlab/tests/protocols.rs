@@ -530,3 +530,104 @@ fn protocol_and_scheme_must_agree() {
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("frame size"));
 }
+
+/// The emulated access link shapes every protocol: a 4 Mbit/s class
+/// receives 250,000 bytes in about 0.5 s and a 100 ms one-way delay adds
+/// about 200 ms to time to first byte, over h1, h2c and h2 alike (the
+/// buckets sit under TLS and HTTP/2 for the latter).
+#[test]
+fn the_link_emulation_shapes_every_protocol() {
+    use std::sync::Arc;
+    use vodlab_client::link::LinkSpec;
+    use vodlab_client::load::{LoadedWorkload, Shard};
+    use vodlab_client::transport::{Protocol, TlsOptions};
+    use vodlab_client::{Arrivals, Live, RunConfig};
+
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::File::create(root.join("seg"))
+        .unwrap()
+        .set_len(250_000)
+        .unwrap();
+    let (ca, cert, key) = certificates(t.path());
+    let (_nginx, p) = nginx(t.path(), &root, &cert, &key);
+    let classes: BTreeMap<String, LinkSpec> = [
+        (
+            "slow".to_string(),
+            LinkSpec {
+                down_bps: 4e6,
+                up_bps: 4e6,
+                delay: Duration::ZERO,
+            },
+        ),
+        (
+            "far".to_string(),
+            LinkSpec {
+                delay: Duration::from_millis(100),
+                ..LinkSpec::default()
+            },
+        ),
+    ]
+    .into();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (proto, port) in [
+        (Protocol::H1, p.h1),
+        (Protocol::H2c, p.h2c),
+        (Protocol::H2, p.h2),
+    ] {
+        for (class, check) in [("slow", 0), ("far", 1)] {
+            let text = format!("#@session id=1 class={class}\n/seg timeout=30\n");
+            let w = LoadedWorkload {
+                name: "link".into(),
+                shards: vec![Shard {
+                    file: "link.vsl".into(),
+                    sessions: vodlab_workload::script::parse_script(&text)
+                        .unwrap()
+                        .sessions,
+                }],
+                classes: classes.clone(),
+                ..LoadedWorkload::default()
+            };
+            let addr = format!("127.0.0.1:{port}").parse().unwrap();
+            let scheme = if proto.is_tls() { "https" } else { "http" };
+            let mut cfg = RunConfig::new(
+                addr,
+                format!("localhost:{port}"),
+                format!("{scheme}://localhost:{port}"),
+                Arrivals::Constant { rate: 1.0 },
+            );
+            cfg.interval_s = 1.0;
+            cfg.transport.protocol = proto;
+            cfg.transport.tls = TlsOptions {
+                ca: Some(ca.clone()),
+                insecure: false,
+            };
+            let (_tx, rx) = tokio::sync::watch::channel(false);
+            let r = rt
+                .block_on(vodlab_client::run(
+                    Arc::new(w),
+                    cfg,
+                    Arc::new(Live::default()),
+                    rx,
+                ))
+                .unwrap();
+            assert_eq!(r.failed_sessions, 0, "{proto} {class}: {}", r.table());
+            if check == 0 {
+                // 250,000 bytes at 500,000 bytes/s
+                let secs = r.response_time_ms.p50 / 1e3;
+                assert!((0.42..0.75).contains(&secs), "{proto} {class}: {secs} s");
+            } else {
+                let ttfb = r.ttfb_ms.p50;
+                assert!(
+                    (190.0..260.0).contains(&ttfb),
+                    "{proto} {class}: ttfb {ttfb} ms"
+                );
+            }
+        }
+    }
+}
