@@ -237,3 +237,34 @@ fn netflix_generation_is_deterministic() {
         assert_eq!(a.session(g), b.session(g));
     }
 }
+
+#[test]
+fn netflix_requests_stay_inside_their_files_and_their_degree() {
+    let w = workload();
+    let mut per_file_second = std::collections::HashMap::new();
+    for g in &w.sessions {
+        let plan = w.netflix_plan(g).unwrap();
+        let t = &w.catalog.titles[g.title as usize];
+        per_file_second.clear();
+        for q in &plan.requests {
+            let tr = &t.representations[q.file as usize];
+            assert!(q.bytes >= 1);
+            assert!(
+                q.offset + q.bytes <= tr.stored_bytes,
+                "session {}: {}+{} past the end of a {} B file",
+                g.id,
+                q.offset,
+                q.bytes,
+                tr.stored_bytes
+            );
+            *per_file_second
+                .entry((q.file, q.t_ms / 1000))
+                .or_insert(0u32) += 1;
+        }
+        // no file gets more than 6 requests (Table 5.3's largest degree)
+        // within one second
+        assert!(per_file_second.values().all(|&n| n <= 6));
+        // sorted by send time
+        assert!(plan.requests.windows(2).all(|p| p[0].t_ms <= p[1].t_ms));
+    }
+}
