@@ -56,6 +56,9 @@ pub struct RunConfig {
     pub start_at: Option<std::time::SystemTime>,
     /// Protocol, TLS and HTTP/2 settings (`--protocol`; h1 by default).
     pub transport: crate::transport::TransportConfig,
+    /// Run every session as a closed-loop player (`--player`) instead of
+    /// replaying its script; `None`: replay.
+    pub player: Option<crate::player_run::PlayerRun>,
 }
 
 impl RunConfig {
@@ -82,6 +85,7 @@ impl RunConfig {
             shard: None,
             start_at: None,
             transport: crate::transport::TransportConfig::default(),
+            player: None,
         }
     }
 }

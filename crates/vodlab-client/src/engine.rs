@@ -24,8 +24,10 @@ use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
 use crate::transport::{Connector, Opened};
 
 mod collect;
+mod player_session;
 mod session;
 use collect::aggregate;
+use player_session::run_player_session;
 use session::run_session;
 
 /// Requests a session reports at once.
@@ -44,6 +46,8 @@ struct Ctx {
     refused_streak: AtomicU64,
     /// Last successful connect, µs after `t0`.
     last_connect_ok_us: AtomicU64,
+    /// Closed-loop players' shared state (`--player` runs only).
+    players: Option<crate::player_run::PlayersShared>,
 }
 
 impl Ctx {
@@ -143,6 +147,10 @@ pub async fn run_parts(
         live: live.clone(),
         refused_streak: AtomicU64::new(0),
         last_connect_ok_us: AtomicU64::new(0),
+        players: cfg
+            .player
+            .as_ref()
+            .map(crate::player_run::PlayersShared::new),
     });
     let shards = work.shards.len();
     let limits: Vec<usize> = (0..shards)
@@ -207,7 +215,11 @@ pub async fn run_parts(
                 });
                 let ctx2 = ctx.clone();
                 let tx2 = tx.clone();
-                sessions.spawn(async move { run_session(ctx2, k, i, tx2).await });
+                if ctx2.players.is_some() {
+                    sessions.spawn(async move { run_player_session(ctx2, k, i, tx2).await });
+                } else {
+                    sessions.spawn(async move { run_session(ctx2, k, i, tx2).await });
+                }
             }
             // wait for this shard's sessions, or abort them on stop
             if stop.borrow().is_some() {
@@ -314,6 +326,7 @@ pub async fn run_parts(
     .map_err(std::io::Error::other)?;
     let mut out = results::assemble(&info, &metrics, &mon);
     out.protocol = cfg.transport.protocol;
+    out.players = ctx.players.as_ref().map(|p| p.lock().results());
     out.shard = cfg.shard.map(|s| ShardRecord {
         index: s.index,
         count: s.count,

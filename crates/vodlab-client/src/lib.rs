@@ -27,6 +27,7 @@ pub mod link;
 pub mod load;
 pub mod metrics;
 pub mod player;
+pub mod player_run;
 pub mod results;
 pub mod schedule;
 pub mod shard;

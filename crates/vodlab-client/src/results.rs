@@ -351,6 +351,9 @@ pub struct Results {
     /// Connections opened and TLS handshakes (zeros in older files).
     #[serde(default)]
     pub transport: TransportResults,
+    /// Closed-loop players' QoE (`vodlab run --player`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub players: Option<crate::player_run::PlayersResults>,
 }
 
 /// The connections a run opened and their TLS handshakes.
@@ -609,6 +612,7 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         shard: None,
         merge: None,
         protocol: crate::transport::Protocol::default(),
+        players: None,
         transport: TransportResults::of(&sh.transport),
     }
 }

@@ -12,6 +12,9 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use vodlab_client::{Arrivals, Live, LoadedWorkload, Results, RunConfig};
 
+mod transport_args;
+pub use transport_args::TransportArgs;
+
 /// Arguments of `vodlab run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -142,6 +145,97 @@ pub struct RunArgs {
         value_name = "MS"
     )]
     pub stagger: f64,
+    #[command(flatten)]
+    pub player: PlayerArgs,
+}
+
+/// Closed-loop players (`--player`): each session fetches its title's
+/// manifest and picks renditions with an ABR rule instead of replaying its
+/// script (docs/run.md "Closed-loop players").
+#[derive(Debug, Args)]
+pub struct PlayerArgs {
+    /// Run every session as a closed-loop player reading `dash`
+    /// (`/{title}/manifest.mpd`) or `hls` (`/{title}/master.m3u8`)
+    /// manifests: arrivals, titles, client classes and viewing times come
+    /// from the workload, renditions from the ABR rule.
+    #[arg(long, value_name = "dash|hls", conflicts_with_all = ["timing_script", "requests_csv"])]
+    pub player: Option<vodlab_client::player_run::PlayerKind>,
+    /// ABR rule of the players: throughput, bola, bba, dynamic, bolae,
+    /// dynamicdash (docs/abr.md).
+    #[arg(
+        long,
+        default_value = "dynamic",
+        value_name = "RULE",
+        requires = "player"
+    )]
+    pub abr: vodlab_client::player::AbrRule,
+    /// Player buffer capacity, seconds (docs/abr.md; Sabre's 25 s).
+    #[arg(
+        long,
+        default_value_t = 25.0,
+        value_name = "SECONDS",
+        requires = "player"
+    )]
+    pub max_buffer: f64,
+    /// Never abandon a segment download.
+    #[arg(long, requires = "player")]
+    pub no_abandon: bool,
+    /// Play at most this many segments per session (default: the
+    /// session's viewing time).
+    #[arg(long, value_name = "N", requires = "player")]
+    pub max_segments: Option<usize>,
+    /// A player's request (manifest or segment) taking longer than this
+    /// ends its session, seconds.
+    #[arg(
+        long,
+        default_value_t = 30.0,
+        value_name = "SECONDS",
+        requires = "player"
+    )]
+    pub player_timeout: f64,
+    /// Write each player session's ITU-T P.1203 mode-0 input to
+    /// `OUTPUT/p1203/{session}.json`.
+    #[arg(long, requires = "player")]
+    pub p1203: bool,
+}
+
+impl PlayerArgs {
+    /// The players' settings, or `None` without `--player`.
+    fn config(
+        &self,
+        out_dir: &Path,
+    ) -> anyhow::Result<Option<vodlab_client::player_run::PlayerRun>> {
+        use vodlab_client::player_run::PlayerRun;
+        let Some(kind) = self.player else {
+            return Ok(None);
+        };
+        anyhow::ensure!(
+            self.max_buffer.is_finite() && (1.0..=3600.0).contains(&self.max_buffer),
+            "--max-buffer must be between 1 and 3600 seconds, got {}",
+            self.max_buffer
+        );
+        anyhow::ensure!(
+            self.player_timeout.is_finite() && (0.1..=3600.0).contains(&self.player_timeout),
+            "--player-timeout must be between 0.1 and 3600 seconds, got {}",
+            self.player_timeout
+        );
+        let cfg = vodlab_client::player::PlayerConfig {
+            abr: self.abr,
+            max_buffer_ms: self.max_buffer * 1000.0,
+            abandon: !self.no_abandon,
+            ..Default::default()
+        };
+        let mut run = PlayerRun::new(kind, cfg);
+        run.max_segments = self.max_segments;
+        run.request_timeout = Duration::from_secs_f64(self.player_timeout);
+        if self.p1203 {
+            let d = out_dir.join("p1203");
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            run.p1203_dir = Some(d);
+        }
+        run.validate().map_err(anyhow::Error::msg)?;
+        Ok(Some(run))
+    }
 }
 
 /// Arrival processes for a fixed rate.
@@ -175,91 +269,6 @@ pub(crate) fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
         format!("{authority}:{port}")
     };
     Ok((hostport, authority.to_string()))
-}
-
-/// Protocol, TLS and HTTP/2 options of `run`, `capacity` and `compare`.
-#[derive(Debug, Clone, Args)]
-pub struct TransportArgs {
-    /// `h1` (HTTP/1.1), `h2c` (HTTP/2 over TCP with prior knowledge),
-    /// `https` (HTTP/1.1 over TLS) or `h2` (HTTP/2 over TLS by ALPN).
-    /// Default: h1 for an http:// target, h2 for https://. The same
-    /// workload and seed send the same requests at the same times under
-    /// every protocol.
-    #[arg(long, value_name = "PROTOCOL")]
-    pub protocol: Option<vodlab_client::transport::Protocol>,
-    /// Trust only the certificates of this PEM file (TLS protocols).
-    /// Default: the system's roots.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
-    /// Do not check the server's certificate (test certificates only).
-    #[arg(long)]
-    pub insecure: bool,
-    /// HTTP/2 stream window as h2load's -w: 2^N - 1 bytes (0 to 30).
-    #[arg(long, default_value_t = 30, value_name = "N")]
-    pub h2_window_bits: u32,
-    /// HTTP/2 connection window as h2load's -W: 2^N - 1 bytes (16 to 30).
-    #[arg(long, default_value_t = 30, value_name = "N")]
-    pub h2_connection_window_bits: u32,
-    /// Largest HTTP/2 frame the client accepts, bytes (16384 to 16777215;
-    /// h2load's default).
-    #[arg(long, default_value_t = 16_384, value_name = "BYTES")]
-    pub h2_max_frame_size: u32,
-    /// SETTINGS_MAX_CONCURRENT_STREAMS the client advertises.
-    #[arg(long, default_value_t = 100, value_name = "N")]
-    pub h2_max_concurrent_streams: u32,
-    /// A session's logical connections carried by one HTTP/2 connection
-    /// (0: all of them, so a session's parallel connections become streams
-    /// of one connection; 1: one HTTP/2 connection per HTTP/1.1 connection).
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub h2_streams_per_connection: usize,
-}
-
-impl TransportArgs {
-    /// The transport settings for `target`, refusing a protocol its scheme
-    /// cannot carry.
-    pub fn config(
-        &self,
-        target: &str,
-    ) -> anyhow::Result<vodlab_client::transport::TransportConfig> {
-        use vodlab_client::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
-        let tls_url = target.starts_with("https://");
-        let protocol = self
-            .protocol
-            .unwrap_or(if tls_url { Protocol::H2 } else { Protocol::H1 });
-        if protocol.is_tls() != tls_url {
-            bail!(
-                "--protocol {protocol} needs an {} target, got `{target}`",
-                if protocol.is_tls() {
-                    "https://"
-                } else {
-                    "http://"
-                }
-            );
-        }
-        let bits = |flag: &str, n: u32| {
-            H2Settings::window_from_bits(n)
-                .with_context(|| format!("{flag} must be from 0 to 30, got {n}"))
-        };
-        let cfg = TransportConfig {
-            protocol,
-            tls: TlsOptions {
-                ca: self.ca.clone(),
-                insecure: self.insecure,
-            },
-            h2: H2Settings {
-                stream_window: bits("--h2-window-bits", self.h2_window_bits)?,
-                connection_window: bits(
-                    "--h2-connection-window-bits",
-                    self.h2_connection_window_bits,
-                )?,
-                max_frame_size: self.h2_max_frame_size,
-                max_concurrent_streams: self.h2_max_concurrent_streams,
-                streams_per_connection: self.h2_streams_per_connection,
-            },
-        };
-        cfg.validate()?;
-        Ok(cfg)
-    }
 }
 
 fn split_nums(s: &str, what: &str) -> anyhow::Result<Vec<f64>> {
@@ -500,6 +509,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.requests_csv {
         cfg.requests_csv = Some(out_dir.join("requests.csv"));
     }
+    cfg.player = a.player.config(&out_dir)?;
     let total = a
         .sessions
         .map_or(work.session_count(), |n| n.min(work.session_count()));
@@ -508,8 +518,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .shard
             .map_or_else(String::new, |s| format!(", running shard {s} of them"));
         eprintln!(
-            "vodlab run: {} sessions from {} ({} script shard(s){part}) against {} ({addr}, {}); open files limit {nofile}",
+            "vodlab run: {} {} from {} ({} script shard(s){part}) against {} ({addr}, {}); open files limit {nofile}",
             total,
+            cfg.player.as_ref().map_or_else(
+                || "sessions".to_string(),
+                |p| format!("{} players ({})", p.kind, p.config.abr)
+            ),
             source.display(),
             work.shards.len(),
             a.target,

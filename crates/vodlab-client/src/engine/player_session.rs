@@ -1,0 +1,556 @@
+//! One closed-loop player session's task (`vodlab run --player`): the
+//! [`Player`] core executed over the run's transport, on one logical
+//! connection, with the session's client-class link. The settings, the
+//! manifest → movie step and the QoE aggregate are in
+//! [`crate::player_run`].
+//!
+//! `now` given to the player is ms since the session started. Progress is
+//! told at every read (the player spaces its abandonment checks as Sabre
+//! does, [`crate::player_run::LIVE_ABANDON_CHECK_MS`]); an abandonment
+//! drops the exchange in flight: with HTTP/1.1 the connection is closed
+//! (the next request opens one), with HTTP/2 the dropped stream is reset
+//! and the connection kept.
+
+use std::future::{poll_fn, Future};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use vodlab_manifest::{hls_presentation, parse_master, parse_media, parse_mpd, Presentation};
+use vodlab_workload::script::Session;
+
+use super::collect::session_id;
+use super::{Ctx, Report, BATCH};
+use crate::delivery::{DeliveryOut, Playback};
+use crate::exchange::{ErrorKind, Failure};
+use crate::http::Outgoing;
+use crate::link::LinkSpec;
+use crate::metrics::{RequestSample, SampleDone, SessionSample};
+use crate::player::{Action, Event, Player};
+use crate::player_run::{
+    absolutize, movie_of, segments_to_play, PlayerRun, PlayerSessionError as E,
+    PlayerSessionOutcome, PresentationCache, MAX_MANIFEST_BYTES, MAX_VARIANTS,
+};
+use crate::transport::{Conn, SessionTransport};
+use crate::viewer::ViewerStats;
+
+/// How a GET ended when it did not fail.
+enum Got {
+    /// The whole response: status and body bytes.
+    Done(u16),
+    /// The player abandoned it.
+    Abandoned,
+}
+
+/// The session's connection and its request accounting.
+struct Io<'a> {
+    ctx: &'a Ctx,
+    run: &'a PlayerRun,
+    transport: SessionTransport<'a>,
+    link: LinkSpec,
+    conn: Option<Conn>,
+    id: u64,
+    tx: &'a mpsc::UnboundedSender<Report>,
+    shard: u32,
+    index: u32,
+    requests: u32,
+    samples: Vec<RequestSample>,
+}
+
+impl Io<'_> {
+    fn flush(&mut self) {
+        if !self.samples.is_empty() {
+            let _ = self.tx.send(Report::Requests {
+                shard: self.shard,
+                index: self.index,
+                samples: std::mem::take(&mut self.samples),
+                delivery: DeliveryOut::default(),
+            });
+        }
+    }
+
+    fn record(&mut self, sent: Instant, out: Result<(u64, u16, Instant, u64), ErrorKind>) {
+        let ctx = self.ctx;
+        let outcome = out.map(|(bytes, status, done, ttfb_us)| SampleDone {
+            done_us: ctx.us(done),
+            response_us: done.saturating_duration_since(sent).as_micros() as u64,
+            ttfb_us,
+            from_schedule_us: done.saturating_duration_since(sent).as_micros() as u64,
+            bytes,
+            status,
+            playback: Playback::NoBitRate,
+        });
+        if let Ok(d) = &outcome {
+            ctx.live.requests.fetch_add(1, Ordering::Relaxed);
+            ctx.live.bytes.fetch_add(d.bytes, Ordering::Relaxed);
+        }
+        self.samples.push(RequestSample {
+            request: self.requests,
+            scheduled_s: ctx.secs(sent),
+            sent_s: ctx.secs(sent),
+            send_lateness_us: None,
+            outcome,
+        });
+        self.requests = self.requests.saturating_add(1);
+        if self.samples.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Awaits `f` while polling the session's HTTP/2 connections.
+    async fn drive<T>(transport: &SessionTransport<'_>, f: impl Future<Output = T>) -> T {
+        let mut f = std::pin::pin!(f);
+        poll_fn(|cx| {
+            let _ = transport.poll_drivers(cx);
+            f.as_mut().poll(cx)
+        })
+        .await
+    }
+
+    /// GETs `path` (a byte range of it), giving body bytes to `sink` and
+    /// each read to `arrived`, which returns true to abandon. A reused
+    /// connection the server had closed is reopened once.
+    async fn get(
+        &mut self,
+        path: &str,
+        range: Option<(u64, u64)>,
+        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+        arrived: &mut (dyn FnMut(Instant, u64) -> bool + Send),
+    ) -> Result<Got, E> {
+        let range_text = range.map(|(a, b)| format!("bytes={a}-{b}"));
+        let out = Outgoing {
+            method: "GET",
+            path,
+            range: range_text.as_deref(),
+            headers: &[],
+            body: None,
+            session: self.id,
+            http10: false,
+        };
+        let failed = |f: Failure| E::Transfer {
+            path: path.to_string(),
+            kind: f.kind,
+            detail: f.detail,
+        };
+        for attempt in 0..2 {
+            let mut c = match self.conn.take() {
+                Some(c) => c,
+                None => {
+                    let r =
+                        Self::drive(&self.transport, self.transport.connect(0, &self.link)).await;
+                    match r {
+                        Ok((c, opened)) => {
+                            if opened.new_connection {
+                                let _ = self.tx.send(Report::Opened(opened));
+                            }
+                            c
+                        }
+                        Err(f) => return Err(failed(f)),
+                    }
+                }
+            };
+            let sent = Instant::now();
+            let abandon = AtomicBool::new(false);
+            let mut got_bytes = false;
+            let mut last = sent;
+            let mut on_read = |at: Instant, n: u64| {
+                got_bytes = true;
+                last = at;
+                if arrived(at, n) {
+                    abandon.store(true, Ordering::Relaxed);
+                }
+            };
+            let r = {
+                let ex = self.transport.exchange(&mut c, &out, sink, &mut on_read);
+                let ex = tokio::time::timeout(self.run.request_timeout, ex);
+                let mut ex = std::pin::pin!(ex);
+                let transport = &self.transport;
+                poll_fn(|cx| {
+                    let _ = transport.poll_drivers(cx);
+                    match ex.as_mut().poll(cx) {
+                        Poll::Ready(r) => Poll::Ready(Some(r)),
+                        Poll::Pending if abandon.load(Ordering::Relaxed) => Poll::Ready(None),
+                        Poll::Pending => Poll::Pending,
+                    }
+                })
+                .await
+            };
+            let done = Instant::now();
+            match r {
+                None => {
+                    // dropped mid-response: an HTTP/1.1 connection is unusable,
+                    // an HTTP/2 stream was reset and its connection stays
+                    if matches!(c, Conn::H2(_)) {
+                        self.conn = Some(c);
+                    }
+                    self.record(sent, Err(ErrorKind::Other));
+                    return Ok(Got::Abandoned);
+                }
+                Some(Err(_elapsed)) => {
+                    self.record(sent, Err(ErrorKind::Timeout));
+                    return Err(E::Transfer {
+                        path: path.to_string(),
+                        kind: ErrorKind::Timeout,
+                        detail: format!("no complete response in {:?}", self.run.request_timeout),
+                    });
+                }
+                Some(Ok(Err(f))) => {
+                    if f.retryable && !got_bytes && attempt == 0 {
+                        continue;
+                    }
+                    self.record(sent, Err(f.kind));
+                    return Err(failed(f));
+                }
+                Some(Ok(Ok(resp))) => {
+                    if resp.keep_alive {
+                        self.conn = Some(c);
+                    }
+                    let ttfb = resp.ttfb.as_micros() as u64;
+                    self.record(
+                        sent,
+                        Ok((resp.body_bytes, resp.status, done.max(last), ttfb)),
+                    );
+                    if abandon.load(Ordering::Relaxed) {
+                        // the last read completed it, but the player had
+                        // already given it up
+                        return Ok(Got::Abandoned);
+                    }
+                    return Ok(Got::Done(resp.status));
+                }
+            }
+        }
+        unreachable!("the loop returns on its second attempt")
+    }
+
+    /// GETs a manifest or playlist body (at most [`MAX_MANIFEST_BYTES`]).
+    async fn text(&mut self, path: &str) -> Result<String, E> {
+        let mut body = Vec::new();
+        let mut too_big = false;
+        let mut sink = |_: u64, d: &[u8]| {
+            if body.len() + d.len() <= MAX_MANIFEST_BYTES {
+                body.extend_from_slice(d);
+            } else {
+                too_big = true;
+            }
+        };
+        let got = self.get(path, None, &mut sink, &mut |_, _| false).await?;
+        let status = match got {
+            Got::Done(s) => s,
+            Got::Abandoned => 0,
+        };
+        if status != 200 {
+            return Err(E::ManifestStatus {
+                path: path.to_string(),
+                status,
+            });
+        }
+        if too_big {
+            return Err(E::ManifestBody {
+                path: path.to_string(),
+                why: format!("larger than {MAX_MANIFEST_BYTES} bytes"),
+            });
+        }
+        String::from_utf8(body).map_err(|_| E::ManifestBody {
+            path: path.to_string(),
+            why: "not UTF-8".into(),
+        })
+    }
+
+    /// Fetches and parses the title's manifest (and HLS media playlists),
+    /// sharing the parsed form with sessions that got the same texts.
+    async fn presentation(
+        &mut self,
+        title: &str,
+        cache: &PresentationCache,
+    ) -> Result<(String, Arc<Presentation>), E> {
+        let path = self.run.kind.manifest_path(title);
+        let bad = |p: &str, source| E::Manifest {
+            path: p.to_string(),
+            source,
+        };
+        let text = self.text(&path).await?;
+        match self.run.kind {
+            crate::player_run::PlayerKind::Dash => {
+                let key = PresentationCache::key([path.as_str(), text.as_str()]);
+                let p = cache.get_or_try(key, || {
+                    let mut p = parse_mpd(&text).map_err(|e| bad(&path, e))?;
+                    absolutize(&mut p, std::slice::from_ref(&path));
+                    Ok(p)
+                })?;
+                Ok((path, p))
+            }
+            crate::player_run::PlayerKind::Hls => {
+                let variants = parse_master(&text).map_err(|e| bad(&path, e))?;
+                if variants.len() > MAX_VARIANTS {
+                    return Err(E::ManifestBody {
+                        path,
+                        why: format!("more than {MAX_VARIANTS} variants"),
+                    });
+                }
+                let mut paths = Vec::with_capacity(variants.len());
+                let mut texts = Vec::with_capacity(variants.len());
+                for v in &variants {
+                    let p = vodlab_manifest::resolve(&path, &v.uri);
+                    texts.push(self.text(&p).await?);
+                    paths.push(p);
+                }
+                let key = PresentationCache::key(
+                    std::iter::once(text.as_str())
+                        .chain(paths.iter().map(String::as_str))
+                        .chain(texts.iter().map(String::as_str)),
+                );
+                let p = cache.get_or_try(key, || {
+                    let media = texts
+                        .iter()
+                        .zip(&paths)
+                        .map(|(t, p)| parse_media(t).map_err(|e| bad(p, e)))
+                        .collect::<Result<Vec<_>, E>>()?;
+                    let mut pres =
+                        hls_presentation(&variants, &media).map_err(|e| bad(&path, e))?;
+                    // levels are in variant order, as are the paths
+                    absolutize(&mut pres, &paths);
+                    Ok(pres)
+                })?;
+                Ok((path, p))
+            }
+        }
+    }
+}
+
+pub(super) async fn run_player_session(
+    ctx: Arc<Ctx>,
+    shard: usize,
+    index: usize,
+    tx: mpsc::UnboundedSender<Report>,
+) {
+    let Some(run) = ctx.cfg.player.as_ref() else {
+        return;
+    };
+    let Some(shared) = ctx.players.as_ref() else {
+        return;
+    };
+    let work = ctx.work.clone();
+    let session: &Session = &work.shards[shard].sessions[index];
+    let class = session.header.class.as_deref().unwrap_or("default");
+    let link = if ctx.cfg.shaping {
+        work.classes.get(class).copied().unwrap_or_default()
+    } else {
+        LinkSpec::default()
+    };
+    let start = Instant::now();
+    ctx.live.started.fetch_add(1, Ordering::Relaxed);
+    ctx.live.active.fetch_add(1, Ordering::Relaxed);
+    let mut io = Io {
+        ctx: &ctx,
+        run,
+        transport: ctx.connector.session(1),
+        link,
+        conn: None,
+        id: session_id(session, shard, index),
+        tx: &tx,
+        shard: shard as u32,
+        index: index as u32,
+        requests: 0,
+        samples: Vec::new(),
+    };
+    let mut outcome = PlayerSessionOutcome {
+        class: class.to_string(),
+        manifest_ms: 0.0,
+        qoe: None,
+        bitrates_kbps: Vec::new(),
+        error: None,
+    };
+    let mut p1203 = None;
+    if let Err(e) = play(
+        &mut io,
+        session,
+        start,
+        &shared.cache,
+        &mut outcome,
+        &mut p1203,
+    )
+    .await
+    {
+        outcome.error = Some(e);
+    }
+    io.flush();
+    let end = Instant::now();
+    drop(io);
+    let mut agg = shared.lock();
+    if let (Some(dir), Some(v)) = (&run.p1203_dir, p1203) {
+        let id = session_id(session, shard, index);
+        let f = dir.join(format!("{id}.json"));
+        let ok = serde_json::to_vec_pretty(&v)
+            .ok()
+            .is_some_and(|b| std::fs::write(f, b).is_ok());
+        if !ok {
+            agg.p1203_write_failed();
+        }
+    }
+    agg.add(&outcome);
+    drop(agg);
+    ctx.live.active.fetch_sub(1, Ordering::Relaxed);
+    if outcome.error.is_some() {
+        ctx.live.failed.fetch_add(1, Ordering::Relaxed);
+    } else {
+        ctx.live.completed.fetch_add(1, Ordering::Relaxed);
+    }
+    let viewer = outcome.qoe.as_ref().map(|q| ViewerStats {
+        startup_s: Some((outcome.manifest_ms + q.startup_delay_ms) / 1000.0),
+        stalls: q.rebuffer_count,
+        stall_s: q.rebuffer_ms / 1000.0,
+        played_s: q.time_per_level_ms.iter().sum::<f64>() / 1000.0,
+    });
+    let _ = tx.send(Report::Session {
+        shard: shard as u32,
+        index: index as u32,
+        sample: SessionSample {
+            start_s: ctx.secs(start),
+            end_s: ctx.secs(end),
+            failure: outcome.error.as_ref().map(E::kind),
+            skipped: 0,
+            viewer,
+            reconnects: 0,
+            server_closes: 0,
+        },
+    });
+}
+
+/// Fetches the manifest, then runs the player to its end.
+async fn play(
+    io: &mut Io<'_>,
+    session: &Session,
+    start: Instant,
+    cache: &PresentationCache,
+    outcome: &mut PlayerSessionOutcome,
+    p1203: &mut Option<serde_json::Value>,
+) -> Result<(), E> {
+    let title = session.header.title.as_deref().ok_or(E::NoTitle)?;
+    let (mpath, pres) = io.presentation(title, cache).await?;
+    outcome.manifest_ms = start.elapsed().as_secs_f64() * 1e3;
+    let mut n = segments_to_play(session, pres.segment_s);
+    if let Some(cap) = io.run.max_segments {
+        n = n.min(cap);
+    }
+    let movie = movie_of(&pres, n).map_err(|source| E::Movie {
+        path: mpath.clone(),
+        source,
+    })?;
+    outcome.bitrates_kbps = movie.bitrates_kbps.clone();
+    let mut player =
+        Player::new(Arc::new(movie), io.run.config.clone()).map_err(|source| E::Movie {
+            path: mpath.clone(),
+            source,
+        })?;
+    let ms = |t: Instant| t.saturating_duration_since(start).as_secs_f64() * 1e3;
+    let mut init_done = vec![false; pres.levels.len()];
+    let result = loop {
+        let now = Instant::now();
+        let Some(action) = player.poll_action(ms(now)) else {
+            match player.poll_timeout() {
+                Some(t) => {
+                    let at = start + std::time::Duration::from_secs_f64(t.max(0.0) / 1e3);
+                    Io::drive(&io.transport, tokio::time::sleep_until(at.into())).await;
+                    continue;
+                }
+                // nothing in flight and nothing to wait for: cannot happen
+                // with the executor below; never spin
+                None => break Ok(()),
+            }
+        };
+        match action {
+            Action::Fetch { index, quality, .. } => {
+                let level = &pres.levels[quality];
+                if !init_done[quality] {
+                    if let Some(init) = &level.init {
+                        let got = io
+                            .get(&init.url, init.range, &mut |_, _| {}, &mut |_, _| false)
+                            .await;
+                        match got {
+                            Ok(Got::Done(s)) if s == 200 || s == 206 => {}
+                            Ok(Got::Done(status)) => {
+                                let e = E::SegmentStatus {
+                                    path: init.url.clone(),
+                                    status,
+                                };
+                                player.handle(ms(Instant::now()), fail(&e));
+                                break Err(e);
+                            }
+                            Ok(Got::Abandoned) => {}
+                            Err(e) => {
+                                player.handle(ms(Instant::now()), fail(&e));
+                                break Err(e);
+                            }
+                        }
+                        // the segment's request leaves now
+                        player.handle(ms(Instant::now()), Event::Sent);
+                    }
+                    init_done[quality] = true;
+                }
+                let seg = &level.segments[index];
+                let mut received = 0u64;
+                let mut on_read = |at: Instant, n: u64| {
+                    received += n;
+                    let t = ms(at);
+                    player.handle(
+                        t,
+                        Event::Progress {
+                            received_bits: received as f64 * 8.0,
+                            timing: None,
+                        },
+                    );
+                    // the abandonment is decided on this read, taken here
+                    matches!(player.poll_action(t), Some(Action::Abandon { .. }))
+                };
+                let got = io
+                    .get(&seg.url, seg.range, &mut |_, _| {}, &mut on_read)
+                    .await;
+                let now = ms(Instant::now());
+                match got {
+                    Ok(Got::Done(s)) if s == 200 || s == 206 => {
+                        player.handle(now, Event::Completed { timing: None });
+                    }
+                    Ok(Got::Done(status)) => {
+                        let e = E::SegmentStatus {
+                            path: seg.url.clone(),
+                            status,
+                        };
+                        player.handle(now, fail(&e));
+                        break Err(e);
+                    }
+                    // the player already moved on
+                    Ok(Got::Abandoned) => {}
+                    Err(e) => {
+                        player.handle(now, fail(&e));
+                        break Err(e);
+                    }
+                }
+            }
+            // abandonments are taken in the read callback; one here would
+            // be for no download in flight
+            Action::Abandon { .. } => {}
+            Action::WaitUntil { until, .. } => {
+                let at = start + std::time::Duration::from_secs_f64(until.max(0.0) / 1e3);
+                Io::drive(&io.transport, tokio::time::sleep_until(at.into())).await;
+            }
+            Action::Done { .. } => break Ok(()),
+        }
+    };
+    outcome.qoe = Some(player.qoe());
+    if io.run.p1203_dir.is_some() && result.is_ok() {
+        let opts = crate::player::qoe::P1203Options {
+            stream_id: io.id,
+            ..Default::default()
+        };
+        *p1203 = Some(player.p1203_input(&opts));
+    }
+    result
+}
+
+fn fail(e: &E) -> Event {
+    Event::Failed {
+        reason: e.to_string(),
+    }
+}

@@ -1,0 +1,789 @@
+//! Closed-loop players run live (`vodlab run --player dash|hls --abr RULE`):
+//! the settings, the manifest → [`Movie`] step, the named errors that end a
+//! player's session, and the run-wide QoE aggregate written as the
+//! `players` object of `results.json`.
+//!
+//! The executor itself (connections, timers) is in the engine
+//! (`engine/player_session.rs`); everything here is without I/O. A player
+//! session: fetch the title's manifest (`/{title}/manifest.mpd`, or
+//! `/{title}/master.m3u8` and its media playlists) on the session's
+//! connection, parse it ([`vodlab_manifest`]), build the movie (segment
+//! sizes from byte ranges when the manifest gives them, else bandwidth ×
+//! segment duration), then run the [`Player`](crate::player::Player) core
+//! until it is done. A session plays as many segments as its script's
+//! viewing time covers ([`segments_to_play`]).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use vodlab_manifest::{ManifestError, Presentation};
+use vodlab_workload::script::Session;
+
+use crate::exchange::ErrorKind;
+use crate::metrics::Summary;
+use crate::player::{Movie, PlayerConfig, PlayerError, QoeSummary};
+
+/// Which manifest a player reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlayerKind {
+    /// MPEG-DASH: `/{title}/manifest.mpd`.
+    Dash,
+    /// HLS: `/{title}/master.m3u8` and its media playlists.
+    Hls,
+}
+
+impl PlayerKind {
+    /// Its name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlayerKind::Dash => "dash",
+            PlayerKind::Hls => "hls",
+        }
+    }
+
+    /// URL path of a title's entry manifest.
+    pub fn manifest_path(self, title: &str) -> String {
+        match self {
+            PlayerKind::Dash => format!("/{title}/{}", vodlab_manifest::MPD_NAME),
+            PlayerKind::Hls => format!("/{title}/{}", vodlab_manifest::MASTER_NAME),
+        }
+    }
+}
+
+impl fmt::Display for PlayerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PlayerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "dash" => Ok(PlayerKind::Dash),
+            "hls" => Ok(PlayerKind::Hls),
+            _ => Err(format!("unknown player `{s}` (expected dash or hls)")),
+        }
+    }
+}
+
+/// Settings of a run of closed-loop players.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayerRun {
+    /// DASH or HLS.
+    pub kind: PlayerKind,
+    /// The player core's settings (rule, buffer, abandonment).
+    pub config: PlayerConfig,
+    /// Play at most this many segments per session (`None`: the session's
+    /// viewing time).
+    pub max_segments: Option<usize>,
+    /// A request (manifest or segment) taking longer than this fails the
+    /// session.
+    pub request_timeout: Duration,
+    /// Write each session's ITU-T P.1203 mode-0 input here
+    /// (`{session id}.json`).
+    pub p1203_dir: Option<PathBuf>,
+}
+
+/// Largest manifest or playlist body a player accepts, bytes.
+pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
+/// Largest number of media playlists an HLS player follows.
+pub const MAX_VARIANTS: usize = 64;
+/// Sabre's abandonment check spacing for executors that report every read:
+/// bits since the last check...
+pub const LIVE_ABANDON_CHECK_BITS: f64 = 12_000.0;
+/// ...and ms since it.
+pub const LIVE_ABANDON_CHECK_MS: f64 = 50.0;
+
+impl PlayerRun {
+    /// A run of `kind` players with `config`, the live executor's
+    /// abandonment spacing ([`LIVE_ABANDON_CHECK_BITS`],
+    /// [`LIVE_ABANDON_CHECK_MS`]) and lean players (no per-segment records).
+    pub fn new(kind: PlayerKind, mut config: PlayerConfig) -> Self {
+        config.abandon_check_min_bits = LIVE_ABANDON_CHECK_BITS;
+        config.abandon_check_min_ms = LIVE_ABANDON_CHECK_MS;
+        config.keep_records = false;
+        Self {
+            kind,
+            config,
+            max_segments: None,
+            request_timeout: Duration::from_secs(30),
+            p1203_dir: None,
+        }
+    }
+
+    /// Checks the settings that do not depend on a movie; errors name the
+    /// flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_segments == Some(0) {
+            return Err("--max-segments must be at least 1".into());
+        }
+        if self.request_timeout.is_zero() {
+            return Err("--player-timeout must be positive".into());
+        }
+        // the buffer against a 1 ms segment: only the movie-free checks
+        let probe = Movie::constant(1.0, &[1.0], 1);
+        self.config
+            .validate(&probe)
+            .map_err(|e| format!("player settings: {e}"))
+    }
+}
+
+/// Why a player's session ended early. Each variant has a stable name
+/// ([`PlayerSessionError::name`]) counted in `results.json`.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum PlayerSessionError {
+    /// The session's script names no title.
+    #[error("the session names no title (#@session title=)")]
+    NoTitle,
+    /// A manifest or playlist was answered with another status than 200.
+    #[error("{path}: HTTP {status}")]
+    ManifestStatus {
+        /// URL path.
+        path: String,
+        /// Status.
+        status: u16,
+    },
+    /// A manifest or playlist did not parse or lacks what a player needs.
+    #[error("{path}: {source}")]
+    Manifest {
+        /// URL path.
+        path: String,
+        /// The parser's error.
+        source: ManifestError,
+    },
+    /// A manifest or playlist is larger than [`MAX_MANIFEST_BYTES`] or not
+    /// UTF-8.
+    #[error("{path}: {why}")]
+    ManifestBody {
+        /// URL path.
+        path: String,
+        /// Why.
+        why: String,
+    },
+    /// The presentation cannot be played (no segments, equal bandwidths...).
+    #[error("{path}: {source}")]
+    Movie {
+        /// URL path of the manifest.
+        path: String,
+        /// What is wrong.
+        source: PlayerError,
+    },
+    /// A segment (or init segment) was answered with a status other than
+    /// 200 or 206.
+    #[error("{path}: HTTP {status}")]
+    SegmentStatus {
+        /// URL path.
+        path: String,
+        /// Status.
+        status: u16,
+    },
+    /// A request failed on the wire.
+    #[error("{path}: {kind:?}: {detail}")]
+    Transfer {
+        /// URL path.
+        path: String,
+        /// Type.
+        kind: ErrorKind,
+        /// Detail.
+        detail: String,
+    },
+}
+
+impl PlayerSessionError {
+    /// Stable snake-case name, counted in `players.errors`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PlayerSessionError::NoTitle => "no_title",
+            PlayerSessionError::ManifestStatus { .. } => "manifest_status",
+            PlayerSessionError::Manifest { source, .. } => match source {
+                ManifestError::Xml(_) => "manifest_xml",
+                ManifestError::Playlist(_) => "manifest_playlist",
+                ManifestError::WrongPlaylistKind { .. } => "manifest_wrong_playlist_kind",
+                ManifestError::Missing { .. } => "manifest_missing",
+                ManifestError::Invalid { .. } => "manifest_invalid",
+                ManifestError::Unsupported { .. } => "manifest_unsupported",
+            },
+            PlayerSessionError::ManifestBody { .. } => "manifest_body",
+            PlayerSessionError::Movie { .. } => "manifest_unplayable",
+            PlayerSessionError::SegmentStatus { .. } => "segment_status",
+            PlayerSessionError::Transfer { kind, .. } => match kind {
+                ErrorKind::Timeout => "transfer_timeout",
+                ErrorKind::Refused => "transfer_refused",
+                ErrorKind::Reset => "transfer_reset",
+                ErrorKind::ShortBody => "transfer_short_body",
+                _ => "transfer_other",
+            },
+        }
+    }
+
+    /// The request error kind this maps to in the run's `errors`.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PlayerSessionError::ManifestStatus { .. }
+            | PlayerSessionError::SegmentStatus { .. } => ErrorKind::BadStatus,
+            PlayerSessionError::Manifest { .. }
+            | PlayerSessionError::ManifestBody { .. }
+            | PlayerSessionError::Movie { .. } => ErrorKind::BadResponse,
+            PlayerSessionError::Transfer { kind, .. } => *kind,
+            PlayerSessionError::NoTitle => ErrorKind::Other,
+        }
+    }
+}
+
+/// Segments a session plays: its script's viewing time (requests ×
+/// `request_s`, or the request count when the script has no `request_s`)
+/// over the segment duration, rounded up, at least 1.
+pub fn segments_to_play(session: &Session, segment_s: f64) -> usize {
+    let n = session.requests.len().max(1);
+    match session.header.request_s {
+        Some(r) if r > 0.0 && segment_s > 0.0 => {
+            ((n as f64 * r / segment_s) - 1e-9).ceil().max(1.0) as usize
+        }
+        _ => n,
+    }
+}
+
+/// Turns every segment and init URL of `p` into an absolute path, resolved
+/// against the playlist (`base`) it came from.
+pub fn absolutize(p: &mut Presentation, bases: &[String]) {
+    for (i, l) in p.levels.iter_mut().enumerate() {
+        let base = bases.get(i).or(bases.first()).map_or("/", String::as_str);
+        if let Some(init) = l.init.as_mut() {
+            init.url = vodlab_manifest::resolve(base, &init.url);
+        }
+        for s in &mut l.segments {
+            s.url = vodlab_manifest::resolve(base, &s.url);
+        }
+    }
+}
+
+/// The movie of the first `segments` segments of `p` (all of them when it
+/// has fewer): per level the announced bandwidth; per segment its byte
+/// range's length when known, else bandwidth × segment duration; the
+/// levels' resolutions when all are announced.
+pub fn movie_of(p: &Presentation, segments: usize) -> Result<Movie, PlayerError> {
+    let invalid = |key: &'static str, why: String| PlayerError::Invalid { key, why };
+    if p.levels.is_empty() {
+        return Err(invalid(
+            "levels",
+            "the manifest has no representation".into(),
+        ));
+    }
+    if !(p.segment_s.is_finite() && p.segment_s > 0.0) {
+        return Err(invalid(
+            "segment_duration",
+            format!("{} s is not a positive duration", p.segment_s),
+        ));
+    }
+    let have = p.levels.iter().map(|l| l.segments.len()).min().unwrap_or(0);
+    if have == 0 {
+        return Err(invalid(
+            "segments",
+            "a representation has no segment".into(),
+        ));
+    }
+    let n = segments.clamp(1, have);
+    let seg_ms = p.segment_s * 1000.0;
+    let bitrates_kbps: Vec<f64> = p
+        .levels
+        .iter()
+        .map(|l| l.bandwidth_bps as f64 / 1000.0)
+        .collect();
+    let segment_sizes_bits = (0..n)
+        .map(|i| {
+            p.levels
+                .iter()
+                .map(|l| match l.segments[i].len() {
+                    Some(b) => b as f64 * 8.0,
+                    None => l.bandwidth_bps as f64 * p.segment_s,
+                })
+                .collect()
+        })
+        .collect();
+    let resolutions = p
+        .levels
+        .iter()
+        .map(|l| l.resolution.map(|(w, h)| format!("{w}x{h}")))
+        .collect::<Option<Vec<_>>>();
+    let m = Movie {
+        segment_duration_ms: seg_ms,
+        bitrates_kbps,
+        segment_sizes_bits,
+        resolutions,
+        fps: None,
+    };
+    m.validate()?;
+    Ok(m)
+}
+
+/// Parsed presentations shared by the sessions that fetched the same
+/// manifest texts (keyed by a hash of the texts): each session still
+/// fetches its manifest, but the segment lists are held once.
+#[derive(Debug, Default)]
+pub struct PresentationCache {
+    map: Mutex<HashMap<u64, Arc<Presentation>>>,
+}
+
+/// Entries the cache holds before it starts over.
+const CACHE_ENTRIES: usize = 4096;
+
+impl PresentationCache {
+    /// Hash of the manifest texts of a session, in fetch order.
+    pub fn key<'a>(texts: impl IntoIterator<Item = &'a str>) -> u64 {
+        let mut h = DefaultHasher::new();
+        for t in texts {
+            t.hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// The cached presentation for `key`, or `make()`'s, stored.
+    pub fn get_or_try<E>(
+        &self,
+        key: u64,
+        make: impl FnOnce() -> Result<Presentation, E>,
+    ) -> Result<Arc<Presentation>, E> {
+        if let Some(p) = self.lock().get(&key) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(make()?);
+        let mut m = self.lock();
+        if m.len() >= CACHE_ENTRIES {
+            m.clear();
+        }
+        m.insert(key, p.clone());
+        Ok(p)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Presentation>>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What a run's player sessions share: the presentation cache and the
+/// aggregate (locked once per ended session).
+#[derive(Debug)]
+pub struct PlayersShared {
+    /// Parsed presentations.
+    pub cache: PresentationCache,
+    agg: Mutex<PlayersAgg>,
+}
+
+impl PlayersShared {
+    /// An empty state for a run with these settings.
+    pub fn new(run: &PlayerRun) -> Self {
+        Self {
+            cache: PresentationCache::default(),
+            agg: Mutex::new(PlayersAgg::new(run)),
+        }
+    }
+
+    /// The aggregate.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, PlayersAgg> {
+        self.agg.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What one player session ended with.
+#[derive(Debug, PartialEq)]
+pub struct PlayerSessionOutcome {
+    /// Client class.
+    pub class: String,
+    /// Time to fetch and parse the manifest (and playlists), ms.
+    pub manifest_ms: f64,
+    /// The QoE (of the segments played so far, for a failed session).
+    pub qoe: Option<QoeSummary>,
+    /// Nominal bit rate of each level of its movie, kbit/s.
+    pub bitrates_kbps: Vec<f64>,
+    /// Why it failed.
+    pub error: Option<PlayerSessionError>,
+}
+
+/// Figures of the completed sessions of one class (or all).
+#[derive(Debug, Clone, Default)]
+struct ClassAgg {
+    sessions: u64,
+    failed: u64,
+    segments: u64,
+    abandoned: u64,
+    rebuffered_sessions: u64,
+    manifest_ms: Vec<f64>,
+    startup_ms: Vec<f64>,
+    rebuffers: Vec<f64>,
+    rebuffer_ms: Vec<f64>,
+    mean_kbps: Vec<f64>,
+    time_avg_kbps: Vec<f64>,
+    ups: Vec<f64>,
+    downs: Vec<f64>,
+    yin: Vec<f64>,
+    /// Media ms played per nominal bit rate (kbit/s, as text).
+    per_rate_ms: BTreeMap<String, f64>,
+}
+
+impl ClassAgg {
+    fn add(&mut self, o: &PlayerSessionOutcome) {
+        self.sessions += 1;
+        if o.error.is_some() {
+            self.failed += 1;
+            return;
+        }
+        let Some(q) = &o.qoe else { return };
+        self.segments += q.segments as u64;
+        self.abandoned += q.abandoned as u64;
+        self.rebuffered_sessions += u64::from(q.rebuffer_count > 0);
+        self.manifest_ms.push(o.manifest_ms);
+        self.startup_ms.push(q.startup_delay_ms);
+        self.rebuffers.push(f64::from(q.rebuffer_count));
+        self.rebuffer_ms.push(q.rebuffer_ms);
+        self.mean_kbps.push(q.mean_bitrate_kbps);
+        self.time_avg_kbps.push(q.time_average_bitrate_kbps);
+        self.ups.push(f64::from(q.switches_up));
+        self.downs.push(f64::from(q.switches_down));
+        self.yin.push(q.yin_qoe_per_segment);
+        for (l, ms) in q.time_per_level_ms.iter().enumerate() {
+            if let Some(r) = o.bitrates_kbps.get(l) {
+                if *ms > 0.0 {
+                    *self.per_rate_ms.entry(format!("{r}")).or_default() += ms;
+                }
+            }
+        }
+    }
+
+    fn results(&self) -> PlayerClassResults {
+        let total_ms: f64 = self.per_rate_ms.values().sum();
+        PlayerClassResults {
+            sessions: self.sessions,
+            failed: self.failed,
+            segments: self.segments,
+            abandoned: self.abandoned,
+            rebuffered_sessions: self.rebuffered_sessions,
+            manifest_ms: summarize(&self.manifest_ms),
+            startup_delay_ms: summarize(&self.startup_ms),
+            rebuffer_count: summarize(&self.rebuffers),
+            rebuffer_ms: summarize(&self.rebuffer_ms),
+            mean_bitrate_kbps: summarize(&self.mean_kbps),
+            time_average_bitrate_kbps: summarize(&self.time_avg_kbps),
+            switches_up: summarize(&self.ups),
+            switches_down: summarize(&self.downs),
+            yin_qoe_per_segment: summarize(&self.yin),
+            time_per_bitrate: self
+                .per_rate_ms
+                .iter()
+                .map(|(k, ms)| {
+                    (
+                        k.clone(),
+                        RenditionTime {
+                            seconds: ms / 1000.0,
+                            share: if total_ms > 0.0 { ms / total_ms } else { 0.0 },
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Exact summary of a list of values (nearest-rank percentiles).
+pub fn summarize(values: &[f64]) -> Summary {
+    if values.is_empty() {
+        return Summary::default();
+    }
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return Summary::default();
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let q = |p: f64| v[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+    Summary {
+        count: n as u64,
+        min: v[0],
+        mean: v.iter().sum::<f64>() / n as f64,
+        p25: q(0.25),
+        p50: q(0.50),
+        p75: q(0.75),
+        p90: q(0.90),
+        p95: q(0.95),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: v[n - 1],
+        iqr: q(0.75) - q(0.25),
+    }
+}
+
+/// The run-wide aggregate of player sessions (one lock per ended session).
+#[derive(Debug)]
+pub struct PlayersAgg {
+    run: PlayerRun,
+    overall: ClassAgg,
+    classes: BTreeMap<String, ClassAgg>,
+    errors: BTreeMap<String, u64>,
+    p1203_errors: u64,
+}
+
+impl PlayersAgg {
+    /// An empty aggregate of a run with these settings.
+    pub fn new(run: &PlayerRun) -> Self {
+        Self {
+            run: run.clone(),
+            overall: ClassAgg::default(),
+            classes: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            p1203_errors: 0,
+        }
+    }
+
+    /// Adds one ended session.
+    pub fn add(&mut self, o: &PlayerSessionOutcome) {
+        self.overall.add(o);
+        self.classes.entry(o.class.clone()).or_default().add(o);
+        if let Some(e) = &o.error {
+            *self.errors.entry(e.name().to_string()).or_default() += 1;
+        }
+    }
+
+    /// Counts a P.1203 input that could not be written.
+    pub fn p1203_write_failed(&mut self) {
+        self.p1203_errors += 1;
+    }
+
+    /// The `players` object of `results.json`.
+    pub fn results(&self) -> PlayersResults {
+        PlayersResults {
+            player: self.run.kind,
+            abr: self.run.config.abr.name().to_string(),
+            max_buffer_s: self.run.config.max_buffer_ms / 1000.0,
+            abandon: self.run.config.abandon,
+            max_segments: self.run.max_segments,
+            overall: self.overall.results(),
+            classes: self
+                .classes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.results()))
+                .collect(),
+            errors: self.errors.clone(),
+            p1203_dir: self.run.p1203_dir.as_ref().map(|p| p.display().to_string()),
+            p1203_write_errors: self.p1203_errors,
+        }
+    }
+}
+
+/// Media time played at one nominal bit rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenditionTime {
+    /// Seconds of media.
+    pub seconds: f64,
+    /// Share of all media played (0..1).
+    pub share: f64,
+}
+
+/// QoE distributions of the completed player sessions of a class (or all).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlayerClassResults {
+    /// Sessions that ended (completed or failed).
+    pub sessions: u64,
+    /// Of those, failed (their QoE is not in the distributions).
+    pub failed: u64,
+    /// Segments played by the completed sessions.
+    pub segments: u64,
+    /// Abandoned download attempts.
+    pub abandoned: u64,
+    /// Completed sessions with at least one rebuffer.
+    pub rebuffered_sessions: u64,
+    /// Manifest (and playlists) fetch and parse time, ms.
+    pub manifest_ms: Summary,
+    /// Start-up delay: first segment request to playback start, ms.
+    pub startup_delay_ms: Summary,
+    /// Rebuffer (stall) episodes per session.
+    pub rebuffer_count: Summary,
+    /// Rebuffer time per session, ms.
+    pub rebuffer_ms: Summary,
+    /// Mean nominal bit rate of the played segments, kbit/s.
+    pub mean_bitrate_kbps: Summary,
+    /// Sabre's time-average played bit rate, kbit/s.
+    pub time_average_bitrate_kbps: Summary,
+    /// Up-switches per session.
+    pub switches_up: Summary,
+    /// Down-switches per session.
+    pub switches_down: Summary,
+    /// Yin et al. QoE per segment (weights in docs/abr.md).
+    pub yin_qoe_per_segment: Summary,
+    /// Media time per nominal bit rate (kbit/s as the key).
+    pub time_per_bitrate: BTreeMap<String, RenditionTime>,
+}
+
+/// The `players` object of `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlayersResults {
+    /// `dash` or `hls`.
+    pub player: PlayerKind,
+    /// ABR rule.
+    pub abr: String,
+    /// Buffer capacity, s.
+    pub max_buffer_s: f64,
+    /// Abandonment on.
+    pub abandon: bool,
+    /// The `--max-segments` cap, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_segments: Option<usize>,
+    /// Every session.
+    pub overall: PlayerClassResults,
+    /// Per client class.
+    pub classes: BTreeMap<String, PlayerClassResults>,
+    /// Failed sessions by error name.
+    pub errors: BTreeMap<String, u64>,
+    /// Where the P.1203 inputs were written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p1203_dir: Option<String>,
+    /// P.1203 inputs that could not be written.
+    #[serde(default)]
+    pub p1203_write_errors: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vodlab_manifest::{Level, SegmentRef};
+    use vodlab_workload::script::parse_script;
+
+    fn pres(ranges: bool) -> Presentation {
+        let level = |id: &str, bw: u64| Level {
+            id: id.into(),
+            bandwidth_bps: bw,
+            resolution: Some((640, 360)),
+            init: Some(SegmentRef {
+                url: format!("{id}/init.mp4"),
+                range: None,
+            }),
+            segments: (0..5)
+                .map(|i| SegmentRef {
+                    url: format!("{id}/{i:05}.m4s"),
+                    range: ranges.then_some((i * 1000, i * 1000 + 99 + i)),
+                })
+                .collect(),
+        };
+        Presentation {
+            duration_s: 20.0,
+            segment_s: 4.0,
+            levels: vec![level("lo", 200_000), level("hi", 1_000_000)],
+        }
+    }
+
+    #[test]
+    fn movie_sizes_come_from_ranges_or_bandwidth() {
+        let m = movie_of(&pres(false), 3).unwrap();
+        assert_eq!(m.segments(), 3);
+        assert_eq!(m.bitrates_kbps, vec![200.0, 1000.0]);
+        assert_eq!(m.segment_sizes_bits[0], vec![800_000.0, 4_000_000.0]);
+        assert_eq!(m.segment_duration_ms, 4000.0);
+        let m = movie_of(&pres(true), 99).unwrap();
+        assert_eq!(m.segments(), 5);
+        // segment 2: bytes 2000..=2101
+        assert_eq!(m.segment_sizes_bits[2], vec![102.0 * 8.0, 102.0 * 8.0]);
+        assert_eq!(m.resolutions.as_ref().unwrap()[1], "640x360");
+    }
+
+    #[test]
+    fn unplayable_presentations_name_the_problem() {
+        let mut p = pres(false);
+        p.levels[1].bandwidth_bps = 200_000;
+        let e = movie_of(&p, 3).unwrap_err();
+        assert!(e.to_string().contains("bitrates_kbps"), "{e}");
+        let mut p = pres(false);
+        p.levels[0].segments.clear();
+        assert!(movie_of(&p, 3)
+            .unwrap_err()
+            .to_string()
+            .contains("segments"));
+        let mut p = pres(false);
+        p.levels.clear();
+        assert!(movie_of(&p, 3).unwrap_err().to_string().contains("levels"));
+    }
+
+    #[test]
+    fn urls_are_resolved_against_their_playlist() {
+        let mut p = pres(false);
+        absolutize(&mut p, &["/t1/lo.m3u8".into(), "/t1/x/hi.m3u8".into()]);
+        assert_eq!(p.levels[0].segments[1].url, "/t1/lo/00001.m4s");
+        assert_eq!(p.levels[1].init.as_ref().unwrap().url, "/t1/x/hi/init.mp4");
+    }
+
+    #[test]
+    fn viewing_time_sets_the_segment_count() {
+        let s = parse_script("#@session request_s=2\n/a\n/b\n/c\n").unwrap();
+        // 3 requests of 2 s = 6 s = 1.5 segments of 4 s, rounded up
+        assert_eq!(segments_to_play(&s.sessions[0], 4.0), 2);
+        assert_eq!(segments_to_play(&s.sessions[0], 2.0), 3);
+        let s = parse_script("/a\n/b\n").unwrap();
+        assert_eq!(segments_to_play(&s.sessions[0], 4.0), 2);
+    }
+
+    #[test]
+    fn summaries_are_exact_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        let s = summarize(&v);
+        assert_eq!(
+            (s.count, s.min, s.p50, s.p90, s.max),
+            (100, 1.0, 50.0, 90.0, 100.0)
+        );
+        assert_eq!(s.mean, 50.5);
+        assert_eq!(summarize(&[]).count, 0);
+    }
+
+    #[test]
+    fn aggregate_counts_failures_by_name_and_time_by_rate() {
+        let run = PlayerRun::new(PlayerKind::Dash, PlayerConfig::default());
+        let mut a = PlayersAgg::new(&run);
+        let movie = Movie::constant(4000.0, &[200.0, 1000.0], 3);
+        let mut p = crate::player::Player::new(Arc::new(movie), run.config.clone()).unwrap();
+        // play it in virtual time: every segment takes 100 ms
+        let mut now = 0.0;
+        loop {
+            match p.poll_action(now) {
+                Some(crate::player::Action::Fetch { .. }) => {
+                    now += 100.0;
+                    p.handle(now, crate::player::Event::Completed { timing: None });
+                }
+                Some(crate::player::Action::WaitUntil { until, .. }) => now = until,
+                Some(crate::player::Action::Done { .. }) => break,
+                _ => unreachable!(),
+            }
+        }
+        let ok = PlayerSessionOutcome {
+            class: "fast".into(),
+            manifest_ms: 3.0,
+            qoe: Some(p.qoe()),
+            bitrates_kbps: vec![200.0, 1000.0],
+            error: None,
+        };
+        a.add(&ok);
+        a.add(&PlayerSessionOutcome {
+            class: "slow".into(),
+            manifest_ms: 0.0,
+            qoe: None,
+            bitrates_kbps: vec![],
+            error: Some(PlayerSessionError::ManifestStatus {
+                path: "/t/manifest.mpd".into(),
+                status: 404,
+            }),
+        });
+        let r = a.results();
+        assert_eq!(r.overall.sessions, 2);
+        assert_eq!(r.overall.failed, 1);
+        assert_eq!(r.errors.get("manifest_status"), Some(&1));
+        assert_eq!(r.classes["fast"].startup_delay_ms.count, 1);
+        assert_eq!(r.classes["slow"].startup_delay_ms.count, 0);
+        let secs: f64 = r.overall.time_per_bitrate.values().map(|t| t.seconds).sum();
+        assert!((secs - 12.0).abs() < 1e-9, "{secs}");
+        assert_eq!(r.overall.segments, 3);
+    }
+}

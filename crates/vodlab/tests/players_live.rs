@@ -1,0 +1,311 @@
+//! Closed-loop players live (`vodlab run --player`): players of a small
+//! `dash-vod` workload against an in-process `vodlab serve` on loopback.
+//! Every session plays its segments in order from the manifest's URLs; a
+//! tight client link makes the players choose lower bit rates than a fast
+//! one; a bad manifest fails only the sessions of its title, by name.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use common::{results, sparse_fileset, vodlab_ok, Running};
+use vodlab_client::player_run::segments_to_play;
+use vodlab_client::LoadedWorkload;
+use vodlab_manifest::{parse_mpd, resolve, MPD_NAME};
+use vodlab_workload::Catalog;
+
+/// Segments each player plays at most (keeps a shaped run to seconds).
+const MAX_SEGMENTS: usize = 4;
+/// The tight link of every class in the shaped runs, kbit/s.
+const TIGHT_KBPS: &str = "1000.0";
+
+/// A `dash-vod` workload of 8 sessions over 4 titles, every client class at
+/// `down_kbps` when given, with a sparse file set and its manifests.
+fn setup(dir: &Path, down_kbps: Option<&str>) -> (PathBuf, PathBuf) {
+    let mut spec = vodlab_ok(&["gen", "--show-preset", "dash-vod"]);
+    if let Some(k) = down_kbps {
+        for v in ["20000.0", "12500.0", "7000.0", "2500.0"] {
+            spec = spec.replace(&format!("down_kbps = {v}"), &format!("down_kbps = {k}"));
+        }
+    }
+    let spec_path = dir.join("spec.toml");
+    std::fs::write(&spec_path, spec).unwrap();
+    let w = dir.join("w");
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        spec_path.to_str().unwrap(),
+        "--sessions",
+        "8",
+        "--titles",
+        "4",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let root = dir.join("root");
+    sparse_fileset(&w, &root);
+    let c = catalog(&w);
+    for m in vodlab_manifest::manifests(&c) {
+        let p = root.join(&m.rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, m.text).unwrap();
+    }
+    (w, root)
+}
+
+fn catalog(w: &Path) -> Catalog {
+    serde_json::from_slice(&std::fs::read(w.join("catalog.json")).unwrap()).unwrap()
+}
+
+fn run_players(w: &Path, s: &Running, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let target = s.url("");
+    let mut args = vec![
+        "run",
+        w.to_str().unwrap(),
+        "--target",
+        &target,
+        "--rate",
+        "50",
+        "--arrivals",
+        "constant",
+        "--check-bytes",
+        "0",
+        "--quiet",
+        "--max-segments",
+        "4",
+        "--ramp-up",
+        "0",
+        "--ramp-down",
+        "0",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    vodlab_ok(&args);
+    results(out)
+}
+
+/// Access-log lines as (session, path, status), in log order.
+fn log_lines(log: &Path) -> Vec<(String, String, u16)> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].to_string(), f[3].to_string(), f[6].parse().unwrap())
+        })
+        .collect()
+}
+
+/// Sessions of the workload as (id, title, segments to play).
+fn sessions(w: &Path) -> Vec<(u64, String, usize)> {
+    let work = LoadedWorkload::open(w).unwrap();
+    work.shards
+        .iter()
+        .flat_map(|s| &s.sessions)
+        .map(|s| {
+            (
+                s.header.id.unwrap(),
+                s.header.title.clone().unwrap(),
+                segments_to_play(s, 4.0).min(MAX_SEGMENTS),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn dash_players_play_every_segment_and_a_tight_link_lowers_the_bit_rate() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup(d.path(), Some(TIGHT_KBPS));
+    let log = d.path().join("access.log");
+    let s = Running::start(&root, |c| c.access_log = Some(log.clone()));
+    let tight = run_players(
+        &w,
+        &s,
+        &d.path().join("tight"),
+        &["--player", "dash", "--abr", "throughput"],
+    );
+    let fast = run_players(
+        &w,
+        &s,
+        &d.path().join("fast"),
+        &["--player", "dash", "--abr", "throughput", "--no-shaping"],
+    );
+    drop(s); // flushes the access log
+
+    for r in [&tight, &fast] {
+        let p = &r["players"];
+        assert_eq!(p["player"], "dash", "{p}");
+        assert_eq!(p["abr"], "throughput");
+        assert_eq!(p["overall"]["sessions"], 8, "{p}");
+        assert_eq!(p["overall"]["failed"], 0, "{p}");
+        assert_eq!(r["failed_sessions"], 0);
+        assert!(p["errors"].as_object().unwrap().is_empty(), "{p}");
+        assert_eq!(p["overall"]["startup_delay_ms"]["count"], 8);
+    }
+    let mean = |r: &serde_json::Value| {
+        r["players"]["overall"]["mean_bitrate_kbps"]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    // 1 Mbit/s carries at most the 750 kbit/s rung (after the first
+    // segment at 235); loopback carries the top one
+    assert!(mean(&tight) <= 750.0, "tight {}", mean(&tight));
+    assert!(
+        mean(&tight) < mean(&fast),
+        "tight {} fast {}",
+        mean(&tight),
+        mean(&fast)
+    );
+    // the time per rendition adds up to the segments played
+    let segs = tight["players"]["overall"]["segments"].as_u64().unwrap();
+    let secs: f64 = tight["players"]["overall"]["time_per_bitrate"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|t| t["seconds"].as_f64().unwrap())
+        .sum();
+    assert!((secs - segs as f64 * 4.0).abs() < 1e-6, "{secs} vs {segs}");
+
+    // every session fetched its manifest, then segments 0..n in order, each
+    // one of the manifest's URLs for that index, after its level's init
+    let c = catalog(&w);
+    let lines = log_lines(&log);
+    let expected = sessions(&w);
+    let mut by_session: HashMap<String, Vec<(String, u16)>> = HashMap::new();
+    for (sess, path, status) in &lines {
+        by_session
+            .entry(sess.clone())
+            .or_default()
+            .push((path.clone(), *status));
+    }
+    for (id, title, n) in &expected {
+        let mpd_path = format!("/{title}/{MPD_NAME}");
+        let mpd = std::fs::read_to_string(root.join(&mpd_path[1..])).unwrap();
+        let pres = parse_mpd(&mpd).unwrap();
+        let seg_of: HashMap<String, (usize, usize)> = pres
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(q, l)| {
+                let mpd_path = &mpd_path;
+                l.segments
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, s)| (resolve(mpd_path, &s.url), (q, i)))
+            })
+            .collect();
+        let init_of: HashMap<String, usize> = pres
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(q, l)| (resolve(&mpd_path, &l.init.as_ref().unwrap().url), q))
+            .collect();
+        let reqs = &by_session[&id.to_string()];
+        // two runs, each: manifest, then its segments
+        let starts: Vec<usize> = reqs
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _))| *p == mpd_path)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(starts.len(), 2, "session {id}: {reqs:?}");
+        for (k, &from) in starts.iter().enumerate() {
+            let to = starts.get(k + 1).copied().unwrap_or(reqs.len());
+            let mut next = 0;
+            let mut inits = vec![false; pres.levels.len()];
+            for (p, status) in &reqs[from + 1..to] {
+                if let Some(&q) = init_of.get(p) {
+                    inits[q] = true;
+                    continue;
+                }
+                let &(q, i) = seg_of
+                    .get(p)
+                    .unwrap_or_else(|| panic!("session {id}: {p} is not in {mpd_path}"));
+                assert!(inits[q], "session {id}: {p} before its init segment");
+                assert_eq!(*status, 200, "{p}");
+                // a segment repeats only after an abandoned attempt
+                assert!(i == next || i + 1 == next, "session {id}: {p} after {next}");
+                next = i + 1;
+            }
+            assert_eq!(next, *n, "session {id} ({title}) played {next} of {n}");
+        }
+    }
+    assert!(c.titles.len() == 4);
+}
+
+#[test]
+fn a_bad_manifest_fails_only_its_sessions_by_name_and_hls_plays_over_h2c() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup(d.path(), None);
+    let expected = sessions(&w);
+    let mut per_title: BTreeMap<String, u64> = BTreeMap::new();
+    for (_, t, _) in &expected {
+        *per_title.entry(t.clone()).or_default() += 1;
+    }
+    let titles: Vec<&String> = per_title.keys().collect();
+    assert!(titles.len() >= 2, "{per_title:?}");
+    // the first title's MPD is not XML, the second's is gone (404)
+    let (bad_xml, gone) = (titles[0].clone(), titles[1].clone());
+    std::fs::write(
+        root.join(format!("{bad_xml}/{MPD_NAME}")),
+        "<MPD><Period><AdaptationSet",
+    )
+    .unwrap();
+    std::fs::remove_file(root.join(format!("{gone}/{MPD_NAME}"))).unwrap();
+    let s = Running::start(&root, |_| {});
+    let r = run_players(
+        &w,
+        &s,
+        &d.path().join("bad"),
+        &["--player", "dash", "--no-shaping"],
+    );
+    let p = &r["players"];
+    let failed = per_title[&bad_xml] + per_title[&gone];
+    assert_eq!(p["errors"]["manifest_xml"], per_title[&bad_xml], "{p}");
+    assert_eq!(p["errors"]["manifest_status"], per_title[&gone], "{p}");
+    assert_eq!(p["overall"]["failed"], failed);
+    assert_eq!(r["failed_sessions"], failed);
+    // the others played
+    assert_eq!(
+        p["overall"]["startup_delay_ms"]["count"].as_u64().unwrap(),
+        8 - failed
+    );
+
+    // HLS players over HTTP/2 (h2c) read the untouched master playlists
+    let r = run_players(
+        &w,
+        &s,
+        &d.path().join("hls"),
+        &[
+            "--player",
+            "hls",
+            "--abr",
+            "bba",
+            "--no-shaping",
+            "--protocol",
+            "h2c",
+            "--p1203",
+        ],
+    );
+    let p = &r["players"];
+    assert_eq!(p["player"], "hls");
+    assert_eq!(p["overall"]["failed"], 0, "{p}");
+    assert_eq!(p["overall"]["sessions"], 8);
+    assert_eq!(r["protocol"], "h2c");
+    // one P.1203 input per session, its video segments those played
+    let inputs: Vec<_> = std::fs::read_dir(d.path().join("hls/p1203"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(inputs.len(), 8);
+    let total: usize = inputs
+        .iter()
+        .map(|f| {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+            v["I13"]["segments"].as_array().unwrap().len()
+        })
+        .sum();
+    assert_eq!(total as u64, p["overall"]["segments"].as_u64().unwrap());
+}
