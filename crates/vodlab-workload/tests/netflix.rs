@@ -268,3 +268,70 @@ fn netflix_requests_stay_inside_their_files_and_their_degree() {
         assert!(plan.requests.windows(2).all(|p| p[0].t_ms <= p[1].t_ms));
     }
 }
+
+#[test]
+fn extreme_netflix_knobs_still_generate() {
+    use vodlab_workload::dist::Distribution;
+    let mut spec = presets::load("netflix-2014").unwrap();
+    spec.apply(
+        &Overrides {
+            sessions: Some(30),
+            titles: Some(50),
+            ..Overrides::default()
+        },
+        "test",
+    )
+    .unwrap();
+    let n = spec.sessions.netflix.as_mut().unwrap();
+    n.rate_changes_per_hour = 3600.0;
+    n.pauses_per_hour = 0.0;
+    n.probe_rates = Distribution::Uniform {
+        min: 0.0,
+        max: 64.0,
+    };
+    n.successor_probe_rates = Distribution::Constant { value: 64.0 };
+    n.fill_factor = 1.0;
+    n.open_share.video = 1.0;
+    n.open_s = Distribution::Constant { value: 0.1 };
+    n.parallel = vec![0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+    n.browse_share = 0.0;
+    n.skim_share = 1.0;
+    n.skim_phases = Distribution::Constant { value: 5.0 };
+    let w = try_construct(&spec, "test").unwrap();
+    assert!(w.stats.netflix.as_ref().unwrap().requests > 0);
+    for g in &w.sessions {
+        let s = w.session(g);
+        assert!(s.requests.iter().all(|r| r.conn < 64));
+    }
+    // and the other extreme: nothing but watching, no events
+    let mut spec = presets::load("netflix-2014").unwrap();
+    spec.apply(
+        &Overrides {
+            sessions: Some(20),
+            titles: Some(50),
+            ..Overrides::default()
+        },
+        "test",
+    )
+    .unwrap();
+    let n = spec.sessions.netflix.as_mut().unwrap();
+    n.browse_share = 0.0;
+    n.skim_share = 0.0;
+    n.rate_changes_per_hour = 0.0;
+    n.pauses_per_hour = 0.0;
+    n.combined_share = 1.0;
+    let w = try_construct(&spec, "test").unwrap();
+    let s = w.stats.netflix.as_ref().unwrap();
+    // every session watches; only those starting within a few minutes of
+    // the end of their title have too little left for a long chain
+    assert!(
+        s.sessions_with_stable_pct >= 80.0,
+        "{}",
+        s.sessions_with_stable_pct
+    );
+    assert_eq!(s.inactive_time_pct, 0.0);
+    assert_eq!(
+        s.bytes_by_kind_pct[0].1, 0.0,
+        "combined sessions fetch no audio"
+    );
+}
