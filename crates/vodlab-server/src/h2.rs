@@ -111,9 +111,33 @@ pub(crate) async fn serve<T>(
     // after GOAWAY: how long the connection may take to finish
     let mut closing: Option<tokio::time::Instant> = None;
     let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+    // without streams the connection waits like an HTTP/1.1 connection waiting
+    // for a head: sheddable at the connection cap (`crate::limits::HeadQueue`)
+    let shed = Arc::new(tokio::sync::Notify::new());
+    let mut ticket: Option<u64> = None;
     loop {
         let until = closing.unwrap_or(far);
+        let sheddable = streams.is_empty() && closing.is_none();
+        match (sheddable, ticket) {
+            (true, None) => ticket = Some(st.heads.lock().expect("lock").enter(shed.clone())),
+            (false, Some(t)) => {
+                ticket = None;
+                if !st.heads.lock().expect("lock").leave(t) && closing.is_none() {
+                    // shed as a stream began: it is answered, then the connection closes
+                    st.counters.shed.fetch_add(1, Ordering::Relaxed);
+                    conn.graceful_shutdown();
+                    closing = Some(tokio::time::Instant::now() + st.cfg.send_timeout);
+                }
+            }
+            _ => {}
+        }
         tokio::select! {
+            _ = shed.notified(), if ticket.is_some() => {
+                ticket = None;
+                st.counters.shed.fetch_add(1, Ordering::Relaxed);
+                conn.graceful_shutdown();
+                closing = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+            }
             r = conn.accept() => match r {
                 Some(Ok((req, resp))) => {
                     st.counters.proto.h2_streams.fetch_add(1, Ordering::Relaxed);
@@ -159,6 +183,9 @@ pub(crate) async fn serve<T>(
             }
             _ = tokio::time::sleep_until(until), if closing.is_some() => break,
         }
+    }
+    if let Some(t) = ticket {
+        st.heads.lock().expect("lock").leave(t);
     }
     streams.abort_all();
     while streams.join_next().await.is_some() {}

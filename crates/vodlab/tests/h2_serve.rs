@@ -351,12 +351,18 @@ fn h2_streams_are_paced_by_the_user_mode_pacer() {
         let (b, w) = curl(&[proto, "-k", &url]);
         let took = t0.elapsed().as_secs_f64();
         assert_eq!((w.as_str(), b == file), ("2 200", true), "{proto}");
-        assert!((1.8..3.0).contains(&took), "{proto}: {took:.2} s, paced 2.0 s");
+        assert!(
+            (1.8..3.0).contains(&took),
+            "{proto}: {took:.2} s, paced 2.0 s"
+        );
     }
     let st = stats(&s);
     assert_eq!(st["pacing"]["paced_responses"], 2, "{st}");
     // 64 KiB chunks at most (the chunk rule at 1.5 MB/s gives 7.5 KB)
-    assert!(st["pacing"]["grants"].as_u64().unwrap() >= 2 * 3_000_000 / 65_536, "{st}");
+    assert!(
+        st["pacing"]["grants"].as_u64().unwrap() >= 2 * 3_000_000 / 65_536,
+        "{st}"
+    );
     drop(s);
     // unpaced, the same download is far faster
     let s = Running::start(root.path(), |_| {});
@@ -364,4 +370,30 @@ fn h2_streams_are_paced_by_the_user_mode_pacer() {
     let (b, _) = curl(&["--http2-prior-knowledge", &s.url("/seg.m4s")]);
     assert_eq!(b.len(), file.len());
     assert!(t0.elapsed() < Duration::from_millis(1500));
+}
+
+#[test]
+fn idle_h2_connections_are_shed_at_the_connection_cap() {
+    use std::io::Write;
+    let root = root_with_files();
+    let s = Running::start(root.path(), |c| c.max_connections = 2);
+    // two h2c connections that say hello and then nothing: no stream open
+    let idle: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| {
+            let mut t = std::net::TcpStream::connect(s.addr).unwrap();
+            t.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+                .unwrap();
+            t
+        })
+        .collect();
+    wait_until("both h2c connections open", Duration::from_secs(5), || {
+        s.server().state.stats().h2.h2c_connections == 2
+    });
+    // a benign client gets in: the oldest idle connection is shed for it
+    let (b, w) = curl(&["--http2-prior-knowledge", &s.url("/small.bin")]);
+    assert_eq!((w.as_str(), b.len()), ("2 200", 1000));
+    let st = s.server().state.stats();
+    assert!(st.shed >= 1, "shed {}", st.shed);
+    assert_eq!(st.refused_at_cap, 0);
+    drop(idle);
 }
