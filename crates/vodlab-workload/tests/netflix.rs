@@ -202,6 +202,17 @@ fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
                 open += 1;
                 assert_eq!(range.end, None);
                 assert_eq!(r.stop_after, Some(q.bytes));
+                if q.offset > 0 {
+                    // paced at its nominal duration, within rounding
+                    let k = r.read_kbps.expect("paced open-ended read") as f64;
+                    let ms = q.bytes as f64 * 8.0 / k;
+                    // read_kbps is rounded up to whole kbit/s
+                    let d = q.dur_ms as f64;
+                    assert!(
+                        ms <= d + 1.0 && ms >= d * (k - 1.0) / k - 1.0,
+                        "{ms} vs {d}"
+                    );
+                }
             } else {
                 assert_eq!(range.len(), Some(q.bytes));
                 assert_eq!(r.stop_after, None);

@@ -80,6 +80,7 @@ fn request(first: bool) -> impl Strategy<Value = Request> {
                     size,
                     http10,
                     stop_after: stop_after.filter(|_| open),
+                    read_kbps: stop_after.map(|n| n % 100_000 + 1),
                 }
             },
         )

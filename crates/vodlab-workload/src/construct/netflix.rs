@@ -652,6 +652,10 @@ impl Workload {
                 burst,
                 conn: in_burst - 1,
                 stop_after,
+                // open-ended reads past the offset table are paced by the
+                // client at their nominal rate (fill or play speed)
+                read_kbps: (q.open && q.offset > 0)
+                    .then(|| (q.bytes * 8).div_ceil(q.dur_ms.max(1)).max(1)),
                 ..Request::default()
             });
         }

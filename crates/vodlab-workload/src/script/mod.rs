@@ -189,6 +189,10 @@ pub struct Request {
     /// of the body and then closes the connection (`stop_after=N`), as the
     /// Netflix clients of thesis chapter 5 end open-ended requests [T1375].
     pub stop_after: Option<u64>,
+    /// Read the response body at most this fast, kbit/s (`read_kbps=R`): the
+    /// client paces its reads (TCP flow control paces the server), as players
+    /// that pace open-ended requests do [T1716].
+    pub read_kbps: Option<u64>,
 }
 
 impl Request {

@@ -385,6 +385,18 @@ impl Parser {
                     req.headers.push(format!("Cookie: {v}"));
                 }
                 "size" => req.size = Some(bounded(n, col, key, value, MAX_BYTE)?),
+                "read_kbps" => {
+                    let v = bounded(n, col, key, value, MAX_SCRIPT_BITRATE_BPS / 1000)?;
+                    if v == 0 {
+                        return Err(err(
+                            n,
+                            col,
+                            ParseErrorKind::BadValue,
+                            "`read_kbps=` must be at least 1",
+                        ));
+                    }
+                    req.read_kbps = Some(v);
+                }
                 "stop_after" => {
                     let v = bounded(n, col, key, value, MAX_BYTE)?;
                     if v == 0 {
@@ -460,7 +472,7 @@ impl Parser {
 }
 
 /// Every key a request line may carry.
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 14] = [
     "range",
     "timeout",
     "pacing",
@@ -474,6 +486,7 @@ const KEYS: [&str; 13] = [
     "size",
     "http",
     "stop_after",
+    "read_kbps",
 ];
 
 fn is_key(s: &str) -> bool {

@@ -211,3 +211,21 @@ fn stop_after_needs_an_open_ended_range_and_round_trips() {
     let e = error_of("/a.mp4 range=0- stop_after=9007199254740992\n");
     assert_eq!(e.kind, ParseErrorKind::BadValue);
 }
+
+#[test]
+fn read_kbps_is_bounded_and_round_trips() {
+    let s = parse_script("/a.mp4 range=0- stop_after=1000 read_kbps=1750\n/b.mp4 read_kbps=1\n")
+        .unwrap();
+    assert_eq!(s.sessions[0].requests[0].read_kbps, Some(1750));
+    assert_eq!(s.sessions[0].requests[1].read_kbps, Some(1));
+    assert_eq!(parse_script(&crate::script::write_vodlab(&s)).unwrap(), s);
+    assert_eq!(error_of("/a read_kbps=0\n").kind, ParseErrorKind::BadValue);
+    assert_eq!(
+        error_of("/a read_kbps=1000000001\n").kind,
+        ParseErrorKind::BadValue
+    );
+    assert_eq!(
+        error_of("/a read_kbps=fast\n").kind,
+        ParseErrorKind::BadValue
+    );
+}

@@ -120,6 +120,9 @@ pub fn write_vodlab_session(s: &Session, out: &mut String) {
         if let Some(n) = r.stop_after {
             let _ = write!(out, " stop_after={n}");
         }
+        if let Some(k) = r.read_kbps {
+            let _ = write!(out, " read_kbps={k}");
+        }
         if r.http10 {
             out.push_str(" http=1.0");
         }
@@ -241,6 +244,9 @@ pub fn export_httperf(script: &Script) -> (String, ExportReport) {
             if r.stop_after.is_some() {
                 rep.note("stop_after dropped (httperf reads every response to its end)");
             }
+            if r.read_kbps.is_some() {
+                rep.note("read_kbps dropped (httperf reads as fast as it can)");
+            }
             if r.http10 {
                 rep.note("http=1.0 dropped (use httperf --http-version)");
             }
@@ -319,6 +325,9 @@ pub fn export_cloudsuite(script: &Script) -> (String, ExportReport) {
             }
             if r.stop_after.is_some() {
                 rep.note("stop_after dropped (CloudSuite reads every response to its end)");
+            }
+            if r.read_kbps.is_some() {
+                rep.note("read_kbps dropped (CloudSuite reads as fast as it can)");
             }
             if i == 0 && r.wait != Wait::None {
                 rep.note("wait before the first request dropped");
