@@ -49,9 +49,10 @@ impl Cmcd {
     }
 
     /// Reads one CMCD list (`key=value` or bare `key`, comma-separated;
-    /// integer values; unknown keys and malformed values ignored).
+    /// integer values; unknown keys and malformed values ignored; a comma
+    /// inside a quoted string value does not split).
     pub fn read(&mut self, list: &str) {
-        for kv in list.split(',') {
+        for kv in split_cmcd(list) {
             let Some((k, v)) = kv.split_once('=') else {
                 continue;
             };
@@ -66,6 +67,27 @@ impl Cmcd {
             }
         }
     }
+}
+
+/// The `key[=value]` items of a CMCD list: split on commas outside
+/// double-quoted strings (CTA-5004 strings may hold commas; `\"` escapes).
+fn split_cmcd(list: &str) -> impl Iterator<Item = &str> {
+    let mut items = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in list.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                items.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&list[start..]);
+    items.into_iter()
 }
 
 /// Where a response's bit rate came from.
@@ -330,6 +352,55 @@ mod tests {
         // malformed, zero and string values are ignored
         let h = head("GET /v HTTP/1.1\r\nCMCD-Object: br=fast,br=0,cid=\"x=1\"\r\n\r\n");
         assert_eq!(Cmcd::from_head(&h), Cmcd::default());
+    }
+
+    /// The CMCD examples of CTA-5004 (section 4: all keys as headers, and
+    /// as one query parameter) and a dash.js-style query with a quoted
+    /// comma; a request without CMCD and malformed lists give nothing.
+    #[test]
+    fn cmcd_of_the_spec_examples_and_dash_js() {
+        let h = head(concat!(
+            "GET /t.m4v HTTP/1.1\r\n",
+            "CMCD-Request: bl=21300,dl=18500,mtp=48100,nor=\"..%2F300kbps%2Ftrack.m4v\",nrr=\"12323-48763\",su\r\n",
+            "CMCD-Object: br=3200,d=4004,ot=v,tb=6141\r\n",
+            "CMCD-Status: bs,rtp=12000\r\n",
+            "CMCD-Session: cid=\"faec5fc2-ac30-11ea-bb37-0242ac130002\",pr=1.08,sf=d,sid=\"6e2fb550-c457-11e9-bb97-0800200c9a66\",st=v\r\n\r\n"
+        ));
+        let want = Cmcd {
+            br_kbps: Some(3200),
+            bl_ms: Some(21300),
+            rtp_kbps: Some(12000),
+        };
+        assert_eq!(Cmcd::from_head(&h), want);
+        let h = head(concat!(
+            "GET /t.m4v?CMCD=bl%3D21300%2Cbr%3D3200%2Cbs%2Ccid%3D%22faec5fc2-ac30-11ea-bb37-0242ac130002%22",
+            "%2Cd%3D4004%2Cdl%3D18500%2Cmtp%3D48100%2Cnor%3D%22..%252F300kbps%252Ftrack.m4v%22%2Cnrr%3D%2212323-48763%22",
+            "%2Cot%3Dv%2Cpr%3D1.08%2Crtp%3D12000%2Csf%3Dd%2Csid%3D%226e2fb550-c457-11e9-bb97-0800200c9a66%22%2Cst%3Dv%2Csu%2Ctb%3D6141",
+            " HTTP/1.1\r\n\r\n"
+        ));
+        assert_eq!(Cmcd::from_head(&h), want);
+        // a quoted string holding commas and `br=` does not leak a key
+        let mut c = Cmcd::default();
+        c.read("cid=\"a,br=9,b\\\",bl=1\",sid=\"x\",br=800");
+        assert_eq!((c.br_kbps, c.bl_ms), (Some(800), None));
+        for bad in [
+            "",
+            ",,,",
+            "br",
+            "br=",
+            "=5",
+            "br=-1",
+            "br=1e3",
+            "\"unterminated,br=5",
+        ] {
+            let mut c = Cmcd::default();
+            c.read(bad);
+            assert_eq!(c, Cmcd::default(), "{bad}");
+        }
+        assert_eq!(
+            Cmcd::from_head(&head("GET /t.m4v HTTP/1.1\r\n\r\n")),
+            Cmcd::default()
+        );
     }
 
     #[test]
