@@ -226,6 +226,20 @@ fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
                 }
             }
         }
+        // a burst's requests use distinct connections
+        let mut conns: Vec<u32> = Vec::new();
+        for r in &s.requests {
+            if !r.burst {
+                conns.clear();
+            }
+            assert!(
+                !conns.contains(&r.conn),
+                "session {}: conn {} twice in a burst",
+                g.id,
+                r.conn
+            );
+            conns.push(r.conn);
+        }
         // scripts round-trip through the text format
         let text = vodlab_workload::script::write_vodlab(&vodlab_workload::script::Script {
             sessions: vec![s.clone()],

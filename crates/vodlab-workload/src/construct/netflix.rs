@@ -611,6 +611,11 @@ impl Workload {
         let mut requests = Vec::with_capacity(plan.requests.len());
         let mut head_ms = 0u64;
         let mut in_burst = 0u32;
+        // connections: each file of the title has its own group of 8
+        // (file index mod 8), a burst's k requests to a file take the
+        // group's first k; so an open-ended read in flight on one file's
+        // connection never holds up another file's requests on the same one
+        let mut used = [false; limits::MAX_CONNECTIONS_PER_SESSION as usize];
         for (i, q) in plan.requests.iter().enumerate() {
             let tr = &t.representations[q.file as usize];
             let path = format!("/{}", self.catalog.file_path(t, tr.rep, 0));
@@ -626,7 +631,14 @@ impl Workload {
             } else {
                 in_burst = 1;
                 head_ms = q.t_ms;
+                used = [false; limits::MAX_CONNECTIONS_PER_SESSION as usize];
             }
+            let group = (q.file as usize % 8) * 8;
+            let conn = (0..used.len())
+                .map(|j| (group + j) % used.len())
+                .find(|&c| !used[c])
+                .expect("at most 64 requests in a burst");
+            used[conn] = true;
             let (range, stop_after) = if q.open {
                 (
                     ByteRange {
@@ -650,7 +662,7 @@ impl Workload {
                 timeout_s: Some(timeout),
                 wait,
                 burst,
-                conn: in_burst - 1,
+                conn: conn as u32,
                 stop_after,
                 // open-ended reads past the offset table are paced by the
                 // client at their nominal rate (fill or play speed)
