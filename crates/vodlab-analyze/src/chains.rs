@@ -74,11 +74,15 @@ struct FileState {
     last_arrival: f64,
 }
 
-/// What a (session, file) pair left when it was closed: Table 5.3's value.
+/// What a (session, file) pair left when it was closed: Table 5.3's value
+/// for this visit. A session may come back to a file after the pair was
+/// closed; the analyzer keeps the largest value per session and file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileDone {
     /// Session key.
     pub session: u64,
+    /// File key.
+    pub file: u64,
     /// Most requests to the file arriving within one second.
     pub max_parallel: u32,
 }
@@ -215,7 +219,7 @@ impl ChainDetector {
     /// (session, file) pair with nothing left open.
     fn sweep(&mut self, before_s: f64, done: &mut Vec<Chain>, files_done: &mut Vec<FileDone>) {
         let mut closed = 0;
-        self.files.retain(|&(session, _), st| {
+        self.files.retain(|&(session, file), st| {
             st.open.retain(|o| {
                 if o.last_arrival < before_s {
                     done.push(o.chain.clone());
@@ -228,6 +232,7 @@ impl ChainDetector {
             if st.open.is_empty() && st.last_arrival < before_s {
                 files_done.push(FileDone {
                     session,
+                    file,
                     max_parallel: st.max_parallel,
                 });
                 false

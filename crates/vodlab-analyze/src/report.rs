@@ -36,6 +36,9 @@ struct ChainTally {
 struct SessionAcc {
     last_arrival: f64,
     spans: Vec<Span>,
+    /// Table 5.3 per file over the whole session: (file, most requests
+    /// within one second).
+    parallel: Vec<(u64, u32)>,
 }
 
 /// Streams requests into chains, sessions and tallies; see the crate docs.
@@ -113,9 +116,11 @@ impl Analyzer {
                 - self.settings.session_idle_s;
             let settings = &self.settings;
             let phases = &mut self.phases;
+            let parallel = &mut self.parallel;
             self.sessions.retain(|_, s| {
                 if s.last_arrival < before {
                     phases.add_session(&mut s.spans, settings);
+                    count_parallel(parallel, &s.parallel);
                     false
                 } else {
                     true
@@ -167,7 +172,11 @@ impl Analyzer {
                 });
         }
         for f in self.files_done.drain(..) {
-            self.parallel[(f.max_parallel.max(1) as usize - 1).min(5)] += 1;
+            let acc = self.sessions.entry(f.session).or_default();
+            match acc.parallel.iter_mut().find(|(file, _)| *file == f.file) {
+                Some((_, m)) => *m = (*m).max(f.max_parallel),
+                None => acc.parallel.push((f.file, f.max_parallel)),
+            }
         }
     }
 
@@ -177,6 +186,7 @@ impl Analyzer {
         self.drain();
         for (_, mut s) in self.sessions.drain() {
             self.phases.add_session(&mut s.spans, &self.settings);
+            count_parallel(&mut self.parallel, &s.parallel);
         }
         let pct = |a: f64, b: f64| if b > 0.0 { 100.0 * a / b } else { 0.0 };
         let all_req: u64 = self.requests.iter().map(|r| r.0).sum();
@@ -278,6 +288,13 @@ impl Analyzer {
             peak_open_chains: self.detector.peak_open_chains() as u64,
             peak_sessions: self.peak_sessions as u64,
         }
+    }
+}
+
+/// Adds a finished session's files to Table 5.3's bins.
+fn count_parallel(bins: &mut [u64; 6], files: &[(u64, u32)]) {
+    for &(_, m) in files {
+        bins[(m.max(1) as usize - 1).min(5)] += 1;
     }
 }
 
@@ -483,5 +500,42 @@ impl Analysis {
             s.start_transient_pct, s.with_stable_pct, s.shorter_than_long_pct, s.transient_phases_per_session
         );
         o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(t: f64, file: u64, offset: u64) -> Request {
+        Request {
+            start_s: t,
+            end_s: t + 0.1,
+            session: 1,
+            file,
+            conn: None,
+            offset,
+            bytes: 100,
+            form: Form::Chunk,
+            bitrate_kbps: None,
+        }
+    }
+
+    #[test]
+    fn table_5_3_counts_a_file_once_per_session_even_across_long_gaps() {
+        let mut a = Analyzer::new(Settings::default()).unwrap();
+        // file 1: three requests in one second, then back 200 s later
+        // (past the chain window and reorder allowance) with one request
+        for (t, off) in [(0.1, 0), (0.2, 100), (0.3, 200), (200.0, 300)] {
+            a.push(&req(t, 1, off));
+        }
+        // file 2 in between, one request a second
+        for k in 0..3 {
+            a.push(&req(10.0 + k as f64, 2, k * 100));
+        }
+        let r = a.finish();
+        let files: Vec<u64> = r.parallel.iter().map(|p| p.files).collect();
+        assert_eq!(files, vec![1, 0, 1, 0, 0, 0], "{:?}", r.parallel);
+        assert_eq!(r.phases.sessions, 1);
     }
 }

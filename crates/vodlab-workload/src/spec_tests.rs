@@ -141,7 +141,7 @@ fn netflix_settings_are_checked_by_key() {
     ));
     assert!(e.contains("catalog.storage.layout"), "{e}");
     let e = err(&nf.replace(
-        "parallel = [27.1, 22.2, 41.4, 7.5, 1.0, 0.38]",
+        "parallel = [31.7, 20.0, 37.5, 7.1, 0.8, 0.29]",
         "parallel = [1.0]",
     ));
     assert!(e.contains("sessions.netflix.parallel"), "{e}");
