@@ -2,9 +2,9 @@
 //! controllers on [`PrefetchController`], so `vodlab serve` and the
 //! trace-driven simulator ([`crate::tracesim`]) run the same objects:
 //!
-//! - [`Scaled`]: a size given at a reference bit rate (2,000 kbit/s
-//!   [T1772]) and scaled by (b / ref)^e: e = 1 is Proportional, e = 0.5
-//!   Square-Root;
+//! - Proportional and Square-Root: [`crate::auto::Scaled`] with the
+//!   reference rate [`REFERENCE_BPS`] (2,000 kbit/s [T1772]) and exponent 1
+//!   or 0.5;
 //! - [`FirstGrow`]: per chain, a first prefetch sized by the chain's start
 //!   (Table 5.6), then each next one 3.35 × the chain's length so far (the
 //!   survival distance at P = 0.45), capped at a maximum; First-Grow-SR
@@ -48,42 +48,6 @@ fn scale(bitrate: Option<u64>, reference: u64, exponent: f64) -> f64 {
 /// the end of the file looks the same).
 pub fn reads_to_end(req: &RequestInfo<'_>) -> bool {
     req.offset + req.length >= req.file_size
-}
-
-/// A fixed size scaled by the bit rate: size × (b / reference)^exponent on
-/// a miss, never less than the request. Without a bit rate, the size.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Scaled {
-    /// Size at the reference bit rate, bytes.
-    pub size: u64,
-    /// Reference bit rate, bit/s.
-    pub reference_bps: u64,
-    /// 1 = Proportional, 0.5 = Square-Root.
-    pub exponent: f64,
-}
-
-impl PrefetchController for Scaled {
-    fn on_request(
-        &mut self,
-        _now: Instant,
-        req: &RequestInfo<'_>,
-        _session: &mut SessionState,
-        _chain: Option<&mut ChainState>,
-    ) -> PrefetchDecision {
-        if req.resident {
-            return PrefetchDecision::None;
-        }
-        let len = (self.size as f64 * scale(req.bitrate_bps, self.reference_bps, self.exponent))
-            .round()
-            .max(1.0) as u64;
-        PrefetchDecision::Prefetch {
-            offset: req.offset,
-            len: len.max(req.length),
-        }
-    }
-    fn on_read_complete(&mut self, _now: Instant, _bytes: u64, _duration: Duration) {}
-    fn on_evicted(&mut self, _now: Instant, _bytes: u64, _unused_for: Duration) {}
-    fn on_tick(&mut self, _now: Instant) {}
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -306,22 +270,5 @@ mod tests {
             len(fg.on_request(t, &req(0, 1000, size, Some(500_000)), &mut s, None)),
             50_000
         );
-    }
-
-    #[test]
-    fn proportional_and_square_root_scale_the_reference_size() {
-        let t = Instant::now();
-        let mut s = SessionState::default();
-        let mut p = Scaled {
-            size: 7_000_000,
-            reference_bps: REFERENCE_BPS,
-            exponent: 1.0,
-        };
-        let mut q = Scaled { exponent: 0.5, ..p };
-        let r = req(0, 1000, 1 << 40, Some(500_000));
-        assert_eq!(len(p.on_request(t, &r, &mut s, None)), 1_750_000);
-        assert_eq!(len(q.on_request(t, &r, &mut s, None)), 3_500_000);
-        let r = req(0, 1000, 1 << 40, None);
-        assert_eq!(len(q.on_request(t, &r, &mut s, None)), 7_000_000);
     }
 }

@@ -133,6 +133,16 @@ pub enum PolicySpec {
     Scaled(u64, crate::auto::Scaling),
     /// [`crate::auto::Auto`]: the thesis's gradient descent.
     Auto(crate::auto::AutoConfig),
+    /// [`crate::chainpf::FirstGrow`]: per chain, Table 5.6's first size,
+    /// then 3.35 × the chain so far, up to `max` (thesis 5.6.1); with
+    /// `square_root`, the maximum scales with √(b / 2,000 kbit/s)
+    /// (First-Grow-SR).
+    FirstGrow {
+        /// Largest prefetch, bytes (at 2,000 kbit/s for First-Grow-SR).
+        max: u64,
+        /// First-Grow-SR.
+        square_root: bool,
+    },
 }
 
 impl PolicySpec {
@@ -141,7 +151,7 @@ impl PolicySpec {
     pub fn fixed_bytes(&self) -> Option<u64> {
         match self {
             PolicySpec::Fixed(n) | PolicySpec::Scaled(n, _) => Some(*n),
-            PolicySpec::Auto(_) => None,
+            PolicySpec::Auto(_) | PolicySpec::FirstGrow { .. } => None,
         }
     }
 
@@ -152,6 +162,8 @@ impl PolicySpec {
             PolicySpec::Fixed(_) => Ok(()),
             PolicySpec::Scaled(_, s) => s.validate(),
             PolicySpec::Auto(a) => a.validate(),
+            PolicySpec::FirstGrow { max: 0, .. } => Err("first-grow's maximum must be > 0".into()),
+            PolicySpec::FirstGrow { .. } => Ok(()),
         }
     }
 }
@@ -190,6 +202,10 @@ impl fmt::Display for PolicySpec {
             PolicySpec::Scaled(n, s) => {
                 write!(f, "fixed:{},", fmt_size(*n))?;
                 fmt_scaling(f, s)
+            }
+            PolicySpec::FirstGrow { max, square_root } => {
+                let sr = if *square_root { "-sr" } else { "" };
+                write!(f, "first-grow{sr}:{}", fmt_size(*max))
             }
             PolicySpec::Auto(a) => {
                 let d = crate::auto::AutoConfig::default();
@@ -335,9 +351,20 @@ impl FromStr for PolicySpec {
                 policy_options(&opts, &mut a, false).map_err(bad)?;
                 PolicySpec::Auto(a)
             }
+            "first-grow" | "first-grow-sr" => {
+                if opts.len() != 1 || opts[0].contains('=') {
+                    return Err(bad(format!(
+                        "`{name}` takes one size, its maximum (e.g. {name}:16M)"
+                    )));
+                }
+                PolicySpec::FirstGrow {
+                    max: parse_size(opts[0]).map_err(bad)?,
+                    square_root: name == "first-grow-sr",
+                }
+            }
             _ => {
                 return Err(bad(format!(
-                    "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M; fixed:SIZE,ref=KBPS; auto)"
+                    "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M; fixed:SIZE,ref=KBPS; auto; first-grow:MAX; first-grow-sr:MAX)"
                 )))
             }
         };
@@ -650,6 +677,19 @@ mod tests {
     #[test]
     fn policies_parse_with_suffixes_and_refuse_the_rest() {
         assert_eq!("fixed:4M".parse(), Ok(PolicySpec::Fixed(4 << 20)));
+        for (text, sr) in [("first-grow:16M", false), ("first-grow-sr:16M", true)] {
+            let p: PolicySpec = text.parse().unwrap();
+            assert_eq!(
+                p,
+                PolicySpec::FirstGrow {
+                    max: 16 << 20,
+                    square_root: sr
+                }
+            );
+            assert_eq!(p.to_string(), text);
+        }
+        assert!("first-grow".parse::<PolicySpec>().is_err());
+        assert!("first-grow:0".parse::<PolicySpec>().is_err());
         assert_eq!("fixed:512k".parse(), Ok(PolicySpec::Fixed(512 << 10)));
         assert_eq!("fixed:1G".parse(), Ok(PolicySpec::Fixed(1 << 30)));
         assert_eq!("fixed:1.5M".parse(), Ok(PolicySpec::Fixed(3 << 19)));

@@ -375,6 +375,9 @@ impl crate::config::PolicySpec {
             PolicySpec::Fixed(n) => Box::new(Fixed(n)),
             PolicySpec::Scaled(size, scaling) => Box::new(crate::auto::Scaled { size, scaling }),
             PolicySpec::Auto(cfg) => Box::new(crate::auto::Auto::new(cfg)),
+            PolicySpec::FirstGrow { max, square_root } => {
+                Box::new(crate::chainpf::FirstGrow::new(max, square_root))
+            }
         }
     }
 }

@@ -27,8 +27,9 @@ pub struct ServeArgs {
     pub io: Io,
     /// ASAP prefetch controller: `fixed:SIZE` (SIZE in bytes or with a K, M
     /// or G suffix: fixed:4M), `fixed:SIZE,ref=KBPS` (square-root sizes
-    /// around the bit rate KBPS) or `auto[:key=value,...]` (thesis ch. 4's
-    /// automatic size). See docs/serve.md.
+    /// around the bit rate KBPS), `auto[:key=value,...]` (thesis ch. 4's
+    /// automatic size), or `first-grow:MAX` / `first-grow-sr:MAX` (thesis
+    /// ch. 5's chain-aware sizes). See docs/serve.md.
     #[arg(long, value_name = "POLICY", default_value_t = PolicySpec::default(), value_parser = parse_policy)]
     pub prefetch_policy: PolicySpec,
     /// Alias of `--prefetch-policy fixed:SIZE` (kept for older scripts).

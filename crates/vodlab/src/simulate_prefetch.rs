@@ -15,7 +15,8 @@ use clap::Args;
 use serde::Serialize;
 use vodlab_analyze::parse::Line;
 use vodlab_analyze::{key, Chain, ChainDetector, Form, LogFormat};
-use vodlab_server::chainpf::{FirstGrow, Scaled, REFERENCE_BPS};
+use vodlab_server::auto::{Scaled, Scaling};
+use vodlab_server::chainpf::{FirstGrow, REFERENCE_BPS};
 use vodlab_server::controller::{Fixed, PrefetchController};
 use vodlab_server::tracesim::{SimChain, SimConfig, SimResult, TraceSim, UtilModel};
 
@@ -95,15 +96,12 @@ const KINDS: [&str; 5] = [
 fn controller(kind: &str, size: u64) -> anyhow::Result<Box<dyn PrefetchController>> {
     Ok(match kind {
         "fixed" => Box::new(Fixed(size)),
-        "proportional" => Box::new(Scaled {
+        "proportional" | "sqrt" => Box::new(Scaled {
             size,
-            reference_bps: REFERENCE_BPS,
-            exponent: 1.0,
-        }),
-        "sqrt" => Box::new(Scaled {
-            size,
-            reference_bps: REFERENCE_BPS,
-            exponent: 0.5,
+            scaling: Scaling {
+                reference_kbps: REFERENCE_BPS as f64 / 1000.0,
+                exponent: if kind == "sqrt" { 0.5 } else { 1.0 },
+            },
         }),
         "first-grow" => Box::new(FirstGrow::new(size, false)),
         "first-grow-sr" => Box::new(FirstGrow::new(size, true)),
