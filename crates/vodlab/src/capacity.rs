@@ -239,8 +239,11 @@ pub struct CapacityArgs {
     pub search: SearchArgs,
 }
 
-/// The process's one interrupter: Ctrl-C stops the run in progress (it
-/// writes its results) and every later one, in every runner.
+/// The process's one interrupter: Ctrl-C or SIGTERM stops the run in
+/// progress (it writes its results) and every later one, in every runner,
+/// so the servers, boxes and disk daemons a search started are stopped by
+/// their guards rather than left running (SIGTERM's default action would
+/// end the process without running them).
 pub fn interrupter() -> Interrupter {
     static ONE: OnceLock<Interrupter> = OnceLock::new();
     ONE.get_or_init(|| {
@@ -251,7 +254,15 @@ pub fn interrupter() -> Interrupter {
                 .enable_all()
                 .build()
                 .expect("a signal runtime");
-            if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
+            let got = rt.block_on(async {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => r,
+                    _ = term.recv() => Ok(()),
+                }
+            });
+            if got.is_ok() {
                 eprintln!(
                     "\nvodlab: interrupted; finishing this run's results and ending the search"
                 );
