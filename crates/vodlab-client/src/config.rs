@@ -59,6 +59,9 @@ pub struct RunConfig {
     /// Run every session as a closed-loop player (`--player`) instead of
     /// replaying its script; `None`: replay.
     pub player: Option<crate::player_run::PlayerRun>,
+    /// Send CMCD (CTA-5004) headers with requests whose session knows its
+    /// bit rate, as dash.js and hls.js can (`--no-cmcd` turns it off).
+    pub cmcd: bool,
 }
 
 impl RunConfig {
@@ -86,6 +89,7 @@ impl RunConfig {
             start_at: None,
             transport: crate::transport::TransportConfig::default(),
             player: None,
+            cmcd: true,
         }
     }
 }

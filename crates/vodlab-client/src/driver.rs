@@ -657,6 +657,14 @@ impl<'s> SessionDriver<'s> {
         ));
     }
 
+    /// The session's playout buffer at `now`, seconds of content (`None`
+    /// when the session carries no playout parameters): CMCD `bl`.
+    pub fn buffer_s(&self, now: Instant) -> Option<f64> {
+        let (request_s, buffering) = crate::load::playout(self.session)?;
+        let t = now.saturating_duration_since(self.start).as_secs_f64();
+        Some(viewer::buffer_at(&self.arrivals, request_s, buffering, t))
+    }
+
     fn finish(&mut self, now: Instant) {
         self.finished = true;
         self.aggregate.flush(&mut self.delivery.aggregate);

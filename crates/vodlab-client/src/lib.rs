@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod checks;
+pub mod cmcd;
 pub mod config;
 pub mod delivery;
 pub mod driver;

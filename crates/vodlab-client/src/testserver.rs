@@ -47,6 +47,8 @@ pub struct Seen {
     pub range: Option<String>,
     /// X-Vodlab-Session header, if any.
     pub session: Option<String>,
+    /// CMCD-Object and CMCD-Request headers, if any.
+    pub cmcd: (Option<String>, Option<String>),
     /// Arrival, since the server started.
     pub at: Duration,
 }
@@ -109,6 +111,10 @@ impl TestServer {
                             path: path.clone(),
                             range: range.clone(),
                             session: head.header("x-vodlab-session").map(str::to_string),
+                            cmcd: (
+                                head.header("cmcd-object").map(str::to_string),
+                                head.header("cmcd-request").map(str::to_string),
+                            ),
                             at: t0.elapsed(),
                         });
                         if let Some(d) = cfg.delays.get(&path) {

@@ -73,9 +73,54 @@ pub fn play(
     stats
 }
 
+/// Seconds of content in the playout buffer at `now_s` (seconds since the
+/// session started), by the same rules as [`play`]: content arrived and
+/// playable in order, minus what has played since playback started (0
+/// before it starts). What a player reports as CMCD `bl`.
+pub fn buffer_at(arrivals: &[Option<f64>], request_s: f64, buffering: usize, now_s: f64) -> f64 {
+    let mut ready = Vec::new();
+    let mut latest = 0.0f64;
+    for a in arrivals {
+        match a {
+            Some(t) if *t <= now_s => {
+                latest = latest.max(*t);
+                ready.push(latest);
+            }
+            _ => break,
+        }
+    }
+    let need = buffering.max(1).min(arrivals.len());
+    if need == 0 || ready.len() < need {
+        return ready.len() as f64 * request_s;
+    }
+    // play in order until now: segment k plays from max(clock, ready[k])
+    let mut clock = ready[need - 1];
+    let mut played = 0.0;
+    for &r in &ready {
+        let from = clock.max(r);
+        if from >= now_s {
+            break;
+        }
+        played += (now_s - from).min(request_s);
+        clock = from + request_s;
+    }
+    (ready.len() as f64 * request_s - played).max(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buffer_level_fills_then_drains_while_playing() {
+        let a = [Some(1.0), Some(2.0), Some(3.0), None];
+        // before start-up (3 buffering requests): what arrived
+        assert_eq!(buffer_at(&a, 10.0, 3, 2.5), 20.0);
+        // playback from 3 s: 30 s of content, 4 s played at 7 s
+        assert!((buffer_at(&a, 10.0, 3, 7.0) - 26.0).abs() < 1e-9);
+        // everything played by 40 s
+        assert_eq!(buffer_at(&a, 10.0, 3, 40.0), 0.0);
+    }
 
     #[test]
     fn no_stall_when_chunks_arrive_before_their_play_time() {

@@ -317,3 +317,59 @@ async fn results_json_validates_against_its_schema() {
     broken["complete"] = serde_json::json!("yes");
     assert!(!validator.is_valid(&broken));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_carry_cmcd_with_the_bit_rate_and_the_buffer_length() {
+    let server = TestServer::start(TestServerConfig {
+        files: files(&[("/v", 400_000)]),
+        ..TestServerConfig::default()
+    })
+    .await;
+    // 800 kbit/s, 4 s of content per request: two buffering requests, then
+    // one every 2 s, so the buffer grows by 2 s per request after start-up
+    let text = "#@session bitrate=800000 request_s=4\n/v range=0-399999\n/v range=0-399999\n/v range=0-399999 pacing=2\n/v range=0-399999 pacing=2\n";
+    let w = workload(text, &[], (0, 0));
+    go(&server, w, 10.0, |c| c.shaping = false).await;
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4);
+    for s in &seen {
+        assert_eq!(s.cmcd.0.as_deref(), Some("br=800,d=4000,ot=v"), "{s:?}");
+    }
+    let bl: Vec<u64> = seen
+        .iter()
+        .map(|s| {
+            s.cmcd
+                .1
+                .as_deref()
+                .unwrap()
+                .strip_prefix("bl=")
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    // nothing buffered at the first request; 8 s of content at start-up,
+    // about 6 s left 2 s later (+4 arrived, 2 played => ~10 s at the fourth)
+    assert_eq!(bl[0], 0);
+    assert!(bl[2] >= 5_500 && bl[2] <= 6_500, "{bl:?}");
+    assert!(bl[3] >= 7_500 && bl[3] <= 8_500, "{bl:?}");
+
+    // --no-cmcd
+    let server = TestServer::start(TestServerConfig {
+        files: files(&[("/v", 400_000)]),
+        ..TestServerConfig::default()
+    })
+    .await;
+    let w = workload(text, &[], (0, 0));
+    go(&server, w, 10.0, |c| {
+        c.shaping = false;
+        c.cmcd = false
+    })
+    .await;
+    assert!(server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|s| s.cmcd == (None, None)));
+}

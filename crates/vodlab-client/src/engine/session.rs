@@ -273,11 +273,29 @@ async fn exchange(
 ) -> (usize, Option<Conn>, Event) {
     let r = &session.requests[j];
     let range = r.range.map(|g| g.header_value());
+    // CMCD when the session knows its bit rate and the script wrote none
+    let with_cmcd: Option<Vec<String>> = match session.header.bitrate_bps {
+        Some(bps) if ctx.cfg.cmcd && bps > 0 && !crate::cmcd::present(&r.headers) => {
+            let mut h = r.headers.clone();
+            h.extend(
+                crate::cmcd::Cmcd {
+                    bitrate_bps: bps,
+                    duration_s: session.header.request_s,
+                    object_type: "v",
+                    buffer_s: lock(shared).buffer_s(Instant::now()),
+                    session: session_id,
+                }
+                .headers(),
+            );
+            Some(h)
+        }
+        _ => None,
+    };
     let out = Outgoing {
         method: r.method.as_str(),
         path: &r.path,
         range: range.as_deref(),
-        headers: &r.headers,
+        headers: with_cmcd.as_deref().unwrap_or(&r.headers),
         body: r.body.as_deref(),
         session: session_id,
         http10: r.http10,

@@ -1,0 +1,100 @@
+//! Common Media Client Data (CTA-5004) a player sends with its requests, in
+//! header transmission mode: `CMCD-Object` (`br` encoded bit rate in kbit/s,
+//! `d` object duration in ms, `ot` object type), `CMCD-Request` (`bl` buffer
+//! length in ms, rounded to 100 ms) and `CMCD-Session` (`sid`). Keys are in
+//! alphabetical order within each header, as the specification recommends.
+//! `vodlab serve` reads `br`, `bl` and `rtp` for pacing and prefetch sizes.
+
+/// What a request tells the server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cmcd<'a> {
+    /// Encoded bit rate of the object, bit/s.
+    pub bitrate_bps: u64,
+    /// Duration of the object (the request's content), seconds.
+    pub duration_s: Option<f64>,
+    /// Object type token: `v` video, `a` audio, `av` muxed, `m` manifest, `i` init.
+    pub object_type: &'a str,
+    /// Buffer length, seconds.
+    pub buffer_s: Option<f64>,
+    /// Session id.
+    pub session: u64,
+}
+
+impl Cmcd<'_> {
+    /// The header lines (`Name: value`), to append to a request's headers.
+    pub fn headers(&self) -> Vec<String> {
+        let br = (self.bitrate_bps as f64 / 1000.0).round() as u64;
+        let mut object = format!("CMCD-Object: br={br}");
+        if let Some(d) = self.duration_s.filter(|d| d.is_finite() && *d > 0.0) {
+            object.push_str(&format!(",d={}", (d * 1000.0).round() as u64));
+        }
+        object.push_str(&format!(",ot={}", self.object_type));
+        let mut out = vec![object];
+        if let Some(b) = self.buffer_s.filter(|b| b.is_finite() && *b >= 0.0) {
+            let ms = ((b * 10.0).round() as u64) * 100;
+            out.push(format!("CMCD-Request: bl={ms}"));
+        }
+        out.push(format!("CMCD-Session: sid=\"vodlab-{}\"", self.session));
+        out
+    }
+}
+
+/// Whether a request's own headers already carry CMCD (a script may write
+/// them; they are then sent as written).
+pub fn present(headers: &[String]) -> bool {
+    headers.iter().any(|h| {
+        h.split_once(':')
+            .is_some_and(|(n, _)| n.trim().to_ascii_lowercase().starts_with("cmcd"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_mode_lines_as_cta_5004_writes_them() {
+        let c = Cmcd {
+            bitrate_bps: 3_200_000,
+            duration_s: Some(4.004),
+            object_type: "v",
+            buffer_s: Some(21.34),
+            session: 42,
+        };
+        assert_eq!(
+            c.headers(),
+            vec![
+                "CMCD-Object: br=3200,d=4004,ot=v".to_string(),
+                "CMCD-Request: bl=21300".into(),
+                "CMCD-Session: sid=\"vodlab-42\"".into(),
+            ]
+        );
+        let bare = Cmcd {
+            duration_s: None,
+            buffer_s: None,
+            ..c
+        };
+        assert_eq!(bare.headers()[0], "CMCD-Object: br=3200,ot=v");
+        assert_eq!(bare.headers().len(), 2);
+        assert!(present(&["cmcd-object: br=1".into()]));
+        assert!(!present(&["X-Other: cmcd".into()]));
+    }
+
+    #[test]
+    fn the_server_reads_back_what_the_client_writes() {
+        // vodlab serve's parser takes the bit rate from br (kbit/s)
+        let c = Cmcd {
+            bitrate_bps: 419_430,
+            duration_s: Some(10.0),
+            object_type: "v",
+            buffer_s: Some(0.0),
+            session: 1,
+        };
+        let h = c.headers();
+        let r = vodlab_workload::script::Request {
+            headers: h,
+            ..vodlab_workload::script::Request::get("/v")
+        };
+        assert_eq!(crate::delivery::request_bitrate(&r, None), Some(419_000));
+    }
+}
