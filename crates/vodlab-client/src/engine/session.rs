@@ -375,8 +375,29 @@ fn sample(ctx: &Ctx, r: &RequestRecord) -> RequestSample {
     }
 }
 
+/// Prints the first failure of each kind with its detail (the results
+/// count failures by kind only; without this an `other` error, e.g. a TLS
+/// certificate the client refuses, would say nothing about its cause).
+fn first_of_kind(batch: &Batch, request: usize, f: &Failure) {
+    static SEEN: std::sync::Mutex<Vec<ErrorKind>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if !seen.contains(&f.kind) {
+        seen.push(f.kind);
+        eprintln!(
+            "vodlab: first `{}` failure (session {} of shard {}, request {request}): {}",
+            f.kind.name(),
+            batch.index,
+            batch.shard,
+            f.detail
+        );
+    }
+}
+
 fn finish(ctx: &Ctx, batch: &Batch, o: SessionOutcome) {
     ctx.live.active.fetch_sub(1, Ordering::Relaxed);
+    if let Some((request, f)) = &o.failure {
+        first_of_kind(batch, *request, f);
+    }
     if o.failure.is_some() {
         ctx.live.failed.fetch_add(1, Ordering::Relaxed);
     } else {

@@ -211,6 +211,21 @@ impl Connector {
     }
 }
 
+/// A TLS handshake failure's text, with a hint for the mistake test set-ups
+/// make most: a self-signed certificate made as a CA (`openssl req -x509`
+/// marks it `CA:TRUE`), which rustls, like browsers, refuses as a server's.
+fn handshake_detail(e: &std::io::Error) -> String {
+    let text = format!("tls handshake: {e}");
+    if text.contains("CaUsedAsEndEntity") {
+        format!(
+            "{text} (the server's certificate is a CA certificate, basicConstraints CA:TRUE; \
+             make it with `-addext basicConstraints=critical,CA:FALSE`, or use --insecure)"
+        )
+    } else {
+        text
+    }
+}
+
 /// What opening a connection cost, for the results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Opened {
@@ -273,7 +288,7 @@ impl SessionTransport<'_> {
         let s = TlsConnector::from(cfg.clone())
             .connect(name.clone(), Shaped::new(tcp, link))
             .await
-            .map_err(|e| Failure::new(ErrorKind::from_io(&e), format!("tls handshake: {e}")))?;
+            .map_err(|e| Failure::new(ErrorKind::from_io(&e), handshake_detail(&e)))?;
         let opened = Opened {
             new_connection: true,
             tls_handshake: Some(t.elapsed()),
