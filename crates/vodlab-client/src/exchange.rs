@@ -111,6 +111,32 @@ impl Failure {
     }
 }
 
+/// How a response body is read (script keys `stop_after=` and `read_kbps=`,
+/// thesis ch. 5's clients): at most `stop_after` body bytes, after which the
+/// connection is closed (HTTP/1.1) or the stream reset (HTTP/2), no faster
+/// than `read_kbps` (the reads are spaced, so TCP's flow control paces the
+/// server).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// Stop after this many body bytes.
+    pub stop_after: Option<u64>,
+    /// Read at most this fast, kbit/s.
+    pub read_kbps: Option<u64>,
+}
+
+impl ReadLimits {
+    /// How long after `sent` the reader may have taken `body` bytes.
+    pub fn due(&self, sent: std::time::Instant, body: u64) -> Option<std::time::Instant> {
+        let r = self.read_kbps.filter(|r| *r > 0)?;
+        Some(sent + std::time::Duration::from_secs_f64(body as f64 * 8.0 / (r as f64 * 1000.0)))
+    }
+
+    /// Whether the body is complete for the reader.
+    pub fn done(&self, body: u64) -> bool {
+        self.stop_after.is_some_and(|n| body >= n)
+    }
+}
+
 /// What the server answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Response {

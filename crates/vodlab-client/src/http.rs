@@ -21,7 +21,7 @@ use vodlab_http::client::{
 
 use crate::link::{LinkSpec, TokenBucket};
 
-pub use crate::exchange::{ErrorKind, Failure, Response};
+pub use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
 
 /// A request to send.
 #[derive(Debug, Clone, Copy)]
@@ -146,6 +146,20 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         sink: &mut (dyn FnMut(u64, &[u8]) + Send),
         arrived: &mut (dyn FnMut(Instant, u64) + Send),
     ) -> Result<Response, Failure> {
+        self.exchange_limited(req, ReadLimits::default(), sink, arrived)
+            .await
+    }
+
+    /// [`Self::exchange_timed`] reading the body within `limits`; a
+    /// response cut by `stop_after` comes back with `keep_alive` false (the
+    /// rest of it is still on the connection, which must be closed).
+    pub async fn exchange_limited(
+        &mut self,
+        req: &Outgoing<'_>,
+        limits: ReadLimits,
+        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+        arrived: &mut (dyn FnMut(Instant, u64) + Send),
+    ) -> Result<Response, Failure> {
         let reused = self.uses > 0;
         self.out.clear();
         encode_request(
@@ -181,6 +195,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         }
 
         let mut dec = ResponseDecoder::new(req.method == "HEAD");
+        let mut stopped = false;
         let mut ttfb = None;
         let mut read_at = sent;
         let mut reported = 0u64;
@@ -189,8 +204,20 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                 let p = dec
                     .feed(&self.buf[self.start..self.end], sink)
                     .map_err(|e| decode_failure(e, false))?;
-                let body = dec.body_bytes();
+                let mut body = dec.body_bytes();
+                if let Some(n) = limits.stop_after {
+                    body = body.min(n);
+                }
                 if body > reported {
+                    // read_kbps: these bytes are the reader's no earlier
+                    // than their share of the rate allows
+                    if let Some(due) = limits.due(sent, body) {
+                        let now = Instant::now();
+                        if due > now {
+                            tokio::time::sleep(due - now).await;
+                            read_at = Instant::now();
+                        }
+                    }
                     arrived(read_at, body - reported);
                     reported = body;
                 }
@@ -200,6 +227,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                     self.end = 0;
                 }
                 if p.state == Decoded::Complete {
+                    break;
+                }
+                if limits.done(body) && dec.head().is_some() {
+                    // the rest of the body stays unread: the caller closes
+                    stopped = true;
                     break;
                 }
             }
@@ -227,12 +259,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         self.uses += 1;
         Ok(Response {
             status: head.status,
-            body_bytes: dec.body_bytes(),
+            body_bytes: if stopped { reported } else { dec.body_bytes() },
             header_bytes: head.header_bytes,
             content_range: head.content_range,
             ttfb: ttfb.unwrap_or_else(|| sent.elapsed()),
             // bytes beyond the response on a connection that closes are discarded with it
-            keep_alive: head.keep_alive,
+            keep_alive: head.keep_alive && !stopped,
         })
     }
 }

@@ -373,3 +373,29 @@ async fn requests_carry_cmcd_with_the_bit_rate_and_the_buffer_length() {
         .iter()
         .all(|s| s.cmcd == (None, None)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_ended_reads_stop_after_n_bytes_and_read_kbps_paces_the_body() {
+    let server = TestServer::start(TestServerConfig {
+        files: files(&[("/v", 4_000_000), ("/a", 100_000)]),
+        ..TestServerConfig::default()
+    })
+    .await;
+    // an open-ended read ended after 1 MB, then the next request on the same
+    // connection (which had to be closed), then 100 kB read at 800 kbit/s
+    let text =
+        "/v range=1000- stop_after=1000000\n/v range=0-999\n/a range=0-99999 read_kbps=800\n";
+    let w = workload(text, &[], (0, 0));
+    let r = go(&server, w, 10.0, |c| c.shaping = false).await;
+    assert_eq!(r.failed_sessions, 0, "{:?}", r.errors);
+    assert_eq!(r.completed_bytes, 1_000_000 + 1000 + 100_000);
+    // the cut connection was not reused
+    assert_eq!(
+        server
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
+    // 100 kB at 800 kbit/s take at least 1 s (the reads are spaced)
+    assert!(r.response_time_ms.max >= 950.0, "{:?}", r.response_time_ms);
+}

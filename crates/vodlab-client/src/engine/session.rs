@@ -334,8 +334,12 @@ async fn exchange(
             });
         }
     };
+    let limits = crate::exchange::ReadLimits {
+        stop_after: r.stop_after,
+        read_kbps: r.read_kbps,
+    };
     match transport
-        .exchange(&mut c, &out, &mut sink, &mut arrived)
+        .exchange_limited(&mut c, &out, limits, &mut sink, &mut arrived)
         .await
     {
         Ok(_) if bad_byte.is_some() => {

@@ -13,7 +13,7 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use tokio::io::{AsyncRead, AsyncWrite};
 use vodlab_http::client::{parse_content_range, USER_AGENT};
 
-use crate::exchange::{ErrorKind, Failure, Response};
+use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
 use crate::http::Outgoing;
 
 /// HTTP/2 settings, named and defaulted as h2load's options.
@@ -195,6 +195,31 @@ pub async fn exchange(
     sink: &mut (dyn FnMut(u64, &[u8]) + Send),
     arrived: &mut (dyn FnMut(Instant, u64) + Send),
 ) -> Result<Response, Failure> {
+    exchange_limited(
+        h,
+        req,
+        ReadLimits::default(),
+        scheme,
+        authority,
+        sink,
+        arrived,
+    )
+    .await
+}
+
+/// [`exchange`] reading the body within `limits`: a body cut by
+/// `stop_after` resets its stream (dropping it sends RST_STREAM CANCEL);
+/// `read_kbps` spaces the reads, and the window is released only as bytes
+/// are read, so the server is paced by flow control.
+pub async fn exchange_limited(
+    h: &H2Handle,
+    req: &Outgoing<'_>,
+    limits: ReadLimits,
+    scheme: &str,
+    authority: &str,
+    sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+    arrived: &mut (dyn FnMut(Instant, u64) + Send),
+) -> Result<Response, Failure> {
     let reused = h.uses.load(Ordering::Relaxed) > 0;
     let head = request(req, scheme, authority)?;
     // a connection the server went away from (GOAWAY) or that broke takes
@@ -239,7 +264,15 @@ pub async fn exchange(
         + 2;
     let mut body = resp.into_body();
     let mut got = 0u64;
-    while let Some(chunk) = body.data().await {
+    let mut stopped = false;
+    loop {
+        if limits.done(got) {
+            stopped = true;
+            break;
+        }
+        let Some(chunk) = body.data().await else {
+            break;
+        };
         let chunk = chunk.map_err(|e| {
             if e.is_go_away() || e.is_io() {
                 h.alive.store(false, Ordering::Relaxed);
@@ -251,14 +284,25 @@ pub async fn exchange(
             f
         })?;
         let n = chunk.len();
+        let take = limits
+            .stop_after
+            .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
+        // read_kbps: the bytes are the reader's no earlier than the rate
+        // allows, and the window opens only then
+        if let Some(due) = limits.due(sent, got + take as u64) {
+            let now = Instant::now();
+            if due > now {
+                tokio::time::sleep(due - now).await;
+            }
+        }
         let at = Instant::now();
-        sink(got, &chunk);
-        got += n as u64;
-        arrived(at, n as u64);
+        sink(got, &chunk[..take]);
+        got += take as u64;
+        arrived(at, take as u64);
         let _ = body.flow_control().release_capacity(n);
     }
     if let Some(want) = length {
-        if req.method != "HEAD" && got != want {
+        if req.method != "HEAD" && got != want && !stopped {
             return Err(Failure::new(
                 ErrorKind::ShortBody,
                 format!("stream ended after {got} of {want} body bytes"),

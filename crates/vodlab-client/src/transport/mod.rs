@@ -29,7 +29,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::exchange::{ErrorKind, Failure, Response};
+use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
 use crate::http::{Connection, Outgoing};
 use crate::link::LinkSpec;
 pub use h2::{H2Handle, H2Settings};
@@ -375,12 +375,27 @@ impl SessionTransport<'_> {
         sink: &mut (dyn FnMut(u64, &[u8]) + Send),
         arrived: &mut (dyn FnMut(Instant, u64) + Send),
     ) -> Result<Response, Failure> {
+        self.exchange_limited(c, req, ReadLimits::default(), sink, arrived)
+            .await
+    }
+
+    /// [`Self::exchange`] reading the body within `limits` (`stop_after=`,
+    /// `read_kbps=`); an HTTP/1.1 response cut short comes back with
+    /// `keep_alive` false, so the caller closes that connection.
+    pub async fn exchange_limited(
+        &self,
+        c: &mut Conn,
+        req: &Outgoing<'_>,
+        limits: ReadLimits,
+        sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+        arrived: &mut (dyn FnMut(Instant, u64) + Send),
+    ) -> Result<Response, Failure> {
         match c {
-            Conn::H1(c) => c.exchange_timed(req, sink, arrived).await,
-            Conn::Https(c) => c.exchange_timed(req, sink, arrived).await,
+            Conn::H1(c) => c.exchange_limited(req, limits, sink, arrived).await,
+            Conn::Https(c) => c.exchange_limited(req, limits, sink, arrived).await,
             Conn::H2(h) => {
                 let scheme = self.c.cfg.protocol.scheme();
-                h2::exchange(h, req, scheme, &self.c.host, sink, arrived).await
+                h2::exchange_limited(h, req, limits, scheme, &self.c.host, sink, arrived).await
             }
         }
     }
