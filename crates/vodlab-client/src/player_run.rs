@@ -325,12 +325,22 @@ pub fn movie_of(p: &Presentation, segments: usize) -> Result<Movie, PlayerError>
     Ok(m)
 }
 
-/// Parsed presentations shared by the sessions that fetched the same
-/// manifest texts (keyed by a hash of the texts): each session still
-/// fetches its manifest, but the segment lists are held once.
+/// A title as its players see it: the presentation (absolute URLs) and
+/// the movie of all its segments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// Levels and segment URLs.
+    pub presentation: Presentation,
+    /// The whole title's movie (a session stops after its viewing time).
+    pub movie: Arc<Movie>,
+}
+
+/// Parsed titles shared by the sessions that fetched the same manifest
+/// texts (keyed by a hash of the texts): each session still fetches its
+/// manifest, but the segment lists and movies are held once.
 #[derive(Debug, Default)]
 pub struct PresentationCache {
-    map: Mutex<HashMap<u64, Arc<Presentation>>>,
+    map: Mutex<HashMap<u64, Arc<Parsed>>>,
 }
 
 /// Entries the cache holds before it starts over.
@@ -346,12 +356,12 @@ impl PresentationCache {
         h.finish()
     }
 
-    /// The cached presentation for `key`, or `make()`'s, stored.
+    /// The cached title for `key`, or `make()`'s, stored.
     pub fn get_or_try<E>(
         &self,
         key: u64,
-        make: impl FnOnce() -> Result<Presentation, E>,
-    ) -> Result<Arc<Presentation>, E> {
+        make: impl FnOnce() -> Result<Parsed, E>,
+    ) -> Result<Arc<Parsed>, E> {
         if let Some(p) = self.lock().get(&key) {
             return Ok(p.clone());
         }
@@ -364,7 +374,7 @@ impl PresentationCache {
         Ok(p)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Presentation>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Parsed>>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

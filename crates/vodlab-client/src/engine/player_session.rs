@@ -30,7 +30,7 @@ use crate::link::LinkSpec;
 use crate::metrics::{RequestSample, SampleDone, SessionSample};
 use crate::player::{Action, Event, Player};
 use crate::player_run::{
-    absolutize, movie_of, segments_to_play, PlayerRun, PlayerSessionError as E,
+    absolutize, movie_of, segments_to_play, Parsed, PlayerRun, PlayerSessionError as E,
     PlayerSessionOutcome, PresentationCache, MAX_MANIFEST_BYTES, MAX_VARIANTS,
 };
 use crate::transport::{Conn, SessionTransport};
@@ -264,7 +264,7 @@ impl Io<'_> {
         &mut self,
         title: &str,
         cache: &PresentationCache,
-    ) -> Result<(String, Arc<Presentation>), E> {
+    ) -> Result<(String, Arc<Parsed>), E> {
         let path = self.run.kind.manifest_path(title);
         let bad = |p: &str, source| E::Manifest {
             path: p.to_string(),
@@ -277,7 +277,7 @@ impl Io<'_> {
                 let p = cache.get_or_try(key, || {
                     let mut p = parse_mpd(&text).map_err(|e| bad(&path, e))?;
                     absolutize(&mut p, std::slice::from_ref(&path));
-                    Ok(p)
+                    parsed(&path, p)
                 })?;
                 Ok((path, p))
             }
@@ -311,12 +311,24 @@ impl Io<'_> {
                         hls_presentation(&variants, &media).map_err(|e| bad(&path, e))?;
                     // levels are in variant order, as are the paths
                     absolutize(&mut pres, &paths);
-                    Ok(pres)
+                    parsed(&path, pres)
                 })?;
                 Ok((path, p))
             }
         }
     }
+}
+
+/// The title of a parsed manifest: its whole movie.
+fn parsed(path: &str, presentation: Presentation) -> Result<Parsed, E> {
+    let movie = movie_of(&presentation, usize::MAX).map_err(|source| E::Movie {
+        path: path.to_string(),
+        source,
+    })?;
+    Ok(Parsed {
+        presentation,
+        movie: Arc::new(movie),
+    })
 }
 
 pub(super) async fn run_player_session(
@@ -428,19 +440,18 @@ async fn play(
     p1203: &mut Option<serde_json::Value>,
 ) -> Result<(), E> {
     let title = session.header.title.as_deref().ok_or(E::NoTitle)?;
-    let (mpath, pres) = io.presentation(title, cache).await?;
+    let (mpath, parsed) = io.presentation(title, cache).await?;
+    let pres = &parsed.presentation;
     outcome.manifest_ms = start.elapsed().as_secs_f64() * 1e3;
+    // the player sees the whole title, as a real one reads the whole
+    // manifest; the viewer leaves once its viewing time has arrived
     let mut n = segments_to_play(session, pres.segment_s);
     if let Some(cap) = io.run.max_segments {
         n = n.min(cap);
     }
-    let movie = movie_of(&pres, n).map_err(|source| E::Movie {
-        path: mpath.clone(),
-        source,
-    })?;
-    outcome.bitrates_kbps = movie.bitrates_kbps.clone();
+    outcome.bitrates_kbps = parsed.movie.bitrates_kbps.clone();
     let mut player =
-        Player::new(Arc::new(movie), io.run.config.clone()).map_err(|source| E::Movie {
+        Player::new(parsed.movie.clone(), io.run.config.clone()).map_err(|source| E::Movie {
             path: mpath.clone(),
             source,
         })?;
@@ -457,7 +468,14 @@ async fn play(
                 }
                 // nothing in flight and nothing to wait for: cannot happen
                 // with the executor below; never spin
-                None => break Ok(()),
+                None => {
+                    debug_assert!(false, "player stalled");
+                    break Err(E::Transfer {
+                        path: mpath.clone(),
+                        kind: ErrorKind::Other,
+                        detail: "the player stalled (executor bug)".into(),
+                    });
+                }
             }
         };
         match action {
@@ -491,7 +509,13 @@ async fn play(
                 }
                 let seg = &level.segments[index];
                 let mut received = 0u64;
+                let mut gave_up = false;
                 let mut on_read = |at: Instant, n: u64| {
+                    if gave_up {
+                        // reads of the same poll after the abandonment: the
+                        // player has moved on and must not be polled again
+                        return true;
+                    }
                     received += n;
                     let t = ms(at);
                     player.handle(
@@ -502,7 +526,8 @@ async fn play(
                         },
                     );
                     // the abandonment is decided on this read, taken here
-                    matches!(player.poll_action(t), Some(Action::Abandon { .. }))
+                    gave_up = matches!(player.poll_action(t), Some(Action::Abandon { .. }));
+                    gave_up
                 };
                 let got = io
                     .get(&seg.url, seg.range, &mut |_, _| {}, &mut on_read)
@@ -511,6 +536,10 @@ async fn play(
                 match got {
                     Ok(Got::Done(s)) if s == 200 || s == 206 => {
                         player.handle(now, Event::Completed { timing: None });
+                        if player.played().len() >= n {
+                            // the viewer's last segment arrived: it leaves
+                            break Ok(());
+                        }
                     }
                     Ok(Got::Done(status)) => {
                         let e = E::SegmentStatus {
