@@ -39,6 +39,16 @@ pub struct PrefetchSimArgs {
     /// A `vodlab gen` workload whose catalog gives file sizes and bit rates.
     #[arg(long, value_name = "DIR")]
     pub workload: Option<PathBuf>,
+    /// Replay this `vodlab gen` workload's own requests as the trace instead
+    /// of a log (`netflix` sessions: their planned times and sizes; paced
+    /// sessions: request k at k × pacing), sessions spread evenly over
+    /// --trace-hours. Implies --workload.
+    #[arg(long, value_name = "DIR", conflicts_with = "logs")]
+    pub trace_workload: Option<PathBuf>,
+    /// Hours the --trace-workload sessions arrive over (the thesis's logs
+    /// cover a day).
+    #[arg(long, default_value_t = 24.0, value_name = "H")]
+    pub trace_hours: f64,
     /// Drives the files are spread over (by a hash of the path).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub drives: u32,
@@ -186,8 +196,11 @@ fn catalog_files(dir: &Path) -> anyhow::Result<Files> {
 
 /// Runs the prefetch mode; returns the rows printed.
 pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
-    if a.logs.is_empty() {
-        bail!("--prefetch needs at least one --log");
+    if a.logs.is_empty() && a.trace_workload.is_none() {
+        bail!("--prefetch needs at least one --log, or --trace-workload DIR");
+    }
+    if !(a.trace_hours.is_finite() && a.trace_hours > 0.0 && a.trace_hours <= 24.0 * 365.0) {
+        bail!("--trace-hours must be > 0 and at most a year");
     }
     if a.drives == 0 || a.drives > 4096 {
         bail!("--drives must be 1 to 4096, got {}", a.drives);
@@ -196,7 +209,7 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         bail!("--bucket must be > 0 s");
     }
     let policies = plan(a)?;
-    let files = match &a.workload {
+    let files = match a.workload.as_ref().or(a.trace_workload.as_ref()) {
         Some(d) => Some(catalog_files(d)?),
         None => None,
     };
@@ -247,6 +260,30 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
             open_ended: c.form == Form::Open,
         }
     };
+    if let Some(dir) = &a.trace_workload {
+        let spec = vodlab_workload::Spec::from_file(&dir.join("spec.toml"))
+            .with_context(|| format!("{} is not a `vodlab gen` workload", dir.display()))?;
+        let w = vodlab_workload::try_construct(&spec, &dir.display().to_string())?;
+        let spread = a.trace_hours * 3600.0 / w.sessions.len().max(1) as f64;
+        // sessions in arrival order, each one's requests in completion order:
+        // a log written as requests complete, up to one session's overlap
+        let mut reqs: Vec<vodlab_analyze::Request> = Vec::new();
+        for g in &w.sessions {
+            reqs.clear();
+            workload_requests(&w, g, g.id as f64 * spread, &mut reqs);
+            reqs.sort_by(|x, y| x.end_s.total_cmp(&y.end_s));
+            for r in &reqs {
+                lines += 1;
+                let o = *origin.get_or_insert(0.0);
+                det.push(r, r.end_s, &mut done, &mut files_done);
+                for c in done.drain(..) {
+                    let sc = to_sim(&c, o);
+                    sims.iter_mut().for_each(|s| s.add(&sc));
+                }
+                files_done.clear();
+            }
+        }
+    }
     for path in &a.logs {
         let name = path.display().to_string();
         let reader = BufReader::with_capacity(
@@ -346,4 +383,61 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         std::fs::write(&p, csv).with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(rows)
+}
+
+/// A workload session's requests with nominal times, as a log would have
+/// them: `netflix` sessions from their plan; paced sessions one request
+/// every `pacing_s` after the buffering requests, each taking 1 s.
+fn workload_requests(
+    w: &vodlab_workload::Workload,
+    g: &vodlab_workload::construct::GenSession,
+    start_s: f64,
+    out: &mut Vec<vodlab_analyze::Request>,
+) {
+    let t = &w.catalog.titles[g.title as usize];
+    if let Some(plan) = w.netflix_plan(g) {
+        for q in &plan.requests {
+            let tr = &t.representations[q.file as usize];
+            let rep = &w.catalog.representations[tr.rep];
+            let s = start_s + q.t_ms as f64 / 1000.0;
+            out.push(vodlab_analyze::Request {
+                start_s: s,
+                end_s: s + q.dur_ms as f64 / 1000.0,
+                session: g.id as u64,
+                file: key(&format!("/{}", w.catalog.file_path(t, tr.rep, 0))),
+                conn: None,
+                offset: q.offset,
+                bytes: q.bytes,
+                form: if q.open { Form::Open } else { Form::Chunk },
+                bitrate_kbps: Some(rep.bitrate_kbps),
+            });
+        }
+        return;
+    }
+    let session = w.session(g);
+    let pacing = w.spec.sessions.pacing();
+    let buffering = w.spec.sessions.buffering_requests as usize;
+    let rate = session.header.bitrate_bps.map(|b| b as f64 / 1000.0);
+    for (k, r) in session.requests.iter().enumerate() {
+        let s = start_s + k.saturating_sub(buffering.saturating_sub(1)) as f64 * pacing;
+        let (offset, bytes) = match r.range {
+            Some(g) => (g.start, g.len().unwrap_or(0)),
+            None => (
+                0,
+                w.catalog.representations[t.representations[g.title_rep as usize].rep]
+                    .request_bytes,
+            ),
+        };
+        out.push(vodlab_analyze::Request {
+            start_s: s,
+            end_s: s + 1.0,
+            session: g.id as u64,
+            file: key(&r.path),
+            conn: None,
+            offset,
+            bytes,
+            form: Form::Chunk,
+            bitrate_kbps: rate,
+        });
+    }
 }

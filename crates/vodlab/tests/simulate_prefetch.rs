@@ -106,3 +106,42 @@ fn policies_order_as_in_the_thesis() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unit \"XB\""));
 }
+
+#[test]
+fn a_netflix_workload_is_its_own_trace() {
+    let d = tempfile::tempdir().unwrap();
+    let w = d.path().join("nf");
+    vodlab_ok(&[
+        "gen",
+        "--preset",
+        "netflix-2014",
+        "--sessions",
+        "150",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let out = d.path().join("sim");
+    let text = vodlab_ok(&[
+        "simulate",
+        "--prefetch",
+        "--trace-workload",
+        w.to_str().unwrap(),
+        "--drives",
+        "36",
+        "--policy",
+        "fixed:7MB",
+        "--policy",
+        "first-grow-sr:7MB",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    // both policies saw the same chains and bytes: the workload's requests
+    assert!(rows[0]["chains"].as_u64().unwrap() > 150, "{text}");
+    assert_eq!(rows[0]["chains"], rows[1]["chains"]);
+    assert_eq!(rows[0]["requested_bytes"], rows[1]["requested_bytes"]);
+    // First-Grow-SR holds far less memory than a fixed 7 MB per chain
+    assert!(rows[1]["peak_memory_bytes"].as_u64() < rows[0]["peak_memory_bytes"].as_u64());
+}
