@@ -587,6 +587,49 @@ impl PlayersAgg {
     }
 }
 
+impl PlayersResults {
+    /// Lines for the summary table: overall, then per class.
+    pub fn table(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "  players ({}, {}, buffer {} s): {} sessions, {} failed{}",
+            self.player,
+            self.abr,
+            self.max_buffer_s,
+            self.overall.sessions,
+            self.overall.failed,
+            if self.errors.is_empty() {
+                String::new()
+            } else {
+                format!(" ({:?})", self.errors)
+            }
+        );
+        let rows = std::iter::once(("all", &self.overall))
+            .chain(self.classes.iter().map(|(k, v)| (k.as_str(), v)));
+        for (name, c) in rows {
+            let _ = writeln!(
+                s,
+                "    {name}: bit rate mean {:.0} kbit/s (sessions' means p25 {:.0} p90 {:.0}), start-up median {:.0} ms p95 {:.0} ms, {} of {} sessions rebuffered ({:.1} s in all), switches up {:.1} down {:.1} per session, {} abandoned, Yin QoE/segment median {:.0}",
+                c.mean_bitrate_kbps.mean,
+                c.mean_bitrate_kbps.p25,
+                c.mean_bitrate_kbps.p90,
+                c.startup_delay_ms.p50,
+                c.startup_delay_ms.p95,
+                c.rebuffered_sessions,
+                c.sessions - c.failed,
+                c.rebuffer_ms.mean * c.rebuffer_ms.count as f64 / 1000.0,
+                c.switches_up.mean,
+                c.switches_down.mean,
+                c.abandoned,
+                c.yin_qoe_per_segment.p50,
+            );
+        }
+        s
+    }
+}
+
 /// Media time played at one nominal bit rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RenditionTime {

@@ -757,6 +757,9 @@ impl Results {
             "  client: start lateness p99 {:.2} ms, send lateness p99 {:.2} ms, CPU max {:.0} % of {} cores, peak {} sessions, {:.0} MiB RSS",
             h.start_lateness_ms.p99, h.send_lateness_ms.p99, h.max_cpu_pct, h.cpus, h.peak_active_sessions, h.peak_rss_mb
         );
+        if let Some(p) = &self.players {
+            s.push_str(&p.table());
+        }
         s
     }
 }

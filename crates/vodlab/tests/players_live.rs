@@ -92,7 +92,12 @@ fn run_players_at(
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    vodlab_ok(&args);
+    let table = vodlab_ok(&args);
+    // the summary table has the players' lines, overall and per class
+    assert!(
+        table.contains("  players (") && table.contains("    all: bit rate mean"),
+        "{table}"
+    );
     let r = results(out);
     assert_schema(&r);
     r
