@@ -23,7 +23,16 @@ const TIGHT_KBPS: &str = "1000.0";
 /// A `dash-vod` workload of 8 sessions over 4 titles, every client class at
 /// `down_kbps` when given, with a sparse file set and its manifests.
 fn setup(dir: &Path, down_kbps: Option<&str>) -> (PathBuf, PathBuf) {
-    let mut spec = vodlab_ok(&["gen", "--show-preset", "dash-vod"]);
+    setup_spec(dir, down_kbps, |s| s)
+}
+
+/// [`setup`] with the spec's text changed by `edit` first.
+fn setup_spec(
+    dir: &Path,
+    down_kbps: Option<&str>,
+    edit: impl FnOnce(String) -> String,
+) -> (PathBuf, PathBuf) {
+    let mut spec = edit(vodlab_ok(&["gen", "--show-preset", "dash-vod"]));
     if let Some(k) = down_kbps {
         for v in ["20000.0", "12500.0", "7000.0", "2500.0"] {
             spec = spec.replace(&format!("down_kbps = {v}"), &format!("down_kbps = {k}"));
@@ -405,4 +414,52 @@ fn abandoned_downloads_are_refetched_h1_reconnects_and_h2c_keeps_its_connection(
             assert_eq!(conns, 8, "h2c: one connection per player");
         }
     }
+}
+
+/// One file per rendition: the MPD has `SegmentList` with `mediaRange` and
+/// the HLS playlists `EXT-X-BYTERANGE`; players request byte ranges (206)
+/// and size the movie from them.
+#[test]
+fn byte_range_manifests_are_played_with_range_requests() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup_spec(d.path(), None, |spec| {
+        let line = spec
+            .lines()
+            .find(|l| l.starts_with("storage = "))
+            .expect("the preset has a storage line")
+            .to_string();
+        spec.replace(&line, "storage = { layout = \"single\" }")
+    });
+    let mpd =
+        std::fs::read_to_string(root.join(format!("{}/{MPD_NAME}", catalog(&w).titles[0].name)))
+            .unwrap();
+    assert!(mpd.contains("mediaRange"), "{mpd}");
+    let log = d.path().join("access.log");
+    let s = Running::start(&root, |c| c.access_log = Some(log.clone()));
+    let want: u64 = sessions(&w)
+        .iter()
+        .map(|(_, _, n)| (*n).min(MAX_SEGMENTS) as u64)
+        .sum();
+    for kind in ["dash", "hls"] {
+        let r = run_players(
+            &w,
+            &s,
+            &d.path().join(kind),
+            &["--player", kind, "--no-shaping"],
+        );
+        let o = &r["players"]["overall"];
+        assert_eq!(o["failed"], 0, "{kind}: {}", r["players"]);
+        assert_eq!(o["segments"].as_u64().unwrap(), want, "{kind}");
+    }
+    drop(s);
+    // media requests were ranges of the one file per rendition
+    let lines = log_lines(&log);
+    let ranged = lines
+        .iter()
+        .filter(|(_, p, st)| p.ends_with(".mp4") && !p.ends_with("init.mp4") && *st == 206)
+        .count() as u64;
+    assert!(
+        ranged >= 2 * want,
+        "{ranged} ranged requests for {want} segments x 2 runs"
+    );
 }
