@@ -9,7 +9,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use common::{results, sparse_fileset, vodlab_ok, Running};
+use common::{results, sparse_fileset, vodlab, vodlab_ok, Running};
 use vodlab_client::player_run::segments_to_play;
 use vodlab_client::LoadedWorkload;
 use vodlab_manifest::{parse_mpd, resolve, MPD_NAME};
@@ -462,4 +462,46 @@ fn byte_range_manifests_are_played_with_range_requests() {
         ranged >= 2 * want,
         "{ranged} ranged requests for {want} segments x 2 runs"
     );
+}
+
+/// Player flags are refused with the flag named, before any connection.
+#[test]
+fn player_flags_are_checked() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, _root) = setup(d.path(), None);
+    let w = w.to_str().unwrap();
+    let out = d.path().join("o");
+    let out = out.to_str().unwrap();
+    let base = [
+        "run",
+        w,
+        "--target",
+        "http://127.0.0.1:9",
+        "--rate",
+        "1",
+        "-o",
+        out,
+    ];
+    let cases: [(&[&str], &str); 6] = [
+        (&["--player", "smooth"], "unknown player `smooth`"),
+        (&["--player", "dash", "--abr", "mpc"], "--abr"),
+        (&["--abr", "bola"], "--player"),
+        (
+            &["--player", "dash", "--max-buffer", "0"],
+            "--max-buffer must be",
+        ),
+        (
+            &["--player", "dash", "--max-segments", "0"],
+            "--max-segments must be",
+        ),
+        (&["--player", "hls", "--requests-csv"], "--requests-csv"),
+    ];
+    for (extra, want) in cases {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let o = vodlab(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{extra:?} was accepted");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
 }
