@@ -312,7 +312,7 @@ fn a_bad_manifest_fails_only_its_sessions_by_name_and_hls_plays_over_h2c() {
         8 - failed
     );
 
-    // HLS players over HTTP/2 (h2c) read the untouched master playlists;
+    // HLS players over HTTP/2 (h2c) read the master playlists;
     // the first title's second segment is gone at every level (404)
     let c = catalog(&w);
     let t0 = c.titles.iter().find(|t| t.name == bad_xml).unwrap();
@@ -327,6 +327,21 @@ fn a_bad_manifest_fails_only_its_sessions_by_name_and_hls_plays_over_h2c() {
         .filter(|(_, t, n)| *t == bad_xml && *n >= 2)
         .count() as u64;
     assert!(cut > 0, "{expected:?}");
+    // the second title's master playlist names itself as a variant: a
+    // loop, ended as a master playlist where a media playlist was expected
+    let master = root.join(format!("{gone}/{}", vodlab_manifest::MASTER_NAME));
+    let text = std::fs::read_to_string(&master).unwrap();
+    let first_uri = text
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        &master,
+        text.replace(&first_uri, vodlab_manifest::MASTER_NAME),
+    )
+    .unwrap();
+    let looped = per_title[&gone];
     let r = run_players(
         &w,
         &s,
@@ -345,15 +360,16 @@ fn a_bad_manifest_fails_only_its_sessions_by_name_and_hls_plays_over_h2c() {
     let p = &r["players"];
     assert_eq!(p["player"], "hls");
     assert_eq!(p["overall"]["sessions"], 8);
-    assert_eq!(p["overall"]["failed"], cut, "{p}");
+    assert_eq!(p["overall"]["failed"], cut + looped, "{p}");
     assert_eq!(p["errors"]["segment_status"], cut, "{p}");
+    assert_eq!(p["errors"]["manifest_wrong_playlist_kind"], looped, "{p}");
     assert_eq!(r["protocol"], "h2c");
     // one P.1203 input per completed session, its video segments those played
     let inputs: Vec<_> = std::fs::read_dir(d.path().join("hls/p1203"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(inputs.len() as u64, 8 - cut);
+    assert_eq!(inputs.len() as u64, 8 - cut - looped);
     let total: usize = inputs
         .iter()
         .map(|f| {
