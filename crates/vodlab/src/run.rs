@@ -145,6 +145,97 @@ pub struct RunArgs {
         value_name = "MS"
     )]
     pub stagger: f64,
+    #[command(flatten)]
+    pub player: PlayerArgs,
+}
+
+/// Closed-loop players (`--player`): each session fetches its title's
+/// manifest and picks renditions with an ABR rule instead of replaying its
+/// script (docs/run.md "Closed-loop players").
+#[derive(Debug, Args)]
+pub struct PlayerArgs {
+    /// Run every session as a closed-loop player reading `dash`
+    /// (`/{title}/manifest.mpd`) or `hls` (`/{title}/master.m3u8`)
+    /// manifests: arrivals, titles, client classes and viewing times come
+    /// from the workload, renditions from the ABR rule.
+    #[arg(long, value_name = "dash|hls", conflicts_with_all = ["timing_script", "requests_csv"])]
+    pub player: Option<vodlab_client::player_run::PlayerKind>,
+    /// ABR rule of the players: throughput, bola, bba, dynamic, bolae,
+    /// dynamicdash (docs/abr.md).
+    #[arg(
+        long,
+        default_value = "dynamic",
+        value_name = "RULE",
+        requires = "player"
+    )]
+    pub abr: vodlab_client::player::AbrRule,
+    /// Player buffer capacity, seconds (docs/abr.md; Sabre's 25 s).
+    #[arg(
+        long,
+        default_value_t = 25.0,
+        value_name = "SECONDS",
+        requires = "player"
+    )]
+    pub max_buffer: f64,
+    /// Never abandon a segment download.
+    #[arg(long, requires = "player")]
+    pub no_abandon: bool,
+    /// Play at most this many segments per session (default: the
+    /// session's viewing time).
+    #[arg(long, value_name = "N", requires = "player")]
+    pub max_segments: Option<usize>,
+    /// A player's request (manifest or segment) taking longer than this
+    /// ends its session, seconds.
+    #[arg(
+        long,
+        default_value_t = 30.0,
+        value_name = "SECONDS",
+        requires = "player"
+    )]
+    pub player_timeout: f64,
+    /// Write each player session's ITU-T P.1203 mode-0 input to
+    /// `OUTPUT/p1203/{session}.json`.
+    #[arg(long, requires = "player")]
+    pub p1203: bool,
+}
+
+impl PlayerArgs {
+    /// The players' settings, or `None` without `--player`.
+    fn config(
+        &self,
+        out_dir: &Path,
+    ) -> anyhow::Result<Option<vodlab_client::player_run::PlayerRun>> {
+        use vodlab_client::player_run::PlayerRun;
+        let Some(kind) = self.player else {
+            return Ok(None);
+        };
+        anyhow::ensure!(
+            self.max_buffer.is_finite() && (1.0..=3600.0).contains(&self.max_buffer),
+            "--max-buffer must be between 1 and 3600 seconds, got {}",
+            self.max_buffer
+        );
+        anyhow::ensure!(
+            self.player_timeout.is_finite() && (0.1..=3600.0).contains(&self.player_timeout),
+            "--player-timeout must be between 0.1 and 3600 seconds, got {}",
+            self.player_timeout
+        );
+        let cfg = vodlab_client::player::PlayerConfig {
+            abr: self.abr,
+            max_buffer_ms: self.max_buffer * 1000.0,
+            abandon: !self.no_abandon,
+            ..Default::default()
+        };
+        let mut run = PlayerRun::new(kind, cfg);
+        run.max_segments = self.max_segments;
+        run.request_timeout = Duration::from_secs_f64(self.player_timeout);
+        if self.p1203 {
+            let d = out_dir.join("p1203");
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            run.p1203_dir = Some(d);
+        }
+        run.validate().map_err(anyhow::Error::msg)?;
+        Ok(Some(run))
+    }
 }
 
 /// Arrival processes for a fixed rate.
@@ -418,6 +509,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.requests_csv {
         cfg.requests_csv = Some(out_dir.join("requests.csv"));
     }
+    cfg.player = a.player.config(&out_dir)?;
     let total = a
         .sessions
         .map_or(work.session_count(), |n| n.min(work.session_count()));
@@ -426,8 +518,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .shard
             .map_or_else(String::new, |s| format!(", running shard {s} of them"));
         eprintln!(
-            "vodlab run: {} sessions from {} ({} script shard(s){part}) against {} ({addr}, {}); open files limit {nofile}",
+            "vodlab run: {} {} from {} ({} script shard(s){part}) against {} ({addr}, {}); open files limit {nofile}",
             total,
+            cfg.player.as_ref().map_or_else(
+                || "sessions".to_string(),
+                |p| format!("{} players ({})", p.kind, p.config.abr)
+            ),
             source.display(),
             work.shards.len(),
             a.target,
