@@ -71,6 +71,13 @@ pub struct RunArgs {
     /// Ignore pacing and think times: every request as soon as the previous completes.
     #[arg(long)]
     pub no_pacing: bool,
+    /// Send no CMCD headers. By default a request of a session that knows
+    /// its bit rate carries CMCD (CTA-5004: `CMCD-Object: br,d,ot`,
+    /// `CMCD-Request: bl` from the session's playout buffer, `CMCD-Session:
+    /// sid`), as dash.js and hls.js can send it; `vodlab serve` paces and
+    /// sizes prefetches by it.
+    #[arg(long)]
+    pub no_cmcd: bool,
     /// What a paced request does when its slot has passed because the
     /// previous response was slow: `delay` (count the interval from the late
     /// send, httperf's and the thesis's rule), `burst` (catch up with the
@@ -470,6 +477,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     cfg.interval_s = a.interval;
     cfg.shaping = !a.no_shaping;
     cfg.pacing = !a.no_pacing;
+    cfg.cmcd = !a.no_cmcd;
     cfg.max_sessions = a.sessions;
     cfg.late_pacing = a.late_pacing;
     cfg.max_duration = max_duration;
