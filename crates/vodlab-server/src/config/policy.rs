@@ -1,0 +1,282 @@
+//! `--prefetch-policy`: which prefetch controller the server runs, its
+//! text form (parse and display) and its checks.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{defaults, parse_size, ConfigError};
+
+/// Which prefetch controller the server runs (`--prefetch-policy`):
+/// - `fixed:SIZE` with SIZE in bytes or with a K, M or G suffix (powers of
+///   1024, decimals allowed: `fixed:1.5M`);
+/// - `fixed:SIZE,ref=KBPS[,exp=E]`: square-root sizes, SIZE for the bit rate
+///   KBPS and SIZE·(b/KBPS)^E (E = 0.5) for a response of bit rate b;
+/// - `auto[:key=value,...]`: the automatic size of thesis chapter 4
+///   (keys in [`crate::auto::AutoConfig`]: `start`, `interval`, `step`,
+///   `deflation`, `busy`, `evict`, `evict_of`, `ramp`, `min`, `max`, and
+///   `ref`/`exp` to size the reference rate with the others following).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PolicySpec {
+    /// [`crate::controller::Fixed`]: this many bytes from the request's
+    /// offset, never less than the request.
+    Fixed(u64),
+    /// [`crate::auto::Scaled`]: a fixed size for the reference bit rate,
+    /// scaled for the others.
+    Scaled(u64, crate::auto::Scaling),
+    /// [`crate::auto::Auto`]: the thesis's gradient descent.
+    Auto(crate::auto::AutoConfig),
+    /// [`crate::chainpf::FirstGrow`]: per chain, Table 5.6's first size,
+    /// then 3.35 × the chain so far, up to `max` (thesis 5.6.1); with
+    /// `square_root`, the maximum scales with √(b / 2,000 kbit/s)
+    /// (First-Grow-SR).
+    FirstGrow {
+        /// Largest prefetch, bytes (at 2,000 kbit/s for First-Grow-SR).
+        max: u64,
+        /// First-Grow-SR.
+        square_root: bool,
+    },
+}
+
+impl PolicySpec {
+    /// The fixed size, when the policy has one (the statistics'
+    /// `prefetch_bytes`).
+    pub fn fixed_bytes(&self) -> Option<u64> {
+        match self {
+            PolicySpec::Fixed(n) | PolicySpec::Scaled(n, _) => Some(*n),
+            PolicySpec::Auto(_) | PolicySpec::FirstGrow { .. } => None,
+        }
+    }
+
+    /// Checks the policy's parameters.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            PolicySpec::Fixed(0) | PolicySpec::Scaled(0, _) => Err("fixed size must be > 0".into()),
+            PolicySpec::Fixed(_) => Ok(()),
+            PolicySpec::Scaled(_, s) => s.validate(),
+            PolicySpec::Auto(a) => a.validate(),
+            PolicySpec::FirstGrow { max: 0, .. } => Err("first-grow's maximum must be > 0".into()),
+            PolicySpec::FirstGrow { .. } => Ok(()),
+        }
+    }
+}
+
+impl Default for PolicySpec {
+    fn default() -> Self {
+        PolicySpec::Fixed(defaults::PREFETCH_BYTES)
+    }
+}
+
+/// A size as the policy syntax writes it (the largest exact suffix).
+fn fmt_size(n: u64) -> String {
+    if n > 0 && n % (1 << 30) == 0 {
+        format!("{}G", n >> 30)
+    } else if n > 0 && n % (1 << 20) == 0 {
+        format!("{}M", n >> 20)
+    } else if n > 0 && n % (1 << 10) == 0 {
+        format!("{}K", n >> 10)
+    } else {
+        n.to_string()
+    }
+}
+
+fn fmt_scaling(f: &mut fmt::Formatter<'_>, s: &crate::auto::Scaling) -> fmt::Result {
+    write!(f, "ref={}", s.reference_kbps)?;
+    if s.exponent != defaults::SCALING_EXPONENT {
+        write!(f, ",exp={}", s.exponent)?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySpec::Fixed(n) => write!(f, "fixed:{}", fmt_size(*n)),
+            PolicySpec::Scaled(n, s) => {
+                write!(f, "fixed:{},", fmt_size(*n))?;
+                fmt_scaling(f, s)
+            }
+            PolicySpec::FirstGrow { max, square_root } => {
+                let sr = if *square_root { "-sr" } else { "" };
+                write!(f, "first-grow{sr}:{}", fmt_size(*max))
+            }
+            PolicySpec::Auto(a) => {
+                let d = crate::auto::AutoConfig::default();
+                let mut parts = Vec::new();
+                if a.start != d.start {
+                    parts.push(format!("start={}", fmt_size(a.start)));
+                }
+                if a.interval != d.interval {
+                    parts.push(format!("interval={}", a.interval.as_secs_f64()));
+                }
+                if a.step != d.step {
+                    parts.push(format!("step={}", fmt_size(a.step)));
+                }
+                if a.deflation != d.deflation {
+                    parts.push(format!("deflation={}", a.deflation));
+                }
+                if a.busy != d.busy {
+                    parts.push(format!("busy={}", a.busy));
+                }
+                if a.evict != d.evict {
+                    parts.push(format!("evict={}", a.evict));
+                }
+                if a.evict_of != d.evict_of {
+                    parts.push("evict_of=prefetched".to_string());
+                }
+                if a.ramp != d.ramp {
+                    parts.push(format!("ramp={}", a.ramp.as_secs_f64()));
+                }
+                if a.min != d.min {
+                    parts.push(format!("min={}", fmt_size(a.min)));
+                }
+                if a.max != d.max {
+                    parts.push(format!("max={}", fmt_size(a.max)));
+                }
+                f.write_str("auto")?;
+                let mut sep = ":";
+                for p in &parts {
+                    write!(f, "{sep}{p}")?;
+                    sep = ",";
+                }
+                if let Some(s) = &a.scaling {
+                    f.write_str(sep)?;
+                    fmt_scaling(f, s)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Reads `key=value` options of a policy into an [`crate::auto::AutoConfig`]
+/// (all keys) or only the scaling keys (`scaling_only`).
+fn policy_options(
+    opts: &[&str],
+    auto: &mut crate::auto::AutoConfig,
+    scaling_only: bool,
+) -> Result<(), String> {
+    let mut reference = None;
+    let mut exponent = defaults::SCALING_EXPONENT;
+    for o in opts {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| format!("`{o}`: expected key=value"))?;
+        let (k, v) = (k.trim(), v.trim());
+        let num = || -> Result<f64, String> {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| format!("{k}: `{v}` is not a number"))
+        };
+        let secs = || -> Result<Duration, String> {
+            Duration::try_from_secs_f64(num()?).map_err(|_| format!("{k}: `{v}` is not seconds"))
+        };
+        let size = || parse_size(v).map_err(|e| format!("{k}: {e}"));
+        match k {
+            "ref" => reference = Some(num()?),
+            "exp" => exponent = num()?,
+            _ if scaling_only => {
+                return Err(format!("unknown key `{k}` (fixed takes ref and exp)"))
+            }
+            "start" => {
+                auto.start = match crate::auto::start_preset(v) {
+                    Some(n) => n,
+                    None => size()?,
+                }
+            }
+            "interval" => auto.interval = secs()?,
+            "step" => auto.step = size()?,
+            "deflation" => auto.deflation = num()?,
+            "busy" => auto.busy = num()?,
+            "evict" => auto.evict = num()?,
+            "evict_of" => {
+                auto.evict_of = match v {
+                    "requested" => crate::auto::EvictBase::Requested,
+                    "prefetched" => crate::auto::EvictBase::Prefetched,
+                    _ => return Err(format!("evict_of: `{v}` (requested or prefetched)")),
+                }
+            }
+            "ramp" => auto.ramp = secs()?,
+            "min" => auto.min = size()?,
+            "max" => auto.max = size()?,
+            _ => return Err(format!("unknown key `{k}`")),
+        }
+    }
+    match reference {
+        Some(reference_kbps) => {
+            auto.scaling = Some(crate::auto::Scaling {
+                reference_kbps,
+                exponent,
+            })
+        }
+        None if exponent != defaults::SCALING_EXPONENT => return Err("exp: needs ref=KBPS".into()),
+        None => {}
+    }
+    Ok(())
+}
+
+impl FromStr for PolicySpec {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let bad = |why: String| ConfigError::Policy {
+            given: s.to_string(),
+            why,
+        };
+        let (name, arg) = s.trim().split_once(':').unwrap_or((s.trim(), ""));
+        let mut opts: Vec<&str> = arg.split(',').filter(|o| !o.trim().is_empty()).collect();
+        let spec = match name {
+            "fixed" => {
+                if opts.is_empty() || opts[0].contains('=') {
+                    return Err(bad("`fixed` needs a size (e.g. fixed:4M)".into()));
+                }
+                let n = parse_size(opts.remove(0)).map_err(bad)?;
+                let mut a = crate::auto::AutoConfig::default();
+                policy_options(&opts, &mut a, true).map_err(bad)?;
+                match a.scaling {
+                    Some(sc) => PolicySpec::Scaled(n, sc),
+                    None => PolicySpec::Fixed(n),
+                }
+            }
+            "auto" => {
+                let mut a = crate::auto::AutoConfig::default();
+                policy_options(&opts, &mut a, false).map_err(bad)?;
+                PolicySpec::Auto(a)
+            }
+            "first-grow" | "first-grow-sr" => {
+                if opts.len() != 1 || opts[0].contains('=') {
+                    return Err(bad(format!(
+                        "`{name}` takes one size, its maximum (e.g. {name}:16M)"
+                    )));
+                }
+                PolicySpec::FirstGrow {
+                    max: parse_size(opts[0]).map_err(bad)?,
+                    square_root: name == "first-grow-sr",
+                }
+            }
+            _ => {
+                return Err(bad(format!(
+                    "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M; fixed:SIZE,ref=KBPS; auto; first-grow:MAX; first-grow-sr:MAX)"
+                )))
+            }
+        };
+        spec.validate().map_err(bad)?;
+        Ok(spec)
+    }
+}
+
+impl Serialize for PolicySpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicySpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
