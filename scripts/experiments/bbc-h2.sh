@@ -151,19 +151,21 @@ for r in $(seq "$runs"); do
 done
 
 python3 - "$out" <<'EOF' | tee -a "$out/summary.txt"
-import csv, glob, json, os, statistics, sys
+import csv, glob, gzip, json, os, statistics, sys
 out = sys.argv[1]
+def opened(path):
+    # raw files are kept gzipped once analysed
+    return gzip.open(path + ".gz", "rt") if os.path.exists(path + ".gz") else open(path)
 def q(v, p):
     v = sorted(v); k = (len(v) - 1) * p; a = int(k); b = min(a + 1, len(v) - 1)
     return v[a] + (v[b] - v[a]) * (k - a)
 rows = {}
 for d in sorted(glob.glob(os.path.join(out, "runs", "*"))):
-    s, v, r = os.path.basename(d).rsplit("-", 2) if os.path.basename(d).count("-") >= 2 else (None, None, None)
     name = os.path.basename(d)
     parts = name.split("-")
     s, r = parts[0], parts[-1]; v = "-".join(parts[1:-1])
     srv = {"audio": [], "video": []}
-    for line in open(os.path.join(d, "server.log")):
+    for line in opened(os.path.join(d, "server.log")):
         f = line.split()
         if not f: continue
         if s == "vodlab":
@@ -174,8 +176,8 @@ for d in sorted(glob.glob(os.path.join(out, "runs", "*"))):
         srv["audio" if "/audio/" in path else "video"].append(ms)
     cli = {"audio": [], "video": []}
     rc = os.path.join(d, "requests.csv")
-    if os.path.exists(rc):
-        for row in csv.DictReader(open(rc)):
+    if os.path.exists(rc) or os.path.exists(rc + ".gz"):
+        for row in csv.DictReader(opened(rc)):
             p = row.get("path", "")
             if not p.endswith(".m4s") or row.get("status") not in ("200", "206"): continue
             cli["audio" if "/audio/" in p else "video"].append(float(row["response_ms"]))
@@ -196,4 +198,10 @@ for (s, v), runs in sorted(rows.items()):
     print("%-8s %-5s %s" % (s, v, " ".join(cells)))
 json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
 EOF
+# keep the raw logs small: per run, results.json and run.out as they are,
+# requests.csv and server.log gzipped (the analysis above reads either)
+for d in "$out"/runs/*/; do
+  rm -f "$d/metrics.json"
+  for f in requests.csv server.log; do [ -f "$d/$f" ] && gzip -9f "$d/$f"; done
+done
 echo "results in $out"
