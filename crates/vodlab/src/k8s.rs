@@ -33,7 +33,8 @@ pub struct K8sArgs {
     /// Number of shards N: pods of the Indexed Job, each `vodlab run --shard I/N`.
     #[arg(long, value_name = "N")]
     pub shards: u32,
-    /// Server to load, `http://HOST:PORT`, as the pods reach it (a Service
+    /// Server to load, `http://HOST:PORT` or `https://HOST:PORT` (pass the
+    /// protocol flags after `--`), as the pods reach it (a Service
     /// name, a node address, ...).
     #[arg(long, value_name = "URL")]
     pub target: String,
@@ -669,7 +670,10 @@ mod tests {
         a.rate = None;
         assert!(format!("{:#}", manifests(&a, 0).unwrap_err()).contains("--rate"));
         a.rate = Some(1.0);
-        a.target = "https://x".into();
+        // https is a target the client speaks now; another scheme is not
+        a.target = "https://x:8443".into();
+        assert!(manifests(&a, 0).is_ok());
+        a.target = "ftp://x".into();
         assert!(manifests(&a, 0).is_err());
     }
 }
