@@ -54,19 +54,7 @@ pub mod defaults {
     pub const MIN_RECORD: u64 = 512;
 }
 
-mod secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let v = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
-    }
-}
+use crate::config::secs;
 
 /// TLS settings (`[tls]`; off unless a certificate or `self_signed`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
