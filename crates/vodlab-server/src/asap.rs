@@ -122,6 +122,7 @@ impl RangeIo<'_, '_> {
             file_size: f.size,
             bitrate_bps: cmcd_bitrate(f.head).or_else(|| crate::bitrate::fallback_bps(f.head, st)),
             resident,
+            open_ended: f.head.header("range").is_some_and(open_ended_range),
         };
         let chain = (!chain.is_empty()).then_some(chain);
         let before = st.prefetch.lock().expect("lock").before_send(
@@ -252,5 +253,26 @@ impl RangeIo<'_, '_> {
                 }
             }
         }
+    }
+}
+
+/// Whether a Range header value is one open-ended range, `bytes=A-`.
+fn open_ended_range(v: &str) -> bool {
+    v.trim().strip_prefix("bytes=").is_some_and(|r| {
+        !r.contains(',') && r.trim_end().ends_with('-') && !r.trim().starts_with('-')
+    })
+}
+
+#[cfg(test)]
+mod open_ended_tests {
+    #[test]
+    fn open_ended_ranges_are_told_apart() {
+        use super::open_ended_range as o;
+        assert!(o("bytes=100-"));
+        assert!(o("bytes=0-"));
+        assert!(!o("bytes=0-99"));
+        assert!(!o("bytes=-500"));
+        assert!(!o("bytes=0-,10-20"));
+        assert!(!o("items=0-"));
     }
 }

@@ -17,6 +17,7 @@ fn info(length: u64, resident: bool, bitrate_bps: Option<u64>) -> RequestInfo<'s
         file_size: 1 << 40,
         bitrate_bps,
         resident,
+        open_ended: false,
     }
 }
 

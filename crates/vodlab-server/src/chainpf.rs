@@ -10,6 +10,9 @@
 //!   survival distance at P = 0.45), capped at a maximum; First-Grow-SR
 //!   scales the maximum by √(b / ref).
 //!
+//! Chains of open-ended requests are told by [`RequestInfo::open_ended`]
+//! (the request's `Range: bytes=A-`).
+//!
 //! A chain here is what the controller sees of one session and one file:
 //! a request continues the chain when it starts inside what was requested
 //! or prefetched so far; anything else starts a new chain.
@@ -41,13 +44,6 @@ fn scale(bitrate: Option<u64>, reference: u64, exponent: f64) -> f64 {
         Some(b) if b > 0 && reference > 0 => (b as f64 / reference as f64).powf(exponent),
         _ => 1.0,
     }
-}
-
-/// Whether a request reads to the end of the file from its offset, as an
-/// open-ended `bytes=A-` request resolves (a chunk request ending exactly at
-/// the end of the file looks the same).
-pub fn reads_to_end(req: &RequestInfo<'_>) -> bool {
-    req.offset + req.length >= req.file_size
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -95,7 +91,7 @@ impl FirstGrow {
     pub fn first_size(req: &RequestInfo<'_>) -> u64 {
         if req.offset > 0 {
             FIRST_LATER
-        } else if reads_to_end(req) {
+        } else if req.open_ended {
             FIRST_OPEN_AT_ZERO
         } else {
             FIRST_CHUNK_AT_ZERO
@@ -193,6 +189,8 @@ mod tests {
             file_size: size,
             bitrate_bps: br,
             resident: false,
+            // the tests' open-ended requests ask for the rest of the file
+            open_ended: offset + length >= size,
         }
     }
 

@@ -44,6 +44,9 @@ pub struct RequestInfo<'a> {
     pub bitrate_bps: Option<u64>,
     /// Whether the whole range was in the page cache when probed.
     pub resident: bool,
+    /// The request was open-ended (`Range: bytes=A-`): the client reads
+    /// until it closes (thesis ch. 5's open-ended form).
+    pub open_ended: bool,
 }
 
 /// What to do before sending a range.

@@ -18,6 +18,7 @@ fn info(offset: u64, length: u64, file_size: u64, resident: bool) -> RequestInfo
         file_size,
         bitrate_bps: None,
         resident,
+        open_ended: false,
     }
 }
 
@@ -152,6 +153,7 @@ fn serve_range(
         file_size: 100 << 20,
         bitrate_bps: Some(3_000_000),
         resident,
+        open_ended: false,
     };
     let b = core.before_send(now, &req, session, Some("/t1"), overlap);
     let mut end = now;

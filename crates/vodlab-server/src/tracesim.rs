@@ -184,38 +184,27 @@ impl TraceSim {
         while pos < end {
             let t = c.start_s + dur * (pos - c.offset) as f64 / c.bytes as f64;
             let first = pos == c.offset;
-            // what the server would see: the chain's open-ended first
-            // request reads to the end of the file; later misses are chunks
-            let length = if first && c.open_ended {
-                c.file_size.saturating_sub(pos).max(1)
-            } else {
-                1
-            };
+            // what the server would see: a miss at `pos`; the chain's first
+            // request keeps its form (open-ended or chunk). The length is
+            // nominal (1 byte): the policy's size is what is read
             let req = RequestInfo {
                 session: &self.session,
                 file: c.file,
                 offset: pos,
-                length,
+                length: 1,
                 file_size: c.file_size.max(end),
                 bitrate_bps: c.bitrate_bps,
                 resident: false,
+                open_ended: first && c.open_ended,
             };
             let decision = self
                 .controller
                 .on_request(self.at(t), &req, &mut state, None);
-            // an open-ended request's whole-file length would make Fixed
-            // read the rest of the file: the prefetch is the policy's size
-            // for the chunk the client reads next
             let (off, n) = match clip(decision, c.file_size.max(end)) {
                 Some((o, n)) if o == pos => (o, n),
                 // a controller that prefetches nothing: the chain is read
                 // in one device read per request; count one read to the end
                 _ => (pos, end - pos),
-            };
-            let n = if first && c.open_ended && n >= c.file_size.saturating_sub(pos) {
-                n.min(end - pos).max(1)
-            } else {
-                n
             };
             state.account(c.file, off, n.min(end - off));
             self.result.prefetches += 1;
