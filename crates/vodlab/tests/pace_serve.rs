@@ -23,6 +23,15 @@ const SIZE: usize = 2_000_000;
 /// One chunk of the chunk rule at RATE (r × 5 ms) plus 30 ms of scheduling.
 const SLACK: f64 = 5_000.0 + RATE * 0.030;
 
+/// The tests measure delivery against the clock within ±30 ms: they run one
+/// at a time, so another test's server and client do not take the cores
+/// (seven at once on two cores put one 40 ms behind in a CI run).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn root() -> tempfile::TempDir {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let body: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
@@ -124,6 +133,7 @@ fn assert_tracks(c: &Curve, start: f64, from: f64) {
 
 #[test]
 fn user_pacing_follows_r_t_without_burst() {
+    let _serial = serial();
     let d = root();
     let s = Running::start(d.path(), paced(PaceMode::User, 0.0));
     let c = get(s.addr, "/v.mp4", "");
@@ -143,6 +153,7 @@ fn user_pacing_follows_r_t_without_burst() {
 
 #[test]
 fn user_pacing_bursts_the_first_seconds_then_paces() {
+    let _serial = serial();
     let d = root();
     let s = Running::start(d.path(), paced(PaceMode::User, 0.5));
     let c = get(s.addr, "/v.mp4", "");
@@ -174,6 +185,7 @@ fn user_pacing_bursts_the_first_seconds_then_paces() {
 /// the first 800 KB.
 #[test]
 fn kernel_pacing_paces_at_r_after_the_unpaced_initial_window() {
+    let _serial = serial();
     let d = root();
     let s = Running::start(d.path(), paced(PaceMode::Kernel, 0.0));
     let c = get(s.addr, "/v.mp4", "");
@@ -196,6 +208,7 @@ fn kernel_pacing_paces_at_r_after_the_unpaced_initial_window() {
 
 #[test]
 fn cmcd_bit_rate_overrides_the_default() {
+    let _serial = serial();
     let d = root();
     let s = Running::start(d.path(), paced(PaceMode::User, 0.0));
     // 1 MB at the CMCD's 16 Mbit/s (2 MB/s): 0.5 s; the default would be 1 s
@@ -220,6 +233,7 @@ fn cmcd_bit_rate_overrides_the_default() {
 
 #[test]
 fn a_catalog_rates_a_prefix_and_unrated_responses_go_unpaced() {
+    let _serial = serial();
     let d = root();
     let cat = d.path().join("rates.toml");
     // 16 Mbit/s under /t1/: 1 MB in 0.5 s
@@ -246,6 +260,7 @@ fn a_catalog_rates_a_prefix_and_unrated_responses_go_unpaced() {
 
 #[test]
 fn without_pace_nothing_is_paced() {
+    let _serial = serial();
     let d = root();
     let s = Running::start(d.path(), |c| c.default_bitrate_kbps = Some(8000.0));
     let c = get(s.addr, "/v.mp4", "CMCD-Object: br=800\r\n");
@@ -258,6 +273,7 @@ fn without_pace_nothing_is_paced() {
 
 #[test]
 fn a_client_that_stops_reading_does_not_delay_another() {
+    let _serial = serial();
     let d = root();
     let s = Running::start(d.path(), paced(PaceMode::User, 0.0));
     // a 16 MiB response whose client never reads: its socket fills, its
