@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{free_port, require, results, vodlab_ok};
 
@@ -103,20 +103,18 @@ impl Drop for Peer {
 }
 
 fn wait_listening(child: &mut Child, ports: &[u16], what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(st)) = child.try_wait() {
-            panic!("{what} exited at start: {st}");
-        }
-        if ports
-            .iter()
-            .all(|p| TcpStream::connect(("127.0.0.1", *p)).is_ok())
-        {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{what} did not listen on {ports:?}");
+    common::wait_until(
+        &format!("{what} listening on {ports:?}"),
+        Duration::from_secs(10),
+        || {
+            if let Ok(Some(st)) = child.try_wait() {
+                panic!("{what} exited at start: {st}");
+            }
+            ports
+                .iter()
+                .all(|p| TcpStream::connect(("127.0.0.1", *p)).is_ok())
+        },
+    );
 }
 
 /// Ports of the nginx test server.
