@@ -62,6 +62,10 @@ pub struct RunConfig {
     /// Send CMCD (CTA-5004) headers with requests whose session knows its
     /// bit rate, as dash.js and hls.js can (`--no-cmcd` turns it off).
     pub cmcd: bool,
+    /// Run only the sessions of this client class (`--only-class`), e.g.
+    /// on a lab host whose kernel shapes that class's link; the others are
+    /// skipped, keeping their places in the schedule.
+    pub only_class: Option<String>,
 }
 
 impl RunConfig {
@@ -90,6 +94,7 @@ impl RunConfig {
             transport: crate::transport::TransportConfig::default(),
             player: None,
             cmcd: true,
+            only_class: None,
         }
     }
 }

@@ -163,7 +163,8 @@ pub async fn run_parts(
             }
         })
         .collect();
-    let owned = |k: usize, i: usize| cfg.shard.is_none_or(|s| s.owns(k, i, shards));
+    // the shard's sessions, of the one class when --only-class is given
+    let owned = |k: usize, i: usize| runs_session(&cfg, &work, k, i);
     // the sessions this process starts (all of them unless it runs a shard)
     let mine: Vec<usize> = limits
         .iter()
@@ -196,7 +197,9 @@ pub async fn run_parts(
             let mut sessions = JoinSet::new();
             let offsets = arrivals.offsets(ctx.cfg.seed.wrapping_add(k as u64 * 0x9e37_79b9));
             for (i, off) in offsets.take(limit).enumerate() {
-                if shard.is_some_and(|s| !s.owns(k, i, shards)) {
+                if (shard.is_some() || ctx.cfg.only_class.is_some())
+                    && !runs_session(&ctx.cfg, &ctx.work, k, i)
+                {
                     continue;
                 }
                 let at = ctx.t0 + off;
@@ -369,6 +372,20 @@ async fn monitor(
     }
 }
 
+/// True when this process runs session `i` of script shard `k`: its
+/// `--shard` owns it and, with `--only-class`, it is of that class.
+fn runs_session(cfg: &RunConfig, work: &LoadedWorkload, k: usize, i: usize) -> bool {
+    let shards = work.shards.len();
+    cfg.shard.is_none_or(|s| s.owns(k, i, shards))
+        && cfg.only_class.as_ref().is_none_or(|c| {
+            work.shards[k]
+                .sessions
+                .get(i)
+                .and_then(|s| s.header.class.as_ref())
+                == Some(c)
+        })
+}
+
 /// Scales a schedule so `shards` independent copies add up to it.
 fn per_shard(a: &Arrivals, shards: usize) -> Arrivals {
     let k = shards.max(1) as f64;
@@ -403,4 +420,50 @@ pub fn cpu_seconds_of(pid: Option<u32>) -> f64 {
     // SAFETY: sysconf has no preconditions
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     (ticks(11) + ticks(12)) / hz
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::Shard;
+    use vodlab_workload::script::Session;
+
+    fn session(class: &str) -> Session {
+        let mut s = Session::default();
+        s.header.class = Some(class.to_string());
+        s
+    }
+
+    #[test]
+    fn only_class_keeps_that_class_within_the_shard() {
+        let classes = ["a", "b", "a", "c", "a", "b"];
+        let work = LoadedWorkload {
+            shards: vec![Shard {
+                file: "s0".into(),
+                sessions: classes.iter().map(|c| session(c)).collect(),
+            }],
+            ..Default::default()
+        };
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let mut cfg = RunConfig::new(
+            addr,
+            "h".into(),
+            "t".into(),
+            Arrivals::Constant { rate: 1.0 },
+        );
+        let picked = |cfg: &RunConfig| -> Vec<usize> {
+            (0..classes.len())
+                .filter(|&i| runs_session(cfg, &work, 0, i))
+                .collect()
+        };
+        assert_eq!(picked(&cfg).len(), 6);
+        cfg.only_class = Some("a".into());
+        assert_eq!(picked(&cfg), vec![0, 2, 4]);
+        // with --shard 1/2: the odd numbers, then the class
+        cfg.shard = Some(crate::shard::ShardSpec::parse("1/2").unwrap());
+        cfg.only_class = Some("b".into());
+        assert_eq!(picked(&cfg), vec![1, 5]);
+        cfg.only_class = Some("none".into());
+        assert!(picked(&cfg).is_empty());
+    }
 }

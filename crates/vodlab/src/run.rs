@@ -120,6 +120,12 @@ pub struct RunArgs {
     /// the past is refused. Default: at once.
     #[arg(long, value_name = "RFC3339|UNIX_SECONDS")]
     pub start_at: Option<String>,
+    /// Run only the sessions of this client class of the workload (e.g.
+    /// 3.5mbit); the others keep their places in the schedule but are not
+    /// started. For a lab host whose kernel shapes one class's link
+    /// (`vodlab lab run --flow-down`, docs/lab.md); combines with --shard.
+    #[arg(long, value_name = "CLASS")]
+    pub only_class: Option<String>,
     /// Exit with status 1 when the results are invalid or incomplete.
     #[arg(long)]
     pub strict: bool,
@@ -476,6 +482,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     cfg.transport = transport;
     cfg.interval_s = a.interval;
     cfg.shaping = !a.no_shaping;
+    if let Some(c) = &a.only_class {
+        anyhow::ensure!(
+            work.classes.contains_key(c),
+            "--only-class {c:?}: the workload's classes are {:?}",
+            work.classes.keys().collect::<Vec<_>>()
+        );
+    }
+    cfg.only_class = a.only_class.clone();
     cfg.pacing = !a.no_pacing;
     cfg.cmcd = !a.no_cmcd;
     cfg.max_sessions = a.sessions;
