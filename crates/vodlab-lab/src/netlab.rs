@@ -27,6 +27,9 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
+#[path = "netlab_flow.rs"]
+pub mod flow;
+
 /// Most client namespaces one lab makes.
 pub const MAX_CLIENTS: usize = 200;
 /// The server's address inside the lab.
@@ -160,6 +163,13 @@ pub struct LabSpec {
     /// MTU of every link (default 1500, an Ethernet's; loopback's 64 KiB
     /// would hide per-packet costs).
     pub mtu: u32,
+    /// Each TCP connection's downstream on client host I, shaped on its own
+    /// ([`flow`]): one rate for every host, or one per host (host I gets
+    /// entry I). Empty: none. Excludes `client_down`.
+    pub flow_down: Vec<Rate>,
+    /// Each TCP connection's upstream on client host I, as `flow_down`.
+    /// Excludes `client_up`.
+    pub flow_up: Vec<Rate>,
 }
 
 impl LabSpec {
@@ -172,6 +182,8 @@ impl LabSpec {
             client_down: None,
             client_up: None,
             mtu: 1500,
+            flow_down: Vec::new(),
+            flow_up: Vec::new(),
         }
     }
 
@@ -198,7 +210,31 @@ impl LabSpec {
         if !(576..=65_535).contains(&self.mtu) {
             return bad("mtu", "must be 576 to 65535");
         }
+        for (key, rates, whole) in [
+            ("flow_down", &self.flow_down, self.client_down.is_some()),
+            ("flow_up", &self.flow_up, self.client_up.is_some()),
+        ] {
+            if rates.len() > 1 && rates.len() != self.clients {
+                return bad(key, "give one rate, or one per client host");
+            }
+            if whole && !rates.is_empty() {
+                return bad(
+                    key,
+                    "shapes the same link as --client-down/--client-up: give one of them",
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// Client host `i`'s per-connection downstream rate, if any.
+    pub fn flow_down_of(&self, i: usize) -> Option<Rate> {
+        pick(&self.flow_down, i)
+    }
+
+    /// Client host `i`'s per-connection upstream rate, if any.
+    pub fn flow_up_of(&self, i: usize) -> Option<Rate> {
+        pick(&self.flow_up, i)
     }
 
     /// The hub namespace (holds the bridge).
@@ -226,6 +262,14 @@ impl LabSpec {
         let mut v = vec![self.hub(), self.server_ns()];
         v.extend((0..self.clients).map(|i| self.client_ns(i)));
         v
+    }
+}
+
+fn pick(rates: &[Rate], i: usize) -> Option<Rate> {
+    match rates {
+        [] => None,
+        [r] => Some(*r),
+        v => v.get(i).copied(),
     }
 }
 
@@ -285,12 +329,32 @@ pub fn plan_up(spec: &LabSpec) -> Result<Vec<Cmd>, LabError> {
     if let Some(r) = spec.server_egress {
         v.extend(shape(&spec.server_ns(), "eth0", r));
     }
+    if !spec.flow_down.is_empty() {
+        v.push(flow::no_gso(&spec.server_ns()));
+    }
     for i in 0..spec.clients {
+        let ns = spec.client_ns(i);
         if let Some(r) = spec.client_down {
             v.extend(shape(&hub, &format!("c{i}"), r));
         }
         if let Some(r) = spec.client_up {
-            v.extend(shape(&spec.client_ns(i), "eth0", r));
+            v.extend(shape(&ns, "eth0", r));
+        }
+        let (down, up) = (spec.flow_down_of(i), spec.flow_up_of(i));
+        if down.is_some() || up.is_some() {
+            v.extend(flow::port_range(&ns));
+        }
+        if let Some(r) = down {
+            v.extend(flow::per_flow(
+                &hub,
+                &format!("c{i}"),
+                r,
+                flow::Direction::Down,
+            ));
+        }
+        if let Some(r) = up {
+            v.push(flow::no_gso(&ns));
+            v.extend(flow::per_flow(&ns, "eth0", r, flow::Direction::Up));
         }
     }
     Ok(v)
@@ -306,14 +370,33 @@ fn alive(pid: u32) -> bool {
 }
 
 fn run(c: &Cmd) -> Result<String, LabError> {
+    run_with_input(c, None)
+}
+
+/// Runs `c`, writing `input` (if any) to its standard input.
+fn run_with_input(c: &Cmd, input: Option<&str>) -> Result<String, LabError> {
+    use std::io::Write;
+    use std::process::Stdio;
     let line = c.join(" ");
-    let out = Command::new(&c[0])
+    let spawn_err = |source| LabError::Spawn {
+        cmd: line.clone(),
+        source,
+    };
+    let mut child = Command::new(&c[0])
         .args(&c[1..])
-        .output()
-        .map_err(|source| LabError::Spawn {
-            cmd: line.clone(),
-            source,
-        })?;
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(spawn_err)?;
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin.write_all(text.as_bytes()).map_err(spawn_err)?;
+    }
+    let out = child.wait_with_output().map_err(spawn_err)?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
@@ -378,8 +461,9 @@ impl Lab {
             path: owner,
             source,
         })?;
-        for c in &plan {
-            run(c)?; // on error `lab` drops and removes what exists
+        for (c, input) in flow::batches(&plan) {
+            // on error `lab` drops and removes what exists
+            run_with_input(&c, input.as_deref())?;
         }
         Ok(lab)
     }
@@ -538,5 +622,51 @@ mod tests {
         s.client_up = Some(Rate(1_000_000));
         let n = plan_up(&s).unwrap().iter().filter(|c| c[0] == "tc").count();
         assert_eq!(n, 2 + 2 * 2 * 2);
+    }
+
+    #[test]
+    fn per_flow_shaping_goes_to_each_host_at_its_rate() {
+        let mut s = LabSpec::new("f", 3);
+        s.flow_down = vec![Rate(10_000_000), Rate(3_500_000), Rate(1_000_000)];
+        let plan = plan_up(&s).unwrap();
+        let lines: Vec<String> = plan.iter().map(|c| c.join(" ")).collect();
+        for (i, r) in ["10mbit", "3500kbit", "1mbit"].iter().enumerate() {
+            let leaf = format!(
+                "tc -n vl-f-hub class add dev c{i} parent 1: classid 1:100 htb rate {r} ceil {r}"
+            );
+            assert!(lines.contains(&leaf), "{leaf}");
+            assert!(lines.contains(&format!(
+                "ip netns exec vl-f-c{i} sysctl -qw net.ipv4.ip_local_port_range=40960 41215"
+            )));
+        }
+        // the server sends one segment per packet; nothing shapes upstream
+        assert!(lines.contains(
+            &"ip -n vl-f-srv link set eth0 gso_max_size 1500 gso_max_segs 1".to_string()
+        ));
+        assert!(!lines.iter().any(|l| l.contains("tc -n vl-f-c")));
+        // batched: one tc process per run of one namespace's commands
+        let b = flow::batches(&plan);
+        assert!(b.len() < plan.len() / 10, "{} of {}", b.len(), plan.len());
+        // one rate for all hosts; a list of the wrong length, or with
+        // --client-down on the same link, is refused
+        s.flow_down = vec![Rate(1_000_000)];
+        assert_eq!(s.flow_down_of(2), Some(Rate(1_000_000)));
+        s.flow_down = vec![Rate(1_000_000); 2];
+        assert!(matches!(
+            s.validate(),
+            Err(LabError::Invalid {
+                key: "flow_down",
+                ..
+            })
+        ));
+        s.flow_down = vec![Rate(1_000_000)];
+        s.client_down = Some(Rate(1_000_000));
+        assert!(s.validate().is_err());
+        s.client_down = None;
+        s.flow_up = vec![Rate(1_000_000)];
+        let plan = plan_up(&s).unwrap();
+        assert!(plan.iter().any(|c| c
+            .join(" ")
+            .starts_with("tc -n vl-f-c2 qdisc add dev eth0 root")));
     }
 }

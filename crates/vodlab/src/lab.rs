@@ -32,6 +32,27 @@ pub struct ShapeArgs {
     /// MTU of every link.
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,
+    /// Shape each TCP connection to a client host on its own, at RATE (one
+    /// rate for every host, or a comma-separated rate per host): one access
+    /// link per viewer, as `vodlab run` emulates per session. The host's
+    /// ephemeral ports become 40960-41215, so at most 256 connections at
+    /// once per host. Clients see their rate in VODLAB_LAB_FLOW_DOWN.
+    #[arg(
+        long,
+        value_name = "RATE[,RATE...]",
+        value_delimiter = ',',
+        conflicts_with = "client_down"
+    )]
+    pub flow_down: Vec<Rate>,
+    /// Shape each TCP connection from a client host on its own, as
+    /// --flow-down (requests are small: this matters for uploads).
+    #[arg(
+        long,
+        value_name = "RATE[,RATE...]",
+        value_delimiter = ',',
+        conflicts_with = "client_up"
+    )]
+    pub flow_up: Vec<Rate>,
 }
 
 impl ShapeArgs {
@@ -43,6 +64,8 @@ impl ShapeArgs {
             client_down: self.client_down,
             client_up: self.client_up,
             mtu: self.mtu,
+            flow_down: self.flow_down.clone(),
+            flow_up: self.flow_up.clone(),
         }
     }
 }
@@ -52,8 +75,9 @@ impl ShapeArgs {
 pub enum LabCommand {
     /// Build a lab and leave it up (remove it with `vodlab lab down`).
     ///
-    /// Example:
+    /// Examples:
     ///   vodlab lab up --clients 4 --server-egress 1gbit
+    ///   vodlab lab up --clients 4 --flow-down 10mbit,3.5mbit,1mbit,10mbit
     #[command(verbatim_doc_comment)]
     Up(ShapeArgs),
     /// Remove a lab's namespaces (and with them its links and qdiscs).
@@ -82,7 +106,8 @@ pub enum LabCommand {
     /// it listens, run the client command in every client host at once,
     /// stop the server and remove the lab (also on Ctrl-C, SIGTERM or
     /// timeout). Commands run with `sh -c`; clients see VODLAB_LAB_SERVER
-    /// (the server's address) and VODLAB_LAB_CLIENT (their index). Exit
+    /// (the server's address), VODLAB_LAB_CLIENT (their index) and, with
+    /// --flow-down, VODLAB_LAB_FLOW_DOWN (their per-connection rate). Exit
     /// status: the first failing client's, else 0.
     ///
     /// Example:
@@ -249,10 +274,13 @@ fn run_lab(a: RunArgs) -> anyhow::Result<ExitCode> {
     );
     let mut clients = Vec::new();
     for i in 0..spec.clients {
-        let env = [
+        let mut env = vec![
             ("VODLAB_LAB_SERVER", SERVER_ADDR.to_string()),
             ("VODLAB_LAB_CLIENT", i.to_string()),
         ];
+        if let Some(r) = spec.flow_down_of(i) {
+            env.push(("VODLAB_LAB_FLOW_DOWN", r.to_string()));
+        }
         clients.push(Some(spawn_in(&spec.client_ns(i), &a.client, &env)?));
     }
     let mut first_failure: Option<i32> = None;
