@@ -11,6 +11,7 @@ pub mod compare;
 pub mod files;
 pub mod hwbox;
 pub mod netlab;
+pub mod procs;
 pub mod report;
 pub mod runner;
 pub mod search;

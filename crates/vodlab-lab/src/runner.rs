@@ -36,6 +36,13 @@ pub enum RunnerError {
     /// The runtime could not be built.
     #[error("starting the load runtime: {0}")]
     Runtime(std::io::Error),
+    /// A point setting is out of its bounds (the error names the key).
+    #[error("{0}")]
+    Settings(String),
+    /// A client process of a spread point could not be started, or none
+    /// left results (`--client-processes`).
+    #[error("client processes: {0}")]
+    ClientProcess(String),
     /// A directory or file could not be written.
     #[error("{}: {source}", path.display())]
     Io {
@@ -103,6 +110,34 @@ pub struct PointSettings {
     pub requests_csv: bool,
     /// Protocol, TLS and HTTP/2 settings of every run.
     pub transport: vodlab_client::transport::TransportConfig,
+    /// Client processes per point (`--client-processes`): 1 runs the load
+    /// in this process; N > 1 runs N `vodlab run --shard I/N` children of
+    /// [`Self::client_exe`] and merges their results (never more children
+    /// than the point has sessions).
+    pub client_processes: u32,
+    /// The `vodlab` executable the children run (needed when
+    /// `client_processes > 1`; the binary passes its own path).
+    pub client_exe: Option<PathBuf>,
+}
+
+impl PointSettings {
+    /// Checks the settings this module adds to the search flags'
+    /// (`client_processes`, `client_exe`).
+    pub fn validate(&self) -> Result<(), RunnerError> {
+        use crate::procs::MAX_CLIENT_PROCESSES;
+        if !(1..=MAX_CLIENT_PROCESSES).contains(&self.client_processes) {
+            return Err(RunnerError::Settings(format!(
+                "client_processes (--client-processes) must be from 1 to {MAX_CLIENT_PROCESSES}, got {}",
+                self.client_processes
+            )));
+        }
+        if self.client_processes > 1 && self.client_exe.is_none() {
+            return Err(RunnerError::Settings(
+                "client_processes > 1 needs client_exe, the vodlab executable the client processes run".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for PointSettings {
@@ -119,6 +154,8 @@ impl Default for PointSettings {
             late_threshold_ms: 10.0,
             requests_csv: false,
             transport: Default::default(),
+            client_processes: 1,
+            client_exe: None,
         }
     }
 }
@@ -178,10 +215,29 @@ pub struct Measured {
     pub results: Results,
 }
 
+/// One point's results, however it ran.
+struct Ran {
+    results: Results,
+    /// Sessions started.
+    started: u64,
+    /// Sessions ended (completed or failed).
+    ended: u64,
+    /// Body bytes of every completed request.
+    bytes: u64,
+    /// Stopped by Ctrl-C.
+    interrupted: bool,
+    /// Stopped because the server stopped answering.
+    unreachable: bool,
+}
+
 /// Runs one point after another against one target.
 pub struct PointRunner {
     rt: tokio::runtime::Runtime,
     work: Arc<LoadedWorkload>,
+    /// The workload as given (for the client processes).
+    workload: PathBuf,
+    /// How long before a spread point's start its children are started.
+    lead: Duration,
     base: RunConfig,
     settings: PointSettings,
     out: PathBuf,
@@ -200,6 +256,8 @@ impl PointRunner {
         out: &Path,
         interrupter: Interrupter,
     ) -> Result<Self, RunnerError> {
+        settings.validate()?;
+        let t_load = Instant::now();
         let mut work = LoadedWorkload::open(workload).map_err(|source| RunnerError::Workload {
             path: workload.to_path_buf(),
             source,
@@ -214,14 +272,10 @@ impl PointRunner {
         // one arrival process at the point's rate: with per-shard processes a
         // point's few sessions would all start at once (each shard's first
         // session starts at t = 0)
-        if work.shards.len() > 1 {
-            let mut shards = std::mem::take(&mut work.shards).into_iter();
-            let mut one = shards.next().expect("more than one shard");
-            for s in shards {
-                one.sessions.extend(s.sessions);
-            }
-            work.shards = vec![one];
-        }
+        crate::procs::one_arrival_process(&mut work);
+        // children load the workload too, side by side: start them well
+        // before the point's start time
+        let lead = Duration::from_secs_f64((1.0 + 4.0 * t_load.elapsed().as_secs_f64()).min(30.0));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -246,6 +300,8 @@ impl PointRunner {
         Ok(Self {
             rt,
             work: Arc::new(work),
+            workload: std::path::absolute(workload).unwrap_or_else(|_| workload.to_path_buf()),
+            lead,
             base,
             settings,
             out: out.to_path_buf(),
@@ -290,52 +346,50 @@ impl PointRunner {
         }
         self.runs += 1;
         let n = self.sessions_at(rate);
-        let mut cfg = self.base.clone();
-        cfg.arrivals = Arrivals::Poisson { rate };
-        cfg.seed = self.settings.seed + u64::from(repeat);
-        cfg.max_sessions = Some(n);
-        cfg.max_duration = Some(Duration::from_secs_f64(
-            n as f64 / rate + self.settings.drain_s,
-        ));
+        let seed = self.settings.seed + u64::from(repeat);
+        let duration = Duration::from_secs_f64(n as f64 / rate + self.settings.drain_s);
         let rel = format!("points/{:02}-rate-{rate:.4}-run-{}", self.runs, repeat + 1);
         let dir = self.out.join(&rel);
         std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Io {
             path: dir.clone(),
             source,
         })?;
-        if self.settings.requests_csv {
-            cfg.requests_csv = Some(dir.join("requests.csv"));
-        }
         let live = Arc::new(Live::default());
+        live.total.store(n as u64, Ordering::Relaxed);
         obs.started(&live, n as u64);
         let stats_before = self
             .vodlab_stats
-            .then(|| fetch_vodlab_stats(cfg.addr))
+            .then(|| fetch_vodlab_stats(self.base.addr))
             .flatten();
         let t = Instant::now();
-        let cancel = self.interrupter.tx.subscribe();
-        let results = self.rt.block_on(vodlab_client::run(
-            self.work.clone(),
-            cfg,
-            live.clone(),
-            cancel,
-        ));
+        let processes = crate::procs::processes_for(&self.settings, n);
+        let ran = if processes > 1 {
+            self.run_spread(rate, seed, n, duration, processes, &dir, &live)
+        } else {
+            self.run_here(rate, seed, n, duration, &dir, &live)
+        };
         let wall = t.elapsed().as_secs_f64();
         live.done.store(true, Ordering::Relaxed);
         obs.finished();
-        let results = results.map_err(RunnerError::Client)?;
+        let Ran {
+            results,
+            started,
+            ended,
+            bytes,
+            interrupted,
+            unreachable,
+        } = ran?;
         write_results(&dir, &results)?;
-        if results.stopped_by == StopReason::Interrupted {
+        if interrupted {
             return Err(RunnerError::InterruptedRun(dir));
         }
-        if results.stopped_by == StopReason::ServerUnreachable {
+        if unreachable {
             return Err(RunnerError::ServerUnreachable {
                 target: self.base.target.clone(),
                 dir,
             });
         }
-        let ended = live.completed.load(Ordering::Relaxed) + live.failed.load(Ordering::Relaxed);
-        let unfinished = live.started.load(Ordering::Relaxed).saturating_sub(ended);
+        let unfinished = started.saturating_sub(ended);
         let stats_after = stats_before
             .is_some()
             .then(|| fetch_vodlab_stats(self.base.addr))
@@ -356,7 +410,7 @@ impl PointRunner {
             extra: RunExtra {
                 sessions: Some(n as u64),
                 wall_s: Some(wall),
-                delivered_bytes: Some(live.bytes.load(Ordering::Relaxed)),
+                delivered_bytes: Some(bytes),
                 response_p99_ms: Some(results.response_time_ms.p99),
                 results: Some(rel),
                 server_stats_before,
@@ -365,6 +419,116 @@ impl PointRunner {
             },
         };
         Ok(Measured { outcome, results })
+    }
+
+    /// A point in this process: one `vodlab_client::run`.
+    fn run_here(
+        &self,
+        rate: f64,
+        seed: u64,
+        n: usize,
+        duration: Duration,
+        dir: &Path,
+        live: &Arc<Live>,
+    ) -> Result<Ran, RunnerError> {
+        let mut cfg = self.base.clone();
+        cfg.arrivals = Arrivals::Poisson { rate };
+        cfg.seed = seed;
+        cfg.max_sessions = Some(n);
+        cfg.max_duration = Some(duration);
+        if self.settings.requests_csv {
+            cfg.requests_csv = Some(dir.join("requests.csv"));
+        }
+        let cancel = self.interrupter.tx.subscribe();
+        let results = self
+            .rt
+            .block_on(vodlab_client::run(
+                self.work.clone(),
+                cfg,
+                live.clone(),
+                cancel,
+            ))
+            .map_err(RunnerError::Client)?;
+        let ended = live.completed.load(Ordering::Relaxed) + live.failed.load(Ordering::Relaxed);
+        Ok(Ran {
+            interrupted: results.stopped_by == StopReason::Interrupted,
+            unreachable: results.stopped_by == StopReason::ServerUnreachable,
+            started: live.started.load(Ordering::Relaxed),
+            ended,
+            bytes: live.bytes.load(Ordering::Relaxed),
+            results,
+        })
+    }
+
+    /// A point spread over `processes` children (`vodlab run --shard I/N`
+    /// into `dir/shard-I`), merged.
+    #[allow(clippy::too_many_arguments)]
+    fn run_spread(
+        &self,
+        rate: f64,
+        seed: u64,
+        n: usize,
+        duration: Duration,
+        processes: u32,
+        dir: &Path,
+        live: &Arc<Live>,
+    ) -> Result<Ran, RunnerError> {
+        use crate::procs::{child_args, run_children, ChildPoint, Children};
+        let exe = self
+            .settings
+            .client_exe
+            .as_deref()
+            .ok_or_else(|| RunnerError::Settings("client_exe is not set".into()))?;
+        let start_at_unix_s = unix_now() + self.lead.as_secs_f64();
+        let remote = !self.base.addr.ip().is_loopback();
+        let args = (0..processes)
+            .map(|index| {
+                let shard = vodlab_client::ShardSpec {
+                    index,
+                    count: processes,
+                };
+                let out = dir.join(format!("shard-{index}"));
+                let a = child_args(
+                    &self.settings,
+                    &ChildPoint {
+                        workload: &self.workload,
+                        target: &self.base.target,
+                        remote,
+                        rate,
+                        seed,
+                        sessions: n,
+                        duration_s: duration.as_secs_f64(),
+                        shard,
+                        start_at_unix_s,
+                        out: &out,
+                    },
+                );
+                (shard, a, out)
+            })
+            .collect();
+        let margin = Duration::from_secs_f64(
+            (duration.as_secs_f64() * 0.1).max(crate::procs::HANG_MARGIN_S),
+        );
+        let spread = run_children(Children {
+            exe,
+            args,
+            hang_after: self.lead + duration + margin,
+            interrupter: &self.interrupter,
+            live,
+        })?;
+        let unreachable = spread.results.merge.as_ref().is_some_and(|m| {
+            m.starts
+                .iter()
+                .any(|s| s.stopped_by == StopReason::ServerUnreachable)
+        });
+        Ok(Ran {
+            interrupted: self.interrupter.is_interrupted(),
+            unreachable,
+            started: spread.started,
+            ended: spread.ended,
+            bytes: spread.bytes,
+            results: spread.results,
+        })
     }
 
     /// Runs a whole search: `before_each` runs before every run (cooling,

@@ -89,6 +89,16 @@ pub struct SearchArgs {
     /// is INVALID, and an INVALID point ends the search (docs/experiments.md).
     #[arg(long, default_value_t = 10.0, value_name = "MS")]
     pub late_threshold_ms: f64,
+    /// Spread each point over N local client processes, so the client is
+    /// not the bottleneck on a machine with more cores: each point runs as
+    /// N `vodlab run --shard I/N --start-at T` processes (the same sessions
+    /// at the same offsets as one process) writing points/NN-.../shard-I,
+    /// merged exactly into the point's results.json. A point never gets
+    /// more processes than sessions. 1: the load runs in this process.
+    /// E.g. `--client-processes 4` on an 8-core client (docs/scale-out.md,
+    /// "Spreading a point over processes").
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub client_processes: u32,
     /// No live progress of each run.
     #[arg(short, long)]
     pub quiet: bool,
@@ -105,6 +115,8 @@ pub mod bounds {
     pub const PRECISION: (f64, f64) = (0.001, 0.9);
     /// Most `--repeats`.
     pub const MAX_REPEATS: u64 = 100;
+    /// Most `--client-processes`.
+    pub use vodlab_lab::procs::MAX_CLIENT_PROCESSES;
     /// Most `--max-points`.
     pub const MAX_POINTS: u64 = 1_000;
     /// Bounds of `--window`, seconds (a day at most).
@@ -156,6 +168,12 @@ impl SearchArgs {
         within("--drain", self.drain, 0.0, MAX_DRAIN_S)?;
         within("--pause", self.pause, 0.0, MAX_PAUSE_S)?;
         within("--check-bytes", self.check_bytes, 0.0, 1.0)?;
+        within_int(
+            "--client-processes",
+            self.client_processes.into(),
+            1,
+            MAX_CLIENT_PROCESSES.into(),
+        )?;
         within(
             "--late-threshold-ms",
             self.late_threshold_ms,
@@ -213,6 +231,8 @@ impl SearchArgs {
             late_threshold_ms: self.late_threshold_ms,
             requests_csv: self.requests_csv,
             transport: Default::default(),
+            client_processes: self.client_processes,
+            client_exe: None,
         }
     }
 }
@@ -303,6 +323,16 @@ pub fn runner(
     let t = resolve_target(target, allow_remote)?;
     let mut settings = args.settings();
     settings.transport = args.transport.config(target)?;
+    if settings.client_processes > 1 {
+        // the children are this very binary, `vodlab run --shard I/N`
+        settings.client_exe = Some(
+            std::env::current_exe().context("--client-processes: finding the vodlab executable")?,
+        );
+        eprintln!(
+            "vodlab: each point runs as up to {n} client processes (`vodlab run --shard I/{n}`), their results merged",
+            n = settings.client_processes
+        );
+    }
     crate::run::raise_nofile();
     Ok(PointRunner::new(workload, t, settings, out, interrupter())?)
 }

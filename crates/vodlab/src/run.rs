@@ -114,6 +114,12 @@ pub struct RunArgs {
     /// --seed and workload.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Replay the workload's script shards as one script with one arrival
+    /// process at --rate (their sessions in shard order), as a point of
+    /// `vodlab capacity` does, instead of one schedule per script shard at
+    /// rate / S. `capacity --client-processes N` gives it to its children.
+    #[arg(long)]
+    pub one_arrival_process: bool,
     /// Start at this wall-clock time (RFC 3339 in UTC, e.g.
     /// 2025-01-31T12:00:00Z, or Unix seconds): offset 0 of every schedule,
     /// shared by the processes of a split run. A time more than a second in
@@ -464,6 +470,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(n) = a.ramp_down {
         work.ramp_down = n;
+    }
+    if a.one_arrival_process {
+        vodlab_lab::procs::one_arrival_process(&mut work);
     }
     let nofile = raise_nofile();
     let rt = tokio::runtime::Builder::new_multi_thread()
