@@ -66,6 +66,9 @@ pub struct RunConfig {
     /// on a lab host whose kernel shapes that class's link; the others are
     /// skipped, keeping their places in the schedule.
     pub only_class: Option<String>,
+    /// Write `checkpoint.json` (the results so far) into this directory at
+    /// this period, so a process killed mid-run leaves what it measured.
+    pub checkpoint: Option<crate::engine::CheckpointConfig>,
 }
 
 impl RunConfig {
@@ -95,6 +98,7 @@ impl RunConfig {
             player: None,
             cmcd: true,
             only_class: None,
+            checkpoint: None,
         }
     }
 }

@@ -23,9 +23,11 @@ use crate::schedule::Arrivals;
 use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
 use crate::transport::{Connector, Opened};
 
+mod checkpoint;
 mod collect;
 mod player_session;
 mod session;
+pub use checkpoint::{Checkpoint, CheckpointConfig, CHECKPOINT_FILE};
 use collect::aggregate;
 use player_session::run_player_session;
 use session::run_session;
@@ -176,7 +178,18 @@ pub async fn run_parts(
 
     let (tx, rx) = mpsc::unbounded_channel::<Report>();
     let late_us = cfg.late_threshold.as_micros() as u64;
-    let aggregator = tokio::spawn(aggregate(rx, ctx.clone(), limits.clone(), csv, late_us));
+    let checkpointer = cfg
+        .checkpoint
+        .clone()
+        .map(|c| checkpoint::Checkpointer::new(c, t0, started_unix));
+    let aggregator = tokio::spawn(aggregate(
+        rx,
+        ctx.clone(),
+        limits.clone(),
+        csv,
+        late_us,
+        checkpointer,
+    ));
 
     // the monitor samples CPU and active sessions, and detects a dead server
     let (stop_tx, stop_rx) = watch::channel(None::<StopReason>);

@@ -40,7 +40,7 @@ pub mod viewer;
 
 pub use config::{Live, RunConfig};
 pub use driver::{LatePacing, SessionDriver};
-pub use engine::{run, run_parts};
+pub use engine::{run, run_parts, Checkpoint, CheckpointConfig, CHECKPOINT_FILE};
 pub use load::LoadedWorkload;
 pub use results::{Results, StopReason};
 pub use schedule::Arrivals;

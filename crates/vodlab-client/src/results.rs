@@ -24,6 +24,9 @@ pub enum StopReason {
     ServerUnreachable,
     /// A merged run lacks a shard's results (it died or never ran).
     ShardMissing,
+    /// A checkpoint written while the run was still going (the process
+    /// ended before its results; `vodlab merge` uses it for a dead shard).
+    Checkpoint,
 }
 
 /// Per-class (or overall) figures of measured sessions.

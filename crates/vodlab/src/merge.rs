@@ -15,7 +15,9 @@ use vodlab_client::{MetricsDump, Results};
 pub struct MergeArgs {
     /// Results directories of the shards (`vodlab run --shard I/N -o DIR`),
     /// each with results.json and metrics.json. A directory without them (a
-    /// shard that died) makes the merged run incomplete and is named.
+    /// shard that died) makes the merged run incomplete and is named; if it
+    /// holds a checkpoint.json (`run --checkpoint`), what the shard had
+    /// measured until then is merged.
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Where to write the merged results.json and summary.txt.
@@ -32,11 +34,26 @@ fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> anyhow::Result<T> {
 }
 
 /// Reads one shard's directory; `None` when it holds no results (a shard
-/// that died before writing them).
+/// that died before writing them or a checkpoint). A shard that died
+/// after a checkpoint (`vodlab run --checkpoint`) gives its last one: its
+/// `stopped_by` is `checkpoint`, which makes the merged run incomplete.
 fn read_part(dir: &Path) -> anyhow::Result<Option<Part>> {
     let (r, m) = (dir.join("results.json"), dir.join("metrics.json"));
     if !r.exists() && !m.exists() {
-        return Ok(None);
+        let c = dir.join(vodlab_client::CHECKPOINT_FILE);
+        if !c.exists() {
+            return Ok(None);
+        }
+        let c = vodlab_client::Checkpoint::read(&c).map_err(anyhow::Error::msg)?;
+        return Ok(Some(Part {
+            label: format!(
+                "{} (died; its checkpoint at {:.1} s)",
+                dir.display(),
+                c.results.duration_s
+            ),
+            results: c.results,
+            dump: c.metrics,
+        }));
     }
     anyhow::ensure!(
         m.exists(),

@@ -132,6 +132,12 @@ pub struct RunArgs {
     /// (`vodlab lab run --flow-down`, docs/lab.md); combines with --shard.
     #[arg(long, value_name = "CLASS")]
     pub only_class: Option<String>,
+    /// Write checkpoint.json (the results so far, exact for `vodlab merge`)
+    /// every this many seconds, so a process killed mid-run (SIGKILL, the
+    /// OOM killer, a lost pod) leaves what it measured; removed when the run
+    /// writes its results. 0: never. Default: 10 with --shard, else 0.
+    #[arg(long, value_name = "SECONDS")]
+    pub checkpoint: Option<f64>,
     /// Exit with status 1 when the results are invalid or incomplete.
     #[arg(long)]
     pub strict: bool,
@@ -540,6 +546,22 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.requests_csv {
         cfg.requests_csv = Some(out_dir.join("requests.csv"));
     }
+    let every = a
+        .checkpoint
+        .unwrap_or(if cfg.shard.is_some() { 10.0 } else { 0.0 });
+    anyhow::ensure!(
+        every.is_finite() && (every == 0.0 || (0.1..=86_400.0).contains(&every)),
+        "--checkpoint must be 0 (never) or between 0.1 and 86400 seconds, not {every}"
+    );
+    // a checkpoint of an earlier run in this directory is not this run's
+    let stale = out_dir.join(vodlab_client::CHECKPOINT_FILE);
+    if stale.exists() {
+        std::fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
+    }
+    cfg.checkpoint = (every > 0.0).then(|| vodlab_client::CheckpointConfig {
+        dir: out_dir.clone(),
+        every: Duration::from_secs_f64(every),
+    });
     cfg.player = a.player.config(&out_dir)?;
     let total = a
         .sessions
@@ -603,6 +625,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     write_results(&out_dir, &results)?;
     write_metrics(&out_dir, &dump)?;
+    // the results are written: the last checkpoint is superseded
+    let _ = std::fs::remove_file(out_dir.join(vodlab_client::CHECKPOINT_FILE));
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(results.table().as_bytes())?;
     writeln!(

@@ -262,6 +262,101 @@ fn a_killed_shard_and_a_stopped_one_make_the_merge_incomplete_and_are_named() {
     assert_eq!(u(&m["started_sessions"]), started);
 }
 
+/// A shard that checkpoints (`--checkpoint 1`) and is then SIGKILLed
+/// leaves checkpoint.json: the merge takes what it had measured, marks the
+/// run incomplete and names it; a shard that finishes removes its own.
+#[test]
+fn a_killed_shard_with_checkpoints_contributes_what_it_measured() {
+    common::raise_nofile();
+    let t = tempfile::tempdir().unwrap();
+    let (w, root) = workload(t.path(), 24);
+    let server = Running::start(&root, |_| {});
+    let target = server.url("");
+    let start_at = format!("{:.3}", unix_now() + 1.0);
+    let dirs: Vec<PathBuf> = (0..2).map(|i| t.path().join(format!("s{i}"))).collect();
+    // 12 sessions per shard at 2/s: each lasts about 6 s
+    let kids: Vec<Child> = (0..2)
+        .map(|i| {
+            run_cmd(
+                &w,
+                &target,
+                "2",
+                &dirs[i],
+                &[
+                    "--shard",
+                    &format!("{i}/2"),
+                    "--start-at",
+                    &start_at,
+                    "--checkpoint",
+                    "0.5",
+                ],
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let mut kids = kids.into_iter();
+    let (done, killed) = (kids.next().unwrap(), kids.next().unwrap());
+    // kill shard 1 once it has checkpointed a completed request (bounded)
+    let ckpt = dirs[1].join("checkpoint.json");
+    let measured = || {
+        std::fs::read(&ckpt)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| sum(&v["results"], "completed_requests") > 0)
+    };
+    common::wait_until(
+        "a checkpoint with a completed request",
+        Duration::from_secs(20),
+        measured,
+    );
+    // SAFETY: signalling a child this test started, by its PID
+    unsafe {
+        libc::kill(killed.id() as i32, libc::SIGKILL);
+    }
+    assert!(!killed.wait_with_output().unwrap().status.success());
+    wait_ok(done);
+    assert!(!dirs[1].join("results.json").exists());
+    assert!(
+        !dirs[0].join("checkpoint.json").exists(),
+        "a finished shard removes its checkpoint"
+    );
+    let c: serde_json::Value = serde_json::from_slice(&std::fs::read(&ckpt).unwrap()).unwrap();
+    assert_eq!(c["format"], "vodlab-checkpoint");
+    assert_eq!(c["results"]["stopped_by"], "checkpoint");
+    assert_schema(&c["results"]);
+    let dead_requests = sum(&c["results"], "completed_requests");
+    let dead_started = u(&c["results"]["started_sessions"]);
+
+    let merged = t.path().join("merged");
+    let o = vodlab(&[
+        "merge",
+        dirs[0].to_str().unwrap(),
+        dirs[1].to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = common::results(&merged);
+    assert_schema(&m);
+    assert_eq!(m["complete"], false);
+    assert_eq!(m["merge"]["merged"], serde_json::json!([0, 1]));
+    let reasons = m["merge"]["incomplete_reasons"].to_string();
+    assert!(
+        reasons.contains("shard 1/2") && reasons.contains("died; its checkpoint"),
+        "{reasons}"
+    );
+    let live = common::results(&dirs[0]);
+    assert_eq!(
+        sum(&m, "completed_requests"),
+        sum(&live, "completed_requests") + dead_requests
+    );
+    assert_eq!(
+        u(&m["started_sessions"]),
+        u(&live["started_sessions"]) + dead_started
+    );
+}
+
 #[test]
 fn shard_and_start_at_are_checked() {
     let t = tempfile::tempdir().unwrap();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use vodlab_workload::script::Session;
 
+use super::checkpoint::Checkpointer;
 use super::{Ctx, Report};
 use crate::metrics::{RequestSample, RunMetrics};
 
@@ -18,11 +19,30 @@ pub(super) async fn aggregate(
     limits: Vec<usize>,
     mut csv: Option<std::io::BufWriter<std::fs::File>>,
     late_us: u64,
+    mut checkpoint: Option<Checkpointer>,
 ) -> (RunMetrics, Option<std::io::Error>) {
     let mut m = RunMetrics::new(late_us);
     let mut csv_err = None;
     let mut line = String::new();
-    while let Some(r) = rx.recv().await {
+    loop {
+        let due = checkpoint.as_ref().map(Checkpointer::due);
+        let r = tokio::select! {
+            r = rx.recv() => match r {
+                Some(r) => r,
+                None => break,
+            },
+            _ = async {
+                match due {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(c) = checkpoint.as_mut() {
+                    c.write(&ctx, &m, std::time::Instant::now());
+                }
+                continue;
+            }
+        };
         match r {
             Report::Start { t_s, lateness_us } => m.record_start(t_s, lateness_us),
             Report::Requests {

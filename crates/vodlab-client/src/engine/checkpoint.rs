@@ -1,0 +1,156 @@
+//! Periodic checkpoints of a run: what it has measured so far, written
+//! every few seconds as one file (`checkpoint.json`: the results and the
+//! exact `metrics.json` state) replaced atomically. A process that is
+//! killed mid-run (SIGKILL, the OOM killer, a lost pod) cannot write its
+//! results; `vodlab merge` then takes its last checkpoint and marks the
+//! merged run incomplete, naming the shard (docs/scale-out.md).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::Ctx;
+use crate::metrics::RunMetrics;
+use crate::results::{self, Monitor, Results, RunInfo, StopReason};
+use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
+
+/// File name of a run's checkpoint inside its output directory.
+pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+
+/// Where and how often a run writes its checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointConfig {
+    /// The run's output directory (the file is [`CHECKPOINT_FILE`] in it).
+    pub dir: PathBuf,
+    /// Time between checkpoints.
+    pub every: Duration,
+}
+
+/// The content of `checkpoint.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// `"vodlab-checkpoint"`.
+    pub format: String,
+    /// Format version (1).
+    pub version: u32,
+    /// The run's results so far (`stopped_by` is `checkpoint`: it was
+    /// still running).
+    pub results: Results,
+    /// The exact state `vodlab merge` combines, as in `metrics.json`.
+    pub metrics: MetricsDump,
+}
+
+impl Checkpoint {
+    /// Reads a checkpoint file, checking its format.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let c: Checkpoint = serde_json::from_slice(&text)
+            .map_err(|e| format!("parsing {}: {e}", path.display()))?;
+        if c.format != "vodlab-checkpoint" || c.version != 1 {
+            return Err(format!(
+                "{}: not a vodlab-checkpoint version 1 file",
+                path.display()
+            ));
+        }
+        Ok(c)
+    }
+}
+
+/// Writes the checkpoints of one run (owned by the aggregator task).
+pub(super) struct Checkpointer {
+    cfg: CheckpointConfig,
+    origin_unix_s: f64,
+    next: Instant,
+    failed: bool,
+}
+
+impl Checkpointer {
+    pub(super) fn new(cfg: CheckpointConfig, t0: Instant, origin_unix_s: f64) -> Self {
+        let next = t0 + cfg.every;
+        Self {
+            cfg,
+            origin_unix_s,
+            next,
+            failed: false,
+        }
+    }
+
+    /// When the next checkpoint is due.
+    pub(super) fn due(&self) -> Instant {
+        self.next
+    }
+
+    /// Writes a checkpoint of `m` at `now` and schedules the next one. A
+    /// failed write is reported once on stderr and does not stop the run.
+    pub(super) fn write(&mut self, ctx: &Ctx, m: &RunMetrics, now: Instant) {
+        while self.next <= now {
+            self.next += self.cfg.every;
+        }
+        if let Err(e) = self.try_write(ctx, m, now) {
+            if !self.failed {
+                eprintln!("vodlab: could not write a checkpoint: {e}");
+            }
+            self.failed = true;
+        }
+    }
+
+    fn try_write(&self, ctx: &Ctx, m: &RunMetrics, now: Instant) -> Result<(), String> {
+        let cfg = &ctx.cfg;
+        let info = RunInfo {
+            target: cfg.target.clone(),
+            workload: ctx.work.name.clone(),
+            arrivals: cfg.arrivals.clone(),
+            seed: cfg.seed,
+            shaping: cfg.shaping,
+            pacing: cfg.pacing,
+            interval_s: cfg.interval_s,
+            late_threshold: cfg.late_threshold,
+            scheduled_sessions: ctx.live.total.load(Ordering::Relaxed),
+            started_sessions: ctx.live.started.load(Ordering::Relaxed),
+            started_unix: self.origin_unix_s,
+            duration_s: ctx.secs(now),
+            stopped_by: StopReason::Checkpoint,
+            playback_buffer_s: cfg.playback_buffer.as_secs_f64(),
+            pace_target: cfg.pace_target,
+        };
+        // the monitor's per-interval samples live in its own task; a
+        // checkpoint carries the measurements, not the CPU series
+        let mon = Monitor::default();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let dump = MetricsDump::new(
+            &DumpInfo {
+                shard: cfg.shard,
+                origin_unix_s: self.origin_unix_s,
+                actual_start_unix_s: self.origin_unix_s,
+            },
+            &info,
+            m,
+            &mon,
+            cpus,
+            results::peak_rss_mb(),
+        )
+        .map_err(|e| e.to_string())?;
+        let mut out = results::assemble(&info, m, &mon);
+        out.protocol = cfg.transport.protocol;
+        out.shard = cfg.shard.map(|s| ShardRecord {
+            index: s.index,
+            count: s.count,
+            rule: SPLIT_RULE.into(),
+            origin_unix_s: self.origin_unix_s,
+            actual_start_unix_s: self.origin_unix_s,
+        });
+        let c = Checkpoint {
+            format: "vodlab-checkpoint".into(),
+            version: 1,
+            results: out,
+            metrics: dump,
+        };
+        let text = serde_json::to_vec(&c).map_err(|e| e.to_string())?;
+        let path = self.cfg.dir.join(CHECKPOINT_FILE);
+        let tmp = self.cfg.dir.join(format!("{CHECKPOINT_FILE}.tmp"));
+        std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).map_err(|e| format!("renaming to {}: {e}", path.display()))
+    }
+}
