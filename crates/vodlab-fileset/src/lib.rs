@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod manifests;
+pub mod media;
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -80,6 +81,13 @@ pub enum FilesetError {
         path: PathBuf,
         /// What it is.
         kind: &'static str,
+    },
+    /// Real media (`--media real`) cannot be made: unsupported layout,
+    /// ffmpeg missing or failing, segments not as the catalog counts them.
+    #[error("real media: {reason}")]
+    RealMedia {
+        /// Why.
+        reason: String,
     },
     /// The manifest is malformed.
     #[error("{path}: {reason}")]
@@ -331,6 +339,8 @@ pub fn create(
         });
     }
     fs::create_dir_all(root).map_err(io_err(root))?;
+    // synthetic content replaces a real-media set of the same workload
+    let _ = fs::remove_file(root.join(media::MEDIA_FILE));
     write_manifest(root, &manifest)?;
     let t0 = Instant::now();
     let end = match opts.stop_after_files {
@@ -510,6 +520,9 @@ pub fn verify(
             other: m.workload,
             seed: m.seed,
         });
+    }
+    if media::is_real(root) {
+        return media::verify_real(root, catalog);
     }
     if let Some(k) = sample {
         list.shuffle(&mut ChaCha8Rng::seed_from_u64(sample_seed));

@@ -27,6 +27,8 @@ pub enum FilesetCommand {
         /// Print the files and space needed, write nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        media: MediaArgs,
     },
     /// Re-read the set (or a sample) and check every byte; exits 1 on damage.
     Verify {
@@ -61,6 +63,35 @@ pub enum FilesetCommand {
         #[arg(long)]
         warm_cache: bool,
     },
+}
+
+/// What the files hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MediaKind {
+    /// Verifiable synthetic bytes (every byte a function of seed, path, offset).
+    Synthetic,
+    /// A test pattern encoded by ffmpeg (H.264/AAC fMP4 a browser can play;
+    /// chunked one-file-per-segment layouts only; docs/fileset.md).
+    Real,
+}
+
+/// Options of `create --media real`.
+#[derive(Debug, Args)]
+pub struct MediaArgs {
+    /// Content of the files: `synthetic` (verifiable bytes) or `real`
+    /// (ffmpeg testsrc2 + sine encoded at the ladder's bit rates and picture
+    /// sizes, closed GOPs of one segment, fMP4).
+    #[arg(long, value_enum, default_value_t = MediaKind::Synthetic)]
+    pub media: MediaKind,
+    /// With --media real: frames per second (segment seconds x fps must be whole).
+    #[arg(long, default_value_t = 25)]
+    pub fps: u32,
+    /// With --media real: AAC audio bit rate in kbit/s; 0 = no audio rendition.
+    #[arg(long, default_value_t = 64)]
+    pub audio_kbps: u32,
+    /// With --media real: the ffmpeg binary.
+    #[arg(long, default_value = "ffmpeg")]
+    pub ffmpeg: PathBuf,
 }
 
 /// Workload and root.
@@ -112,7 +143,44 @@ fn gib(b: u64) -> f64 {
 
 pub fn run(cmd: FilesetCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        FilesetCommand::Create { set, dry_run } => {
+        FilesetCommand::Create {
+            set,
+            dry_run,
+            media,
+        } if media.media == MediaKind::Real => {
+            anyhow::ensure!(
+                !dry_run,
+                "--dry-run with --media real: the sizes are known only after encoding"
+            );
+            let (m, c) = load(&set.workload)?;
+            let opts = vodlab_fileset::media::RealMediaOptions {
+                ffmpeg: media.ffmpeg.clone(),
+                fps: media.fps,
+                audio_kbps: media.audio_kbps,
+                ..Default::default()
+            };
+            let rep = vodlab_fileset::media::create_real(
+                &set.root,
+                &m.name,
+                m.seed,
+                &c,
+                &opts,
+                &mut |_, _| {},
+            )?;
+            println!(
+                "{}: real media (ffmpeg testsrc2/sine, H.264{}, {} fps): {} files, {:.1} MiB in {:.1} s; {} streaming manifests; sizes recorded in {}",
+                set.root.display(),
+                if media.audio_kbps > 0 { " + AAC" } else { "" },
+                media.fps,
+                rep.files,
+                rep.bytes as f64 / 1048576.0,
+                rep.seconds,
+                rep.manifest_files,
+                vodlab_fileset::media::MEDIA_FILE
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        FilesetCommand::Create { set, dry_run, .. } => {
             let (m, c) = load(&set.workload)?;
             let opts = CreateOptions {
                 dry_run,
