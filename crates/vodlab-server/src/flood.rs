@@ -11,6 +11,18 @@
 //! WINDOW_UPDATE, small DATA frames (under [`SMALL_DATA`] bytes without
 //! END_STREAM) and RST_STREAM (rapid reset). The connection then ends
 //! with GOAWAY `ENHANCE_YOUR_CALM` (`crate::h2`).
+//!
+//! WINDOW_UPDATE frames are limited by what the client has received: a
+//! reader sends them as it consumes DATA, at most two per DATA frame (its
+//! stream's and the connection's), so the meter also follows the frames
+//! the server writes and each DATA frame sent earns the client two
+//! WINDOW_UPDATEs ([`EARNED_PER_DATA`]), each HEADERS frame it sends one
+//! (a window raised as a stream opens). Only the WINDOW_UPDATEs beyond
+//! those earned count against the per-second limit: a reader at any speed
+//! and window size is never cut, and one that sends WINDOW_UPDATEs for
+//! data it never got is cut after the limit (at 200,000/s the server read
+//! a fifth of a second of them per connection, and a reconnecting attacker
+//! took half the server's CPU: `docs/benchmarks.md`).
 
 use std::fmt;
 use std::io;
@@ -24,6 +36,12 @@ use tokio::sync::Notify;
 
 /// DATA payloads below this many bytes (without END_STREAM) count as small.
 pub const SMALL_DATA: u32 = 256;
+
+/// WINDOW_UPDATE frames a client earns per DATA frame the server sends.
+pub const EARNED_PER_DATA: u32 = 2;
+
+/// Most earned WINDOW_UPDATEs a client may hold unspent.
+pub const EARNED_CAP: u32 = 1 << 16;
 
 /// The client's connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -62,7 +80,8 @@ pub struct FloodLimits {
     pub settings: u32,
     /// PING frames without ACK.
     pub pings: u32,
-    /// WINDOW_UPDATE frames.
+    /// WINDOW_UPDATE frames beyond those earned by the DATA and HEADERS
+    /// frames exchanged (see the module's notes).
     pub window_updates: u32,
     /// Small DATA frames.
     pub small_data: u32,
@@ -80,19 +99,81 @@ struct Window {
     resets: u32,
 }
 
-/// Follows the client's frame headers through the byte stream and counts
-/// the frames of the limited kinds per one-second window.
+/// Follows frame headers through a byte stream (after an optional
+/// preface), skipping payloads.
 #[derive(Debug)]
-pub struct FrameMeter {
-    limits: FloodLimits,
+struct Follower {
     /// Preface bytes still to skip.
     preface: usize,
     head: [u8; 9],
     have: usize,
     /// Payload bytes of the current frame still to skip.
     skip: u64,
+}
+
+impl Follower {
+    fn new(preface: usize) -> Self {
+        Self {
+            preface,
+            head: [0; 9],
+            have: 0,
+            skip: 0,
+        }
+    }
+
+    /// Calls `each(type, flags, length)` for every frame header completed
+    /// by `data`, stopping at its first error.
+    fn feed<E>(
+        &mut self,
+        mut data: &[u8],
+        mut each: impl FnMut(u8, u8, u32) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let skip = self.preface.min(data.len());
+        self.preface -= skip;
+        data = &data[skip..];
+        while !data.is_empty() {
+            if self.skip > 0 {
+                let k = (self.skip.min(data.len() as u64)) as usize;
+                self.skip -= k as u64;
+                data = &data[k..];
+                continue;
+            }
+            let h: [u8; 9] = if self.have == 0 && data.len() >= 9 {
+                // the usual case: a whole header in this read, no copy
+                let h = data[..9].try_into().expect("9 bytes");
+                data = &data[9..];
+                h
+            } else {
+                let k = (9 - self.have).min(data.len());
+                self.head[self.have..self.have + k].copy_from_slice(&data[..k]);
+                self.have += k;
+                data = &data[k..];
+                if self.have < 9 {
+                    return Ok(());
+                }
+                self.have = 0;
+                self.head
+            };
+            let len = u32::from_be_bytes([0, h[0], h[1], h[2]]);
+            self.skip = u64::from(len);
+            each(h[3], h[4], len)?;
+        }
+        Ok(())
+    }
+}
+
+/// Follows the client's frame headers through the byte stream and counts
+/// the frames of the limited kinds per one-second window; follows the
+/// server's frames for the WINDOW_UPDATEs they earn.
+#[derive(Debug)]
+pub struct FrameMeter {
+    limits: FloodLimits,
+    incoming: Follower,
+    outgoing: Follower,
     window_start: Option<Instant>,
     counts: Window,
+    /// WINDOW_UPDATEs earned and not yet sent.
+    earned: u32,
     /// Type of the last frame whose header was read (255 before any).
     pub last_kind: u8,
     /// Whether a CONTINUATION frame has been seen on the connection.
@@ -104,42 +185,34 @@ impl FrameMeter {
     pub fn new(limits: FloodLimits) -> Self {
         Self {
             limits,
-            preface: PREFACE.len(),
-            head: [0; 9],
-            have: 0,
-            skip: 0,
+            incoming: Follower::new(PREFACE.len()),
+            outgoing: Follower::new(0),
             window_start: None,
             counts: Window::default(),
+            earned: 0,
             last_kind: 255,
             saw_continuation: false,
         }
     }
 
     /// Feeds bytes the client sent at `now`; the first limit exceeded, if any.
-    pub fn feed(&mut self, mut data: &[u8], now: Instant) -> Result<(), Flood> {
-        let skip = self.preface.min(data.len());
-        self.preface -= skip;
-        data = &data[skip..];
-        while !data.is_empty() {
-            if self.skip > 0 {
-                let k = (self.skip.min(data.len() as u64)) as usize;
-                self.skip -= k as u64;
-                data = &data[k..];
-                continue;
+    pub fn feed(&mut self, data: &[u8], now: Instant) -> Result<(), Flood> {
+        let mut incoming = std::mem::replace(&mut self.incoming, Follower::new(0));
+        let r = incoming.feed(data, |kind, flags, len| self.frame(kind, flags, len, now));
+        self.incoming = incoming;
+        r
+    }
+
+    /// Feeds bytes the server wrote (its frames, no preface): each DATA
+    /// frame earns the client [`EARNED_PER_DATA`] WINDOW_UPDATEs.
+    pub fn sent(&mut self, data: &[u8]) {
+        let earned = &mut self.earned;
+        let _ = self.outgoing.feed(data, |kind, _, _| {
+            if kind == 0x0 {
+                *earned = earned.saturating_add(EARNED_PER_DATA).min(EARNED_CAP);
             }
-            let k = (9 - self.have).min(data.len());
-            self.head[self.have..self.have + k].copy_from_slice(&data[..k]);
-            self.have += k;
-            data = &data[k..];
-            if self.have == 9 {
-                self.have = 0;
-                let h = self.head;
-                let len = u32::from_be_bytes([0, h[0], h[1], h[2]]);
-                self.skip = u64::from(len);
-                self.frame(h[3], h[4], len, now)?;
-            }
-        }
-        Ok(())
+            Ok::<(), ()>(())
+        });
     }
 
     fn frame(&mut self, kind: u8, flags: u8, len: u32, now: Instant) -> Result<(), Flood> {
@@ -167,11 +240,14 @@ impl FrameMeter {
             {
                 return Err(Flood::SmallData)
             }
+            // a stream opened may raise its window once
+            0x1 => self.earned = self.earned.saturating_add(1).min(EARNED_CAP),
             0x3 if over(&mut c.resets, l.resets) => return Err(Flood::Reset),
             0x4 if flags & ACK == 0 && over(&mut c.settings, l.settings) => {
                 return Err(Flood::Settings)
             }
             0x6 if flags & ACK == 0 && over(&mut c.pings, l.pings) => return Err(Flood::Ping),
+            0x8 if self.earned > 0 => self.earned -= 1,
             0x8 if over(&mut c.window_updates, l.window_updates) => {
                 return Err(Flood::WindowUpdate)
             }
@@ -267,7 +343,12 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Metered<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let me = self.get_mut();
+        let r = Pin::new(&mut me.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &r {
+            me.meter.sent(&buf[..*n]);
+        }
+        r
     }
 
     fn poll_write_vectored(
@@ -275,7 +356,20 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Metered<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let me = self.get_mut();
+        let r = Pin::new(&mut me.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = &r {
+            let mut left = *n;
+            for b in bufs {
+                if left == 0 {
+                    break;
+                }
+                let k = left.min(b.len());
+                me.meter.sent(&b[..k]);
+                left -= k;
+            }
+        }
+        r
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -360,6 +454,39 @@ mod tests {
             }
         }
         assert_eq!(r, Err(Flood::Ping));
+    }
+
+    #[test]
+    fn window_updates_are_earned_by_the_data_sent() {
+        let t0 = Instant::now();
+        let mut m = FrameMeter::new(LIMITS);
+        m.feed(PREFACE, t0).unwrap();
+        let wu = frame(0x8, 0, &[0, 0, 0, 1]);
+        // 10,000 DATA frames of 16 KiB sent, in writes that split their heads
+        let data = frame(0x0, 0, &[7u8; 16384]);
+        let mut out = Vec::new();
+        for _ in 0..10_000 {
+            out.extend_from_slice(&data);
+        }
+        for chunk in out.chunks(5000) {
+            m.sent(chunk);
+        }
+        // a reader acknowledges each on its stream and the connection, in one
+        // second, far over the unearned limit of 100/s
+        for i in 0..20_000 {
+            m.feed(&wu, t0).unwrap_or_else(|f| panic!("{f} at {i}"));
+        }
+        // then only the unearned limit is left
+        let cut = (0..1000).map(|_| m.feed(&wu, t0)).position(|r| r.is_err());
+        assert_eq!(cut, Some(LIMITS.window_updates as usize));
+        // a HEADERS from the client earns one; server HEADERS and SETTINGS earn none
+        let mut m = FrameMeter::new(LIMITS);
+        m.feed(PREFACE, t0).unwrap();
+        m.sent(&frame(0x1, 0x4, &[0x88]));
+        m.sent(&frame(0x4, 0, &[]));
+        m.feed(&frame(0x1, 0x5, &[0x82]), t0).unwrap();
+        let cut = (0..1000).map(|_| m.feed(&wu, t0)).position(|r| r.is_err());
+        assert_eq!(cut, Some(LIMITS.window_updates as usize + 1));
     }
 
     #[test]

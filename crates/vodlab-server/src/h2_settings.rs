@@ -32,9 +32,11 @@ pub mod defaults {
     pub const SETTINGS_PER_S: u32 = 100;
     /// Non-ACK PING frames per second.
     pub const PINGS_PER_S: u32 = 100;
-    /// WINDOW_UPDATE frames per second (high: a client with a 64 KiB
-    /// window sends one per 32 KiB it reads, ~76,000/s at 2.5 GB/s).
-    pub const WINDOW_UPDATES_PER_S: u32 = 200_000;
+    /// WINDOW_UPDATE frames per second beyond those the client earned by
+    /// the DATA it received (two per DATA frame) and the streams it opened
+    /// (one per HEADERS): a reader at any rate and window size sends only
+    /// earned ones (`crate::flood`).
+    pub const WINDOW_UPDATES_PER_S: u32 = 1000;
     /// Small DATA frames per second.
     pub const SMALL_DATA_PER_S: u32 = 1000;
     /// RST_STREAM frames per second.
@@ -68,7 +70,8 @@ pub struct H2Settings {
     pub settings_per_s: u32,
     /// Non-ACK PING per second (0 = no limit).
     pub pings_per_s: u32,
-    /// WINDOW_UPDATE per second (0 = no limit).
+    /// WINDOW_UPDATE per second beyond those earned by DATA received and
+    /// streams opened (0 = no limit).
     pub window_updates_per_s: u32,
     /// Small DATA frames per second (0 = no limit).
     pub small_data_per_s: u32,
