@@ -272,8 +272,13 @@ pub fn video_args(
     a
 }
 
-/// ffmpeg's arguments for the audio rendition (`sine`, AAC-LC).
+/// ffmpeg's arguments for the audio rendition (`sine`, AAC-LC). The tone
+/// is one AAC frame (1024 samples) shorter than the title: the encoder's
+/// priming frame would otherwise push the last frame to the title's end, and
+/// the muxer would open one segment more than the catalog counts whenever the
+/// duration is a whole number of frames.
 pub fn audio_args(opts: &RealMediaOptions, duration_s: f64, segment_s: f64) -> Vec<String> {
+    let duration_s = (duration_s - 1024.0 / opts.audio_rate as f64).max(0.001);
     let mut a: Vec<String> = ["-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
         .iter()
         .map(|s| s.to_string())
@@ -614,12 +619,14 @@ pub fn create_real(
                 reason: format!("{}: no avcC box: not an H.264 init segment", init.display()),
             })?;
             match record.codecs.get(&info.name) {
-                Some(c) if *c != codecs => return Err(FilesetError::RealMedia {
-                    reason: format!(
+                Some(c) if *c != codecs => {
+                    return Err(FilesetError::RealMedia {
+                        reason: format!(
                         "representation `{}` came out as {codecs} in {} but {c} in another title",
                         info.name, t.name
                     ),
-                }),
+                    })
+                }
                 _ => {
                     record.codecs.insert(info.name.clone(), codecs);
                 }

@@ -191,6 +191,16 @@ pub enum Command {
     ///   vodlab simulate --prefetch --log trace.csv --workload work/nf --drives 36 --sweep 1MB,4MB,7MB,16MB --out sim/
     #[command(verbatim_doc_comment)]
     Simulate(crate::simulate::SimulateArgs),
+    /// Record a real player: dash.js in headless Chromium plays a real-media
+    /// file set (`fileset create --media real`) through Chromium's network
+    /// emulation; writes what it requested as a vodlab session script and an
+    /// h2load timing script, plus dash.js's metrics (docs/record.md).
+    ///
+    /// Examples:
+    ///   vodlab record --root /srv/tiny --seconds 30 --down-kbps 3500 --latency-ms 20 -o rec
+    ///   vodlab run rec/recording.vsl --target http://127.0.0.1:8080 --check-bytes 0 --late-pacing burst
+    #[command(verbatim_doc_comment)]
+    Record(crate::record::RecordArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -211,5 +221,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab(c) => crate::lab::run(c),
         Command::Disk(c) => crate::disk::run(c),
         Command::Simulate(a) => crate::simulate::run(a),
+        Command::Record(a) => crate::record::run(a),
     }
 }

@@ -14,6 +14,7 @@ mod gen;
 mod k8s;
 mod lab;
 mod merge;
+mod record;
 mod report;
 mod run;
 mod script;

@@ -1,0 +1,144 @@
+// vodlab record's browser side (run by `vodlab record`, which embeds this file;
+// see docs/record.md). Drives the system Chromium with puppeteer-core, plays
+// an MPD with dash.js through Chromium's own network emulation, and writes
+// every request the page made (from DevTools Network events) and dash.js's
+// metrics as JSON.
+//
+// usage: NODE_PATH=<dir>/node_modules node record.cjs CONFIG.json
+// CONFIG: { chromium, origin, mpd, seconds, down_kbps, up_kbps, latency_ms,
+//           dashjs, out, no_sandbox }
+'use strict';
+const fs = require('fs');
+const puppeteer = require('puppeteer-core');
+
+const PREFIX = '/__vodlab_record/';
+
+function page_html(mpd) {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>vodlab record</title></head>
+<body><video id="v" muted autoplay playsinline width="640" height="360"></video>
+<script src="${PREFIX}dash.all.min.js"></script>
+<script>
+const m = { switches: [], stalls: [], buffer: [], errors: [], events: [], started_s: null,
+            levels: { video: [], audio: [] } };
+window.__vodlab = m;
+const now = () => performance.now() / 1000;
+const v = document.getElementById('v');
+const p = dashjs.MediaPlayer().create();
+p.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING } });
+const E = dashjs.MediaPlayer.events;
+let stall = null;
+p.on(E.STREAM_INITIALIZED, () => {
+  for (const t of ['video', 'audio']) {
+    try { m.levels[t] = p.getBitrateInfoListFor(t).map(b => ({ index: b.qualityIndex, bitrate: b.bitrate, width: b.width, height: b.height })); } catch (e) {}
+  }
+  m.events.push({ t: now(), e: 'stream_initialized' });
+});
+p.on(E.QUALITY_CHANGE_RENDERED, e => {
+  const list = m.levels[e.mediaType] || [];
+  m.switches.push({ t: now(), media: e.mediaType, from: e.oldQuality, to: e.newQuality,
+                    bitrate: list[e.newQuality] ? list[e.newQuality].bitrate : null });
+});
+p.on(E.PLAYBACK_STARTED, () => m.events.push({ t: now(), e: 'playback_started' }));
+v.addEventListener('playing', () => {
+  if (m.started_s === null) m.started_s = now();
+  if (stall) { stall.end_s = now(); m.stalls.push(stall); stall = null; }
+});
+v.addEventListener('waiting', () => {
+  if (m.started_s !== null && !stall && !v.ended) stall = { start_s: now(), end_s: null, at_media_s: v.currentTime };
+});
+p.on(E.ERROR, e => m.errors.push({ t: now(), error: JSON.stringify(e.error || e) }));
+p.on(E.PLAYBACK_ERROR, e => m.errors.push({ t: now(), error: 'playback: ' + JSON.stringify(e.error || '') }));
+setInterval(() => {
+  let bv = null, ba = null, q = null;
+  try { bv = p.getDashMetrics().getCurrentBufferLevel('video'); } catch (e) {}
+  try { ba = p.getDashMetrics().getCurrentBufferLevel('audio'); } catch (e) {}
+  try { q = p.getQualityFor('video'); } catch (e) {}
+  m.buffer.push({ t: now(), video_s: bv, audio_s: ba, quality: q, position_s: v.currentTime });
+}, 250);
+window.__vodlab_finish = () => { if (stall) { m.stalls.push(stall); stall = null; } return m; };
+m.t0_s = now(); m.t0_wall_s = Date.now() / 1000;
+p.initialize(v, ${JSON.stringify(mpd)}, true);
+</script></body></html>`;
+}
+
+async function main() {
+  const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+  const dash = fs.readFileSync(cfg.dashjs);
+  const args = ['--autoplay-policy=no-user-gesture-required', '--mute-audio', '--disable-gpu',
+    '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check',
+    '--disable-background-networking', '--disable-component-update'];
+  if (cfg.no_sandbox) args.push('--no-sandbox');
+  const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args,
+    protocolTimeout: (cfg.seconds + 60) * 1000 });
+  const out = { chromium: await browser.version(), requests: [], metrics: null, console: [] };
+  try {
+    const page = await browser.newPage();
+    page.on('console', msg => { if (out.console.length < 200) out.console.push(msg.type() + ': ' + msg.text()); });
+    page.on('pageerror', err => out.console.push('pageerror: ' + err.message));
+    const cdp = await page.createCDPSession();
+    const reqs = new Map();
+    cdp.on('Network.requestWillBeSent', e => {
+      if (!e.request.url.startsWith(cfg.origin) || e.request.url.includes(PREFIX)) return;
+      // the player's own requests (XHR/fetch): not the browser's favicon
+      if (e.type && e.type !== 'XHR' && e.type !== 'Fetch') return;
+      const h = e.request.headers || {};
+      const range = h.Range || h.range || null;
+      reqs.set(e.requestId, { url: e.request.url, method: e.request.method, range,
+        t_s: e.timestamp, wall_s: e.wallTime, type: e.type || null,
+        status: null, bytes: null, body_bytes: null, end_s: null, failed: null });
+    });
+    cdp.on('Network.requestWillBeSentExtraInfo', e => {
+      const r = reqs.get(e.requestId);
+      const h = e.headers || {};
+      if (r && !r.range) r.range = h.Range || h.range || null;
+    });
+    cdp.on('Network.responseReceived', e => {
+      const r = reqs.get(e.requestId);
+      if (r) { r.status = e.response.status; r.response_s = e.timestamp; }
+    });
+    cdp.on('Network.dataReceived', e => {
+      const r = reqs.get(e.requestId);
+      if (r) r.body_bytes = (r.body_bytes || 0) + e.dataLength;
+    });
+    cdp.on('Network.loadingFinished', e => {
+      const r = reqs.get(e.requestId);
+      if (r) { r.end_s = e.timestamp; r.bytes = e.encodedDataLength; }
+    });
+    cdp.on('Network.loadingFailed', e => {
+      const r = reqs.get(e.requestId);
+      if (r) { r.end_s = e.timestamp; r.failed = e.errorText + (e.canceled ? ' (canceled)' : ''); }
+    });
+    await cdp.send('Network.enable');
+    await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+    // the page and dash.js come from this script (Fetch interception of
+    // PREFIX only); every other request goes to the server as it is
+    await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*' + PREFIX + '*', requestStage: 'Request' }] });
+    cdp.on('Fetch.requestPaused', async e => {
+      const path = new URL(e.request.url).pathname;
+      let body, type;
+      if (path.endsWith('dash.all.min.js')) { body = dash; type = 'application/javascript'; }
+      else { body = Buffer.from(page_html(cfg.mpd)); type = 'text/html; charset=utf-8'; }
+      await cdp.send('Fetch.fulfillRequest', { requestId: e.requestId, responseCode: 200,
+        responseHeaders: [{ name: 'Content-Type', value: type }, { name: 'Cache-Control', value: 'no-store' }],
+        body: body.toString('base64') });
+    });
+    if (cfg.down_kbps > 0 || cfg.latency_ms > 0) {
+      // Chromium's own emulation: per request, in the network service, not TCP
+      await cdp.send('Network.emulateNetworkConditions', {
+        offline: false, latency: cfg.latency_ms,
+        downloadThroughput: cfg.down_kbps > 0 ? cfg.down_kbps * 1000 / 8 : -1,
+        uploadThroughput: cfg.up_kbps > 0 ? cfg.up_kbps * 1000 / 8 : -1 });
+    }
+    const t_nav = Date.now();
+    await page.goto(cfg.origin + PREFIX + 'index.html', { waitUntil: 'load' });
+    const left = cfg.seconds * 1000 - (Date.now() - t_nav);
+    if (left > 0) await new Promise(r => setTimeout(r, left));
+    out.metrics = await page.evaluate(() => window.__vodlab_finish());
+    out.requests = [...reqs.values()].sort((a, b) => a.t_s - b.t_s);
+  } finally {
+    await browser.close();
+  }
+  fs.writeFileSync(cfg.out, JSON.stringify(out, null, 1));
+}
+
+main().catch(e => { console.error('record: ' + (e && e.stack || e)); process.exit(1); });
