@@ -1,0 +1,211 @@
+//! `vodlab record` with a real player: dash.js in headless Chromium (Debian's
+//! `chromium`, driven by puppeteer-core from `scripts/install-test-deps.sh`)
+//! plays a tiny real-media set for 25 s through Chromium's network
+//! emulation (2 Mbit/s, 20 ms); the recording holds the MPD, the init
+//! segments and the media segments in order. Replayed with `vodlab run`
+//! against `vodlab serve`, it reproduces 100 % of the recorded (URL, Range)
+//! sequence with a median timing error of at most 20 ms (issue 17's round
+//! trip).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::{require, results, vodlab_ok, Running};
+
+const SPEC: &str = include_str!("data/dash-vod-tiny.toml");
+/// Seconds of playback recorded (CI budget: at most 60).
+const SECONDS: &str = "25";
+/// The issue's bound on the replay's median timing error, ms.
+const MAX_MEDIAN_ERROR_MS: f64 = 20.0;
+
+fn record_dir() -> PathBuf {
+    std::env::var_os("VODLAB_RECORD_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/vodlab-record")
+        })
+}
+
+/// A 40 s title (ten 4 s segments: a whole number of AAC frames, the case
+/// in which the audio encoder's priming used to add a segment), real media.
+fn real_set(dir: &Path) -> PathBuf {
+    let spec = SPEC.replace("value = 14.0", "value = 40.0");
+    assert_ne!(spec, SPEC);
+    let p = dir.join("spec.toml");
+    std::fs::write(&p, spec).unwrap();
+    let w = dir.join("w");
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        p.to_str().unwrap(),
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let root = dir.join("set");
+    vodlab_ok(&[
+        "fileset",
+        "create",
+        w.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--media",
+        "real",
+    ]);
+    root
+}
+
+/// Splits a recorded path `/t00000/{rep}/{n}.m4s` into (rep, n).
+fn media_segment(path: &str) -> Option<(String, u32)> {
+    let mut parts = path.trim_start_matches('/').split('/');
+    let (_, rep, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let n = file.strip_suffix(".m4s")?.parse().ok()?;
+    Some((rep.to_string(), n))
+}
+
+#[test]
+fn a_recorded_dashjs_session_replays_with_its_urls_and_timing() {
+    require("ffmpeg", "ffmpeg");
+    let chromium = require("chromium", "chromium");
+    let modules = record_dir().join("node_modules");
+    assert!(
+        modules.join("dashjs").is_dir() && modules.join("puppeteer-core").is_dir(),
+        "{}: dash.js and puppeteer-core missing: run scripts/install-test-deps.sh",
+        modules.display()
+    );
+    let d = tempfile::tempdir().unwrap();
+    let root = real_set(d.path());
+    let rec = d.path().join("rec");
+    let out = vodlab_ok(&[
+        "record",
+        "--root",
+        root.to_str().unwrap(),
+        "--seconds",
+        SECONDS,
+        "--down-kbps",
+        "2000",
+        "--latency-ms",
+        "20",
+        "--chromium",
+        chromium.to_str().unwrap(),
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    eprintln!("{out}");
+    let requests: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("requests.json")).unwrap()).unwrap();
+    let reqs = requests["requests"].as_array().unwrap();
+    let paths: Vec<&str> = reqs.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    // the MPD first, every rendition's init before its media, media in order
+    assert_eq!(paths[0], "/t00000/manifest.mpd", "{paths:?}");
+    let mut inits = BTreeMap::new();
+    let mut last: BTreeMap<bool, u32> = BTreeMap::new();
+    let mut video_segments = 0;
+    for (i, p) in paths.iter().enumerate() {
+        if let Some(rep) = p.strip_suffix("/init.mp4") {
+            inits.entry(rep.to_string()).or_insert(i);
+        } else if let Some((rep, n)) = media_segment(p) {
+            let init = inits.get(&format!("/t00000/{rep}"));
+            assert!(
+                init.is_some_and(|&k| k < i),
+                "{p} before its init: {paths:?}"
+            );
+            let audio = rep == "audio";
+            if let Some(&prev) = last.get(&audio) {
+                assert!(n == prev + 1, "{p} after segment {prev}: {paths:?}");
+            } else {
+                assert_eq!(n, 0, "{paths:?}");
+            }
+            last.insert(audio, n);
+            video_segments += usize::from(!audio);
+        } else {
+            assert_eq!(*p, "/t00000/manifest.mpd", "unexpected request {p}");
+        }
+    }
+    // 25 s of playback at 2 Mbit/s with a 4 s segment: the player is ahead
+    assert!(
+        video_segments >= 5,
+        "{video_segments} video segments: {paths:?}"
+    );
+    assert!(inits.contains_key("/t00000/audio"), "{paths:?}");
+    for r in reqs {
+        assert_eq!(r["status"], 200, "{r}");
+    }
+    // dash.js's metrics: no error, the rendition it rendered, a buffer series
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("dashjs-metrics.json")).unwrap()).unwrap();
+    assert_eq!(m["errors"].as_array().unwrap().len(), 0, "{}", m["errors"]);
+    assert!(
+        !m["switches"].as_array().unwrap().is_empty(),
+        "{}",
+        m["switches"]
+    );
+    assert!(
+        m["buffer"].as_array().unwrap().len() > 40,
+        "a sample every 250 ms"
+    );
+    assert!(m["stalls"].is_array());
+    // the h2load timing script has a line per request
+    let h2 = std::fs::read_to_string(rec.join("recording.h2load.txt")).unwrap();
+    assert_eq!(h2.lines().count(), reqs.len());
+
+    // replay the session script against vodlab serve
+    let s = Running::start(&root, |_| {});
+    let rep = d.path().join("replay");
+    vodlab_ok(&[
+        "run",
+        rec.join("recording.vsl").to_str().unwrap(),
+        "--target",
+        &s.url(""),
+        "--rate",
+        "100",
+        "--arrivals",
+        "constant",
+        "--check-bytes",
+        "0",
+        "--late-pacing",
+        "burst",
+        "--requests-csv",
+        "--quiet",
+        "-o",
+        rep.to_str().unwrap(),
+    ]);
+    drop(s);
+    assert_eq!(results(&rep)["failed_sessions"], 0);
+    let csv = std::fs::read_to_string(rep.join("requests.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |k: &str| head.iter().position(|h| *h == k).unwrap();
+    let (cp, cr, cs) = (col("path"), col("range"), col("sent_s"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), reqs.len(), "every recorded request is replayed");
+    let sent0: f64 = rows[0][cs].parse().unwrap();
+    let mut errors = Vec::new();
+    for (row, r) in rows.iter().zip(reqs) {
+        assert_eq!(row[cp], r["path"].as_str().unwrap());
+        let range = match r["range"].as_array() {
+            Some(a) => format!(
+                "{}-{}",
+                a[0],
+                a[1].as_u64().map_or(String::new(), |b| b.to_string())
+            ),
+            None => String::new(),
+        };
+        assert_eq!(row[cr], range, "{}", row[cp]);
+        let sent: f64 = row[cs].parse().unwrap();
+        let off = r["offset_ms"].as_f64().unwrap();
+        errors.push(((sent - sent0) * 1e3 - off).abs());
+    }
+    errors.sort_by(f64::total_cmp);
+    let median = errors[errors.len() / 2];
+    eprintln!(
+        "replay of {} requests: timing error median {median:.2} ms, max {:.2} ms",
+        errors.len(),
+        errors[errors.len() - 1]
+    );
+    assert!(
+        median <= MAX_MEDIAN_ERROR_MS,
+        "median {median} ms: {errors:?}"
+    );
+}
