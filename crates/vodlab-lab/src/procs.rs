@@ -265,7 +265,7 @@ pub(crate) fn run_children(mut c: Children<'_>) -> Result<Spread, RunnerError> {
         }
     }
     wait_all(&mut kids, &c);
-    merge_children(&kids)
+    merge_children(&kids, c.interrupter.is_interrupted())
 }
 
 /// SIGKILL and reap every child still running (a failed start).
@@ -362,7 +362,9 @@ fn count_progress(dir: &Path, live: &Live) {
     }
 }
 
-fn merge_children(kids: &[Kid]) -> Result<Spread, RunnerError> {
+/// Merges the children's results; `interrupted`: the search stopped them
+/// (Ctrl-C), so an interrupted shard is no fault of its own.
+fn merge_children(kids: &[Kid], interrupted: bool) -> Result<Spread, RunnerError> {
     let mut parts = Vec::new();
     let mut missing = Vec::new();
     let mut reasons = Vec::new();
@@ -371,7 +373,10 @@ fn merge_children(kids: &[Kid]) -> Result<Spread, RunnerError> {
         match read_part(&k.dir) {
             Ok(Some(p)) => {
                 // a child stopped by a signal that was not ours
-                if p.results.stopped_by == StopReason::Interrupted && k.trouble.is_none() {
+                if p.results.stopped_by == StopReason::Interrupted
+                    && k.trouble.is_none()
+                    && !interrupted
+                {
                     reasons.push(format!("{name} was interrupted"));
                 }
                 parts.push(p)

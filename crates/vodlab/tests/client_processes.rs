@@ -373,6 +373,9 @@ fn sigterm_stops_the_client_processes_and_the_point_is_interrupted() {
     let m = json(&dir.join("results.json"));
     assert_eq!(m["complete"], false);
     assert_eq!(m["merge"]["merged"], serde_json::json!([0, 1]), "{m}");
+    // stopped by the search, not by a fault of their own
+    let why = m["invalid_reasons"].to_string();
+    assert!(!why.contains("was interrupted"), "{why}");
     for i in 0..2 {
         let s = json(&dir.join(format!("shard-{i}/results.json")));
         assert_eq!(s["stopped_by"], "interrupted");
