@@ -24,7 +24,8 @@ install_record_npm() {
   mkdir -p "$record_dir"
   [ -f "$record_dir/package.json" ] || echo '{"name":"vodlab-record-cache","private":true}' > "$record_dir/package.json"
   # versions pinned: the record script uses dash.js 4's API
-  PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$record_dir" --no-audit --no-fund --loglevel=error dashjs@4.7.4 puppeteer-core@24 >/dev/null
+  PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$record_dir" --no-audit --no-fund --loglevel=error dashjs@4.7.4 puppeteer-core@24 >/dev/null \
+    || echo "install-test-deps: npm install into $record_dir failed: tests/record.rs will say what is missing" >&2
 }
 python3 -c 'import kubernetes_validate' 2>/dev/null || PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q kubernetes-validate || echo 'install-test-deps: kubernetes-validate (PyPI) not installed: tests/k8s.rs validates vodlab k8s manifests with it' >&2
 packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2 ffmpeg chromium)
