@@ -10,9 +10,37 @@
 //! log has moved `window + reorder` seconds past its last arrival; until
 //! then it can still grow at either end.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::{Form, Request};
+
+/// A map keyed by session and file keys, which are already hashes
+/// ([`crate::key`]): a multiply-rotate mix (FxHash's) instead of SipHash,
+/// which costs more than the rest of a request's bookkeeping.
+pub(crate) type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+
+/// See [`KeyMap`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_i64(&mut self, x: i64) {
+        self.write_u64(x as u64);
+    }
+}
 
 /// A finished chain.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +102,17 @@ struct FileState {
     last_arrival: f64,
 }
 
+impl FileState {
+    fn new() -> Self {
+        FileState {
+            open: Vec::new(),
+            seconds: Vec::new(),
+            max_parallel: 0,
+            last_arrival: f64::NEG_INFINITY,
+        }
+    }
+}
+
 /// What a (session, file) pair left when it was closed: Table 5.3's value
 /// for this visit. A session may come back to a file after the pair was
 /// closed; the analyzer keeps the largest value per session and file.
@@ -92,9 +131,11 @@ pub struct FileDone {
 pub struct ChainDetector {
     window_s: f64,
     reorder_s: f64,
-    files: HashMap<(u64, u64), FileState>,
-    /// Log time of the last sweep for closed chains.
-    swept_s: f64,
+    files: KeyMap<(u64, u64), FileState>,
+    /// One entry per (session, file) pair: the second of its latest arrival
+    /// when queued; a pair is looked at again once the log has moved
+    /// `window + reorder` past it, so no request walks every open pair.
+    expiry: BinaryHeap<Reverse<(i64, u64, u64)>>,
     open_chains: usize,
     peak_open_chains: usize,
 }
@@ -106,8 +147,8 @@ impl ChainDetector {
         ChainDetector {
             window_s,
             reorder_s,
-            files: HashMap::new(),
-            swept_s: f64::NEG_INFINITY,
+            files: HashMap::default(),
+            expiry: BinaryHeap::new(),
             open_chains: 0,
             peak_open_chains: 0,
         }
@@ -133,17 +174,31 @@ impl ChainDetector {
         done: &mut Vec<Chain>,
         files_done: &mut Vec<FileDone>,
     ) {
-        let st = self.files.entry((r.session, r.file)).or_default();
+        let st = self.files.entry((r.session, r.file)).or_insert_with(|| {
+            let sec = r.start_s.floor() as i64;
+            self.expiry.push(Reverse((sec, r.session, r.file)));
+            FileState::new()
+        });
         st.last_arrival = st.last_arrival.max(r.start_s);
-        // Table 5.3: requests to this file arriving in the same second
+        // Table 5.3: requests to this file arriving in the same second; only
+        // the second just counted can raise the maximum
         let sec = r.start_s.floor() as i64;
-        match st.seconds.iter_mut().find(|(s, _)| *s == sec) {
-            Some((_, n)) => *n += 1,
-            None => st.seconds.push((sec, 1)),
-        }
-        let horizon = (r.start_s - self.reorder_s).floor() as i64;
-        st.seconds.retain(|(s, _)| *s >= horizon);
-        let here = st.seconds.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        let here = match st.seconds.iter_mut().rev().find(|(s, _)| *s == sec) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                // a second older than `reorder` can no longer be counted
+                // (this request's own second never is): drop them now and then
+                if st.seconds.len() >= 16 {
+                    let horizon = (r.start_s - self.reorder_s).floor() as i64;
+                    st.seconds.retain(|(s, _)| *s >= horizon);
+                }
+                st.seconds.push((sec, 1));
+                1
+            }
+        };
         st.max_parallel = st.max_parallel.max(here);
 
         if r.bytes > 0 {
@@ -208,10 +263,45 @@ impl ChainDetector {
                 }
             }
         }
-        // sweep at most once per second of log time
-        if now_s - self.swept_s >= 1.0 {
-            self.swept_s = now_s;
-            self.sweep(now_s - self.window_s - self.reorder_s, done, files_done);
+        self.expire(now_s - self.window_s - self.reorder_s, done, files_done);
+    }
+
+    /// Closes the chains whose last arrival is before `before_s` of the
+    /// pairs queued before it, and the pairs with nothing left open; a pair
+    /// still in use is queued again at its latest arrival.
+    fn expire(&mut self, before_s: f64, done: &mut Vec<Chain>, files_done: &mut Vec<FileDone>) {
+        while let Some(&Reverse((sec, session, file))) = self.expiry.peek() {
+            // every arrival in second `sec` is before `sec + 1`
+            if (sec + 1) as f64 > before_s {
+                break;
+            }
+            self.expiry.pop();
+            let Some(st) = self.files.get_mut(&(session, file)) else {
+                continue;
+            };
+            let mut closed = 0;
+            st.open.retain(|o| {
+                if o.last_arrival < before_s {
+                    done.push(o.chain.clone());
+                    closed += 1;
+                    false
+                } else {
+                    true
+                }
+            });
+            self.open_chains -= closed;
+            if st.open.is_empty() && st.last_arrival < before_s {
+                files_done.push(FileDone {
+                    session,
+                    file,
+                    max_parallel: st.max_parallel,
+                });
+                self.files.remove(&(session, file));
+            } else {
+                // last_arrival >= before_s > sec, so this terminates
+                let again = (st.last_arrival.floor() as i64).max(sec + 1);
+                self.expiry.push(Reverse((again, session, file)));
+            }
         }
     }
 
@@ -246,6 +336,7 @@ impl ChainDetector {
     /// Closes everything (end of the log).
     pub fn finish(&mut self, done: &mut Vec<Chain>, files_done: &mut Vec<FileDone>) {
         self.sweep(f64::INFINITY, done, files_done);
+        self.expiry.clear();
     }
 }
 
