@@ -25,18 +25,19 @@ pub struct ParseError {
     pub reason: String,
 }
 
-/// What a line held.
+/// What a line held; the path is borrowed from the line, so parsing
+/// allocates nothing per line.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Line {
+pub enum Line<'a> {
     /// A request to analyse.
-    Request(Request, FileName),
+    Request(Request, FileName<'a>),
     /// A line to skip: a header, a blank line, or an error response.
     Skip(&'static str),
 }
 
 /// A request's path, for bit-rate lookups.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FileName(pub String);
+pub struct FileName<'a>(pub &'a str);
 
 /// A log format.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +119,7 @@ impl LogFormat {
     }
 
     /// Reads one line (1-based number `n`).
-    pub fn parse(&self, line: &str, n: u64) -> Result<Line, ParseError> {
+    pub fn parse<'a>(&self, line: &'a str, n: u64) -> Result<Line<'a>, ParseError> {
         let err = |reason: String| ParseError { line: n, reason };
         let t = line.trim_end_matches(['\r', '\n']);
         if t.trim().is_empty() {
@@ -160,13 +161,17 @@ fn parse_form(s: &str) -> Result<Form, String> {
     }
 }
 
-fn parse_vodlab(t: &str) -> Result<Line, String> {
-    let f: Vec<&str> = t.split_ascii_whitespace().collect();
-    if f.len() != 10 && f.len() != 11 {
-        return Err(format!(
-            "{} fields, vodlab's access log has 10 or 11",
-            f.len()
-        ));
+fn parse_vodlab(t: &str) -> Result<Line<'_>, String> {
+    let mut f = [""; 11];
+    let mut count = 0;
+    for (i, field) in t.split_ascii_whitespace().enumerate() {
+        if i < 11 {
+            f[i] = field;
+        }
+        count = i + 1;
+    }
+    if count != 10 && count != 11 {
+        return Err(format!("{count} fields, vodlab's access log has 10 or 11"));
     }
     let done = time(f[0], "time")?;
     let conn: u64 = num(f[1], "connection")?;
@@ -177,11 +182,11 @@ fn parse_vodlab(t: &str) -> Result<Line, String> {
     let offset: u64 = num(f[4], "offset")?;
     let bytes: u64 = num(f[7], "bytes sent")?;
     let service_us: u64 = num(f[8], "service time")?;
-    let form = match f.get(10) {
-        Some(s) => parse_form(s)?,
+    let form = match count {
+        11 => parse_form(f[10])?,
         // without the form field, a 206 is a chunk and a 200 the whole file
-        None if status == 206 => Form::Chunk,
-        None => Form::Whole,
+        _ if status == 206 => Form::Chunk,
+        _ => Form::Whole,
     };
     let start = (done - service_us as f64 / 1e6).max(0.0);
     Ok(Line::Request(
@@ -196,7 +201,7 @@ fn parse_vodlab(t: &str) -> Result<Line, String> {
             form,
             bitrate_kbps: None,
         },
-        FileName(f[3].to_string()),
+        FileName(f[3]),
     ))
 }
 
@@ -245,7 +250,7 @@ fn range_form(r: &str) -> Result<(u64, Form), String> {
     ))
 }
 
-fn parse_nginx(t: &str) -> Result<Line, String> {
+fn parse_nginx(t: &str) -> Result<Line<'_>, String> {
     let f = fields(t)?;
     if f.len() != 8 {
         return Err(format!(
@@ -279,15 +284,37 @@ fn parse_nginx(t: &str) -> Result<Line, String> {
             form,
             bitrate_kbps: None,
         },
-        FileName(f[3].to_string()),
+        FileName(f[3]),
     ))
 }
 
-fn parse_csv(c: &CsvColumns, t: &str) -> Result<Line, String> {
-    let f: Vec<&str> = t.split(',').map(str::trim).collect();
-    if f.len() != c.count {
-        return Err(format!("{} fields, the header has {}", f.len(), c.count));
-    }
+fn parse_csv<'a>(c: &CsvColumns, t: &'a str) -> Result<Line<'a>, String> {
+    // up to 32 columns on the stack, more in a Vec
+    let mut small = [""; 32];
+    let large: Vec<&str>;
+    let f: &[&str] = if c.count <= small.len() {
+        let mut n = 0;
+        for field in t.split(',') {
+            if n < small.len() {
+                small[n] = field.trim();
+            }
+            n += 1;
+        }
+        if n != c.count {
+            return Err(format!("{n} fields, the header has {}", c.count));
+        }
+        &small[..n]
+    } else {
+        large = t.split(',').map(str::trim).collect();
+        if large.len() != c.count {
+            return Err(format!(
+                "{} fields, the header has {}",
+                large.len(),
+                c.count
+            ));
+        }
+        &large
+    };
     if let Some(i) = c.status {
         let status: u16 = num(f[i], "status")?;
         if status >= 400 {
@@ -324,7 +351,7 @@ fn parse_csv(c: &CsvColumns, t: &str) -> Result<Line, String> {
             },
             bitrate_kbps: bitrate,
         },
-        FileName(f[c.file].to_string()),
+        FileName(f[c.file]),
     ))
 }
 

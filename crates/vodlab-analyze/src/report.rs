@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chains::{Chain, ChainDetector, FileDone};
+use crate::chains::{Chain, ChainDetector, FileDone, KeyMap};
 use crate::fit::{self, LengthHistogram, Piece};
 use crate::phases::{PhaseTotals, Span};
 use crate::{Form, Request, Settings, SettingsError};
@@ -46,7 +46,7 @@ struct SessionAcc {
 pub struct Analyzer {
     settings: Settings,
     detector: ChainDetector,
-    sessions: HashMap<u64, SessionAcc>,
+    sessions: KeyMap<u64, SessionAcc>,
     peak_sessions: usize,
     swept_s: f64,
     done: Vec<Chain>,
@@ -73,7 +73,7 @@ impl Analyzer {
         Ok(Analyzer {
             detector: ChainDetector::new(settings.chain_window_s, settings.reorder_s),
             settings,
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             peak_sessions: 0,
             swept_s: f64::NEG_INFINITY,
             done: Vec::new(),
