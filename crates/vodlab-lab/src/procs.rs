@@ -417,6 +417,30 @@ fn merge_children(kids: &[Kid], interrupted: bool) -> Result<Spread, RunnerError
     })
 }
 
+/// Joins the children's `requests.csv` files into `out` (one header, then
+/// each child's rows; their times share the origin `T`), so the point has
+/// the one file an in-process point writes (`vodlab report` reads it).
+/// Children without the file are skipped.
+pub(crate) fn join_requests_csv(dirs: &[PathBuf], out: &Path) -> std::io::Result<()> {
+    use std::io::{BufRead, BufReader, BufWriter, Write};
+    let mut w = BufWriter::new(std::fs::File::create(out)?);
+    let mut header = false;
+    for d in dirs {
+        let Ok(f) = std::fs::File::open(d.join("requests.csv")) else {
+            continue;
+        };
+        let mut r = BufReader::new(f);
+        let mut first = String::new();
+        r.read_line(&mut first)?;
+        if !header {
+            w.write_all(first.as_bytes())?;
+            header = true;
+        }
+        std::io::copy(&mut r, &mut w)?;
+    }
+    w.flush()
+}
+
 #[cfg(test)]
 #[path = "procs_tests.rs"]
 mod tests;

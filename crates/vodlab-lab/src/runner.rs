@@ -481,7 +481,8 @@ impl PointRunner {
             .ok_or_else(|| RunnerError::Settings("client_exe is not set".into()))?;
         let start_at_unix_s = unix_now() + self.lead.as_secs_f64();
         let remote = !self.base.addr.ip().is_loopback();
-        let args = (0..processes)
+        let args: Vec<(vodlab_client::ShardSpec, Vec<std::ffi::OsString>, PathBuf)> = (0
+            ..processes)
             .map(|index| {
                 let shard = vodlab_client::ShardSpec {
                     index,
@@ -506,6 +507,7 @@ impl PointRunner {
                 (shard, a, out)
             })
             .collect();
+        let shard_dirs: Vec<PathBuf> = args.iter().map(|(_, _, d)| d.clone()).collect();
         let margin = Duration::from_secs_f64(
             (duration.as_secs_f64() * 0.1).max(crate::procs::HANG_MARGIN_S),
         );
@@ -516,6 +518,11 @@ impl PointRunner {
             interrupter: &self.interrupter,
             live,
         })?;
+        if self.settings.requests_csv {
+            let out = dir.join("requests.csv");
+            crate::procs::join_requests_csv(&shard_dirs, &out)
+                .map_err(|source| RunnerError::Io { path: out, source })?;
+        }
         let unreachable = spread.results.merge.as_ref().is_some_and(|m| {
             m.starts
                 .iter()

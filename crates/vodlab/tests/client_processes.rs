@@ -237,6 +237,16 @@ fn one_and_three_processes_run_the_same_sessions_at_the_same_offsets() {
             .collect::<Vec<_>>(),
     );
     assert_eq!(a.len(), 14);
+    // the point's own requests.csv joins the shards' (vodlab report reads it)
+    let joined = first_requests(&[p3.join("requests.csv")]);
+    assert_eq!(joined, b);
+    let rows = |f: &Path| fs::read_to_string(f).unwrap().lines().count();
+    assert_eq!(
+        rows(&p3.join("requests.csv")),
+        1 + (0..3)
+            .map(|i| rows(&p3.join(format!("shard-{i}/requests.csv"))) - 1)
+            .sum::<usize>()
+    );
     assert_eq!(
         a.keys().collect::<Vec<_>>(),
         b.keys().collect::<Vec<_>>(),
