@@ -164,39 +164,44 @@ fn real_media_is_one_closed_gop_per_segment_and_players_play_it() {
     let v = vodlab_ok(&[&["fileset", "verify"][..], &set[..]].concat());
     assert!(v.contains(": 0 damaged"), "{v}");
 
-    // closed-loop players play every segment from vodlab serve
+    // closed-loop players play every segment from vodlab serve, from the
+    // MPD and from the HLS playlists (with the audio group in the master)
     let s = Running::start(&root, |_| {});
-    let out = d.path().join("run");
-    vodlab_ok(&[
-        "run",
-        w.to_str().unwrap(),
-        "--target",
-        &s.url(""),
-        "--rate",
-        "50",
-        "--arrivals",
-        "constant",
-        "--check-bytes",
-        "0",
-        "--quiet",
-        "--ramp-up",
-        "0",
-        "--ramp-down",
-        "0",
-        "--player",
-        "dash",
-        "--abr",
-        "dynamic",
-        "--no-shaping",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    for player in ["dash", "hls"] {
+        let out = d.path().join(format!("run-{player}"));
+        vodlab_ok(&[
+            "run",
+            w.to_str().unwrap(),
+            "--target",
+            &s.url(""),
+            "--rate",
+            "50",
+            "--arrivals",
+            "constant",
+            "--check-bytes",
+            "0",
+            "--quiet",
+            "--ramp-up",
+            "0",
+            "--ramp-down",
+            "0",
+            "--player",
+            player,
+            "--abr",
+            "dynamic",
+            "--no-shaping",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let r = results(&out);
+        assert_eq!(r["failed_sessions"], 0, "{player}: {r}");
+        let pl = &r["players"]["overall"];
+        assert_eq!(pl["sessions"], 2, "{player}: {pl}");
+        assert_eq!(pl["failed"], 0, "{player}: {pl}");
+        // every segment of the title played (4 per session)
+        assert_eq!(pl["segments"], 8, "{player}: {pl}");
+    }
     drop(s);
-    let r = results(&out);
-    assert_eq!(r["failed_sessions"], 0, "{r}");
-    let pl = &r["players"]["overall"];
-    assert_eq!(pl["sessions"], 2, "{pl}");
-    assert_eq!(pl["failed"], 0, "{pl}");
 
     // damage: a shortened segment and a missing one are named
     let seg = root.join("t00000/240p/00001.m4s");
