@@ -33,6 +33,8 @@ pub const MAX_CLIENT_PROCESSES: u32 = 1024;
 pub(crate) const HANG_MARGIN_S: f64 = 10.0;
 /// From SIGTERM to SIGKILL, s.
 const KILL_GRACE: Duration = Duration::from_secs(5);
+/// How often the running children's checkpoints are read for progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// How often the children are polled.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -192,6 +194,9 @@ struct Kid {
     status: Option<ExitStatus>,
     /// What went wrong with the process (not with its results).
     trouble: Option<String>,
+    /// What the live counters hold of it: `[started, completed, failed,
+    /// requests, bytes]`.
+    shown: [u64; 5],
 }
 
 fn signal(c: &Child, sig: i32) {
@@ -214,11 +219,27 @@ fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Result<T, String> {
     serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-/// A child's results and metrics, `None` when it wrote neither.
+/// A child's results and metrics, `None` when it wrote neither. A child
+/// that died after a checkpoint (`vodlab run --checkpoint`, every 10 s by
+/// default with `--shard`) gives its last one, as `vodlab merge` reads it:
+/// its `stopped_by` is `checkpoint`, which makes the merge incomplete.
 fn read_part(dir: &Path) -> Result<Option<Part>, String> {
     let (r, m) = (dir.join("results.json"), dir.join("metrics.json"));
     if !r.exists() && !m.exists() {
-        return Ok(None);
+        let c = dir.join(vodlab_client::CHECKPOINT_FILE);
+        if !c.exists() {
+            return Ok(None);
+        }
+        let c = vodlab_client::Checkpoint::read(&c)?;
+        return Ok(Some(Part {
+            label: format!(
+                "{} (died; its checkpoint at {:.1} s)",
+                dir.display(),
+                c.results.duration_s
+            ),
+            results: c.results,
+            dump: c.metrics,
+        }));
     }
     let results: Results = read_json(&r)?;
     let dump: MetricsDump = read_json(&m)?;
@@ -254,6 +275,7 @@ pub(crate) fn run_children(mut c: Children<'_>) -> Result<Spread, RunnerError> {
                 child: Some(child),
                 status: None,
                 trouble: None,
+                shown: [0; 5],
             }),
             Err(source) => {
                 stop_all(&mut kids);
@@ -281,15 +303,27 @@ fn stop_all(kids: &mut [Kid]) {
 fn wait_all(kids: &mut [Kid], c: &Children<'_>) {
     let t0 = Instant::now();
     let mut term_sent: Option<Instant> = None;
+    let mut last_look = t0;
     loop {
+        // progress from the running children's checkpoints, now and then
+        if last_look.elapsed() >= PROGRESS_EVERY {
+            last_look = Instant::now();
+            for k in kids.iter_mut().filter(|k| k.child.is_some()) {
+                let p = k.dir.join(vodlab_client::CHECKPOINT_FILE);
+                if let Ok(cp) = vodlab_client::Checkpoint::read(&p) {
+                    show(k, &cp.metrics, c.live);
+                }
+            }
+        }
         for k in kids.iter_mut() {
             let Some(ch) = k.child.as_mut() else { continue };
             if let Ok(Some(st)) = ch.try_wait() {
                 k.status = Some(st);
                 k.child = None;
-                if st.success() {
-                    count_progress(&k.dir, c.live);
-                } else if k.trouble.is_none() {
+                if let Ok(d) = read_json::<MetricsDump>(&k.dir.join("metrics.json")) {
+                    show(k, &d, c.live);
+                }
+                if !st.success() && k.trouble.is_none() {
                     k.trouble = Some(format!(
                         "its process exited with {st}{}",
                         match stderr_tail(&k.dir) {
@@ -343,23 +377,36 @@ fn wait_all(kids: &mut [Kid], c: &Children<'_>) {
     }
 }
 
-/// Adds a finished child's sessions and bytes to the live counters.
-fn count_progress(dir: &Path, live: &Live) {
-    let Ok(r) = read_json::<Results>(&dir.join("results.json")) else {
-        return;
-    };
-    live.started
-        .fetch_add(r.started_sessions, Ordering::Relaxed);
-    for i in &r.intervals {
-        live.completed.fetch_add(i.completed, Ordering::Relaxed);
-        live.failed.fetch_add(i.failed, Ordering::Relaxed);
-        live.requests
-            .fetch_add(i.completed_requests, Ordering::Relaxed);
-        live.bytes.fetch_add(
-            (i.throughput_bytes_per_s * r.interval_s).round() as u64,
-            Ordering::Relaxed,
-        );
+/// Brings the live counters to what `d` (a child's metrics so far, or
+/// its final ones) says, replacing what was shown of that child before.
+fn show(k: &mut Kid, d: &MetricsDump, live: &Live) {
+    let mut now = [d.started_sessions, 0, 0, 0, 0];
+    for b in &d.bins {
+        now[1] += b[3];
+        now[2] += b[4];
+        now[3] += b[0];
+        now[4] += b[1];
     }
+    let counters = [
+        &live.started,
+        &live.completed,
+        &live.failed,
+        &live.requests,
+        &live.bytes,
+    ];
+    for ((c, new), old) in counters.iter().zip(now).zip(k.shown) {
+        if new >= old {
+            c.fetch_add(new - old, Ordering::Relaxed);
+        } else {
+            c.fetch_sub(old - new, Ordering::Relaxed);
+        }
+    }
+    k.shown = now;
+    let ended = live.completed.load(Ordering::Relaxed) + live.failed.load(Ordering::Relaxed);
+    live.active.store(
+        live.started.load(Ordering::Relaxed).saturating_sub(ended),
+        Ordering::Relaxed,
+    );
 }
 
 /// Merges the children's results; `interrupted`: the search stopped them
