@@ -7,13 +7,25 @@
 #   scripts/bench-client-h2c.sh            # release binary target/release/vodlab
 #   VODLAB=path/to/vodlab CONNS=8 STREAMS=4 ROUNDS=3 scripts/bench-client-h2c.sh
 #
-# vodlab's side: CONNS sessions started at once, each with STREAMS logical
-# connections carried as streams of one HTTP/2 connection, sending bursts of
-# STREAMS requests back to back (pacing, shaping and byte checks off); its
-# requests/s is completed requests over the measured window (first session
-# start to last session end). h2load keeps STREAMS requests in flight per
-# connection (-m) and reports requests over its run. Needs nginx-light and
-# nghttp2-client (scripts/install-test-deps.sh).
+# vodlab's side, two shapes of CONNS sessions started at once, each with
+# STREAMS logical connections carried as STREAMS streams of one HTTP/2
+# connection (pacing, shaping and byte checks off):
+#   - in-flight (h2load's shape): one burst per session holding all of its
+#     requests, request i on logical connection i mod STREAMS; each logical
+#     connection sends its next request when its previous response ended, so
+#     STREAMS requests stay in flight per HTTP/2 connection, as h2load -m;
+#   - bursts (a player's shape): bursts of STREAMS requests, one per logical
+#     connection, the next burst when all STREAMS responses ended.
+# vodlab's requests/s is completed requests over the measured window (first
+# session start to last session end); h2load's is requests over its run
+# (-c CONNS -m STREAMS). Needs nginx-light and nghttp2-client
+# (scripts/install-test-deps.sh). Prints the load average before and after.
+#
+# nginx runs with `sendfile off`: with sendfile its HTTP/2 module writes a
+# response's frame headers and its file body in two writes, and Nagle holds
+# the second until the client's delayed ACK (40 ms) whenever the client has
+# nothing else to send (h2load -c 1 -m 1: 44 ms a request; vodlab's bursts:
+# the last response of each burst), which measured the server, not the client.
 set -euo pipefail
 VODLAB=${VODLAB:-target/release/vodlab}
 CONNS=${CONNS:-8}
@@ -34,7 +46,7 @@ cat > "$dir/nginx.conf" <<CONF
 daemon off; master_process off; worker_processes 1; pid $dir/nginx.pid; error_log stderr warn;
 worker_rlimit_nofile 65536;
 events { worker_connections 4096; }
-http { access_log off; sendfile on; keepalive_requests 1000000; http2_max_requests 1000000;
+http { access_log off; sendfile off; keepalive_requests 1000000;
   client_body_temp_path $dir; proxy_temp_path $dir; fastcgi_temp_path $dir; uwsgi_temp_path $dir; scgi_temp_path $dir;
   server { listen 127.0.0.1:$port http2; root $dir/root; } }
 CONF
@@ -42,44 +54,58 @@ CONF
 nginx_pid=$!
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 
-# a session: BURSTS bursts of STREAMS requests, request k of a burst on connection k
-script() { # file bursts path
+# a session of BURSTS bursts (shape `bursts`: STREAMS requests each, request
+# k on connection k) or of one burst of BURSTS x STREAMS requests (shape
+# `inflight`: request i on connection i mod STREAMS)
+script() { # file shape bursts path
   python3 - "$@" "$CONNS" "$STREAMS" <<'PY'
 import sys
-f, bursts, path, conns, streams = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+f, shape, bursts, path, conns, streams = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 with open(f, "w") as out:
     for s in range(conns):
-        for b in range(bursts):
-            for k in range(streams):
-                out.write(("  " if k else "") + f"{path} conn={k}\n")
+        for i in range(bursts * streams):
+            first = i % streams == 0 if shape == "bursts" else i == 0
+            out.write(("" if first else "  ") + f"{path} conn={i % streams}\n")
         out.write("\n")
 PY
 }
 
+# requests/s of one `vodlab run` of script $1 (results in $2)
+vodlab_rps() {
+  "$VODLAB" run "$1" --target "http://127.0.0.1:$port" --protocol h2c --rate 1000000 \
+    --arrivals constant --no-pacing --no-shaping --check-bytes 0 --quiet -o "$2" >/dev/null
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["failed_sessions"] == 0, r["errors"]
+w = r["measured_window_s"]
+print(r["completed_requests"] / (w[1] - w[0]))' "$2/results.json"
+}
+
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-printf "%-6s %6s %8s %9s %12s %12s %7s\n" body conns streams requests "vodlab r/s" "h2load r/s" ratio
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+printf "%-6s %6s %8s %9s %12s %12s %12s %9s %9s\n" body conns streams requests "h2load r/s" "in-flight" "bursts" "ratio in" "ratio b"
 for spec in "1k 40000" "512k 4000"; do
   set -- $spec
   path=/$1; n=$2
   bursts=$(( n / CONNS / STREAMS )); n=$(( bursts * CONNS * STREAMS ))
-  script "$dir/s.vsl" "$bursts" "$path"
-  ours=(); theirs=()
+  script "$dir/b.vsl" bursts "$bursts" "$path"
+  script "$dir/i.vsl" inflight "$bursts" "$path"
+  inflight=(); burst=(); theirs=()
   h2load -p h2c -c "$CONNS" -m "$STREAMS" -n "$n" -t "$THREADS" "http://127.0.0.1:$port$path" >/dev/null # warm up
   for r in $(seq "$ROUNDS"); do
     out=$(h2load -p h2c -c "$CONNS" -m "$STREAMS" -n "$n" -t "$THREADS" "http://127.0.0.1:$port$path")
     echo "$out" | grep -q "succeeded, 0 failed\|$n succeeded" || { echo "$out" >&2; exit 1; }
     theirs+=("$(echo "$out" | sed -n 's/.*finished in .*, \([0-9.]*\) req\/s.*/\1/p')")
-    "$VODLAB" run "$dir/s.vsl" --target "http://127.0.0.1:$port" --protocol h2c --rate 1000000 \
-      --arrivals constant --no-pacing --no-shaping --check-bytes 0 --quiet -o "$dir/out$r" >/dev/null
-    ours+=("$(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["failed_sessions"] == 0, r["errors"]
-w = r["measured_window_s"]
-print(r["completed_requests"] / (w[1] - w[0]))' "$dir/out$r/results.json")")
-    echo "  round $r $1: vodlab ${ours[-1]} req/s, h2load ${theirs[-1]} req/s" >&2
+    inflight+=("$(vodlab_rps "$dir/i.vsl" "$dir/i$r")")
+    burst+=("$(vodlab_rps "$dir/b.vsl" "$dir/b$r")")
+    echo "  round $r $1: h2load ${theirs[-1]}, vodlab in-flight ${inflight[-1]}, bursts ${burst[-1]} req/s" >&2
   done
-  mo=$(printf "%s\n" "${ours[@]}" | median); mt=$(printf "%s\n" "${theirs[@]}" | median)
-  printf "%-6s %6d %8d %9d %12.0f %12.0f %7.3f\n" "$1" "$CONNS" "$STREAMS" "$n" "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"
+  mt=$(printf "%s\n" "${theirs[@]}" | median)
+  mi=$(printf "%s\n" "${inflight[@]}" | median)
+  mb=$(printf "%s\n" "${burst[@]}" | median)
+  printf "%-6s %6d %8d %9d %12.0f %12.0f %12.0f %9.3f %9.3f\n" "$1" "$CONNS" "$STREAMS" "$n" "$mt" "$mi" "$mb" \
+    "$(echo "$mi / $mt" | bc -l)" "$(echo "$mb / $mt" | bc -l)"
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

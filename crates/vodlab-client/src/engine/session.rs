@@ -144,6 +144,7 @@ pub(super) async fn run_session(
     let mut steps: Vec<Option<Step<'_>>> = (0..n).map(|_| None).collect();
     let mut timer = Box::pin(tokio::time::sleep_until(start.into()));
     let mut armed: Option<Instant> = None;
+    let mut done: Vec<(usize, Option<Conn>, Event)> = Vec::with_capacity(n);
     loop {
         let now = Instant::now();
         // the guard lives in this block only: never across an await
@@ -231,27 +232,40 @@ pub(super) async fn run_session(
                 armed = Some(t);
             }
         }
-        let done = poll_fn(|cx| {
+        // every step that completed in this wake-up (with HTTP/2 one read
+        // may complete several streams), or none when the timer fired
+        done.clear();
+        poll_fn(|cx| {
             // the HTTP/2 connections' frames first: they may complete a step
             let _ = transport.poll_drivers(cx);
             for slot in steps.iter_mut() {
                 if let Some(f) = slot.as_mut() {
                     if let Poll::Ready(out) = f.as_mut().poll(cx) {
                         *slot = None;
-                        return Poll::Ready(Some(out));
+                        done.push(out);
                     }
                 }
             }
+            // and again after them: requests the steps just queued leave in
+            // this wake-up instead of the next
+            let _ = transport.poll_drivers(cx);
+            if !done.is_empty() {
+                return Poll::Ready(());
+            }
             if wake.is_some() && timer.as_mut().poll(cx).is_ready() {
                 armed = None;
-                return Poll::Ready(None);
+                return Poll::Ready(());
             }
             Poll::Pending
         })
         .await;
-        if let Some((conn, c, ev)) = done {
-            conns[conn] = c;
-            lock(&shared).handle(Instant::now(), ev);
+        if !done.is_empty() {
+            let mut driver = lock(&shared);
+            let now = Instant::now();
+            for (conn, c, ev) in done.drain(..) {
+                conns[conn] = c;
+                driver.handle(now, ev);
+            }
         }
     }
 }

@@ -14,9 +14,22 @@ use tokio::time::Sleep;
 
 use crate::link::{LinkSpec, TokenBucket};
 
+/// Bytes a [`Shaped`] reads before it yields (returns `Pending` after
+/// waking its task): the reader above it (the HTTP/2 connection, which reads
+/// frames until the socket is empty) hands at most this much to the streams
+/// before they consume it. Without it a fast sender filled megabytes of
+/// frames per wake-up, which the allocator gave back to the kernel and
+/// faulted in again (7,400 page faults and 2.5x h1's CPU time per 100 MB
+/// over h2c, docs/benchmarks.md); with it the frames' buffers are reused
+/// while still in the cache (a turn below glibc's 128 KiB trim threshold:
+/// the freed frames never make a top chunk big enough to give back).
+pub const READ_TURN: usize = 64 * 1024;
+
 /// A transport whose reads and writes are paced by the link's buckets.
 pub struct Shaped<T> {
     io: T,
+    /// Bytes still to read in this turn (see [`READ_TURN`]).
+    turn: usize,
     down: Option<TokenBucket>,
     up: Option<TokenBucket>,
     read_wait: Option<Pin<Box<Sleep>>>,
@@ -29,6 +42,7 @@ impl<T> Shaped<T> {
         let now = tokio::time::Instant::now().into_std();
         Self {
             io,
+            turn: READ_TURN,
             down: (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now)),
             up: (link.up_bps > 0.0).then(|| TokenBucket::new(link.up_bps, now)),
             read_wait: None,
@@ -72,29 +86,48 @@ impl<T: AsyncRead + Unpin> AsyncRead for Shaped<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let me = self.get_mut();
+        if me.turn == 0 {
+            // yield: the task runs again at once, after its other futures
+            me.turn = READ_TURN;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         let limit = ready!(poll_tokens(&mut me.down, &mut me.read_wait, cx));
         if limit >= buf.remaining() {
             let before = buf.filled().len();
-            ready!(Pin::new(&mut me.io).poll_read(cx, buf))?;
-            if let Some(b) = me.down.as_mut() {
-                b.consume(
-                    tokio::time::Instant::now().into_std(),
-                    buf.filled().len() - before,
-                );
-            }
+            let r = Pin::new(&mut me.io).poll_read(cx, buf);
+            let n = buf.filled().len() - before;
+            me.count(n, &r);
+            ready!(r)?;
             return Poll::Ready(Ok(()));
         }
         let mut sub = buf.take(limit);
-        ready!(Pin::new(&mut me.io).poll_read(cx, &mut sub))?;
+        let r = Pin::new(&mut me.io).poll_read(cx, &mut sub);
         let n = sub.filled().len();
+        me.count(n, &r);
+        ready!(r)?;
         // SAFETY: the inner read initialised these `n` bytes of `buf`'s
         // unfilled part (`sub` is a view of it)
         unsafe { buf.assume_init(n) };
         buf.advance(n);
-        if let Some(b) = me.down.as_mut() {
-            b.consume(tokio::time::Instant::now().into_std(), n);
-        }
         Poll::Ready(Ok(()))
+    }
+}
+
+impl<T> Shaped<T> {
+    /// Counts a read of `n` bytes against the bucket and the turn (a read
+    /// that found nothing ends the turn).
+    fn count<R>(&mut self, n: usize, r: &Poll<R>) {
+        if r.is_pending() {
+            self.turn = READ_TURN;
+            return;
+        }
+        self.turn = self.turn.saturating_sub(n);
+        if let Some(b) = self.down.as_mut() {
+            if n > 0 {
+                b.consume(tokio::time::Instant::now().into_std(), n);
+            }
+        }
     }
 }
 
@@ -145,6 +178,57 @@ mod tests {
         let secs = t0.elapsed().as_secs_f64();
         assert_eq!(got.len(), 200_000);
         assert!((0.17..0.22).contains(&secs), "{secs}");
+    }
+
+    /// A reader that counts how often it was polled.
+    struct Counting<T> {
+        io: T,
+        polls: usize,
+    }
+
+    impl<T: AsyncRead + Unpin> AsyncRead for Counting<T> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            self.polls += 1;
+            Pin::new(&mut self.io).poll_read(cx, buf)
+        }
+    }
+
+    #[test]
+    fn reads_yield_after_a_turn_and_lose_nothing() {
+        let data: Vec<u8> = (0..3 * READ_TURN + 100).map(|i| i as u8).collect();
+        let mut s = Shaped::new(
+            Counting {
+                io: &data[..],
+                polls: 0,
+            },
+            &LinkSpec::default(),
+        );
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let (mut got, mut yields) = (Vec::new(), 0);
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            let mut buf = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut s).poll_read(&mut cx, &mut buf) {
+                Poll::Pending => yields += 1,
+                Poll::Ready(r) => {
+                    r.unwrap();
+                    if buf.filled().is_empty() {
+                        break;
+                    }
+                    got.extend_from_slice(buf.filled());
+                }
+            }
+        }
+        assert_eq!(got, data);
+        // a yield after each full turn: 3 turns of 64 KiB, then 100 bytes
+        assert_eq!(yields, 3);
+        // the yields did not touch the socket
+        assert_eq!(s.get_ref().polls, got.len().div_ceil(16 * 1024) + 1);
     }
 
     #[tokio::test(start_paused = true)]

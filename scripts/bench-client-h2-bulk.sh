@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# One 100 MB download over HTTP/2 against HTTP/1.1: `vodlab run` fetches one
+# cached 100 MB file (one session, one request for the whole file) over h1,
+# h2c, https and h2, from `vodlab serve` (h1 and h2c on one port; https and
+# h2 by ALPN on a second, self-signed) and from nginx (h1 port, h2c port,
+# TLS port with ALPN h2/http/1.1; skipped when SERVERS=vodlab), on loopback
+# and with the client's link emulation set to DELAY_MS of one-way delay;
+# the median throughput of ROUNDS runs of each, and the ratios h2c/h1,
+# h2/h1 and h2/https.
+#
+#   scripts/bench-client-h2-bulk.sh            # release binary target/release/vodlab
+#   VODLAB=path/to/vodlab ROUNDS=3 DELAY_MS=33 SIZE_MB=100 SERVERS="vodlab nginx" scripts/bench-client-h2-bulk.sh
+#   H2_ARGS="--h2-window-bits 16" scripts/bench-client-h2-bulk.sh  # extra `vodlab run` flags on h2c/h2
+#
+# Throughput is body bytes over the request's response time (request issued
+# to last byte, so with a delay it includes the emulated 2 x DELAY_MS).
+# The delay is vodlab's in-process emulation (src/link.rs): the request
+# leaves DELAY_MS after it is issued and the response's bytes count as
+# arrived DELAY_MS after they are read; the kernel still sees loopback, so
+# neither TCP's nor HTTP/2's flow-control windows meet a real round trip
+# (this kernel has no netem). The workload is a `vodlab gen` directory whose
+# one client class has no rate limit and DELAY_MS of delay.
+set -euo pipefail
+VODLAB=${VODLAB:-target/release/vodlab}
+ROUNDS=${ROUNDS:-3}
+DELAY_MS=${DELAY_MS:-33}
+SIZE_MB=${SIZE_MB:-100}
+SERVERS=${SERVERS:-vodlab nginx}
+H2_ARGS=${H2_ARGS:-}
+[ -x "$VODLAB" ] || { echo "no vodlab binary at $VODLAB (cargo build --release -p vodlab)" >&2; exit 1; }
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null || true; rm -rf "$dir"; }
+trap cleanup EXIT
+mkdir -p "$dir/root"
+head -c $((SIZE_MB * 1000000)) /dev/urandom > "$dir/root/bulk"
+cat "$dir/root/bulk" > /dev/null # in the page cache
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+waitport() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; echo "nothing listens on $1" >&2; exit 1; }
+
+# workloads: one session, one request for the whole file, class with delay d
+for d in 0 "$DELAY_MS"; do
+  "$VODLAB" gen --preset youtube-2011-unchunked --sessions 1 --titles 10 -o "$dir/wl$d" >/dev/null 2>&1
+  python3 - "$dir/wl$d" "$d" <<'PY'
+import sys
+wl, d = sys.argv[1], float(sys.argv[2])
+p = f"{wl}/spec.toml"
+s = open(p).read()
+i, j = s.index("[[clients]]"), s.index("[measurement]")
+s = s[:i] + f'[[clients]]\nname = "bulk"\nshare = 1.0\ndown_kbps = 0.0\nup_kbps = 0.0\ndelay_ms = {d}\n\n' + s[j:]
+open(p, "w").write(s)
+open(f"{wl}/sessions/shard-00.vsl", "w").write("#@session id=0 class=bulk\n/bulk timeout=600\n")
+PY
+done
+
+# servers: name proto port
+targets=()
+if [[ " $SERVERS " == *" vodlab "* ]]; then
+  p1=$(freeport); p2=$(freeport)
+  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p1" >"$dir/serve1.log" 2>&1 & pids+=($!)
+  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p2" --tls-self-signed >"$dir/serve2.log" 2>&1 & pids+=($!)
+  waitport "$p1"; waitport "$p2"
+  targets+=("vodlab h1 $p1" "vodlab h2c $p1" "vodlab https $p2" "vodlab h2 $p2")
+fi
+if [[ " $SERVERS " == *" nginx "* ]] && [ -x /usr/sbin/nginx ]; then
+  n1=$(freeport); n2=$(freeport); n3=$(freeport)
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost -addext basicConstraints=critical,CA:FALSE \
+    -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+  cat > "$dir/nginx.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $dir/nginx.pid; error_log stderr warn;
+events { worker_connections 1024; }
+http { access_log off; sendfile on; keepalive_requests 1000000;
+  client_body_temp_path $dir; proxy_temp_path $dir; fastcgi_temp_path $dir; uwsgi_temp_path $dir; scgi_temp_path $dir;
+  server { listen 127.0.0.1:$n1; root $dir/root; }
+  server { listen 127.0.0.1:$n2 http2; root $dir/root; }
+  server { listen 127.0.0.1:$n3 ssl http2; ssl_certificate $dir/cert.pem; ssl_certificate_key $dir/key.pem; root $dir/root; } }
+CONF
+  /usr/sbin/nginx -c "$dir/nginx.conf" -p "$dir" 2>"$dir/nginx.log" & pids+=($!)
+  waitport "$n1"; waitport "$n2"; waitport "$n3"
+  targets+=("nginx h1 $n1" "nginx h2c $n2" "nginx https $n3" "nginx h2 $n3")
+fi
+
+# MB/s of one download (1 MB = 10^6 bytes)
+fetch() { # proto port delay out
+  local scheme=http extra=()
+  case $1 in https | h2) scheme=https; extra+=(--insecure) ;; esac
+  case $1 in h2c | h2) [ -n "$H2_ARGS" ] && read -ra more <<<"$H2_ARGS" && extra+=("${more[@]}") ;; esac
+  "$VODLAB" run "$dir/wl$3" --target "$scheme://127.0.0.1:$2" --protocol "$1" --rate 1 \
+    --ramp-up 0 --ramp-down 0 --no-pacing --check-bytes 0 --quiet "${extra[@]}" -o "$4" >/dev/null 2>"$4.err" \
+    || { cat "$4.err" >&2; exit 1; }
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["failed_sessions"] == 0 and r["completed_requests"] == 1, r["errors"]
+print(r["completed_bytes"] / (r["response_time_ms"]["max"] / 1000) / 1e6)' "$4/results.json"
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+declare -A med
+for t in "${targets[@]}"; do
+  read -r server proto port <<<"$t"
+  for d in 0 "$DELAY_MS"; do
+    fetch "$proto" "$port" "$d" "$dir/warm" >/dev/null # warm up (connections, caches)
+    vals=()
+    for r in $(seq "$ROUNDS"); do vals+=("$(fetch "$proto" "$port" "$d" "$dir/o")"); done
+    med[$server.$proto.$d]=$(printf "%s\n" "${vals[@]}" | median)
+    echo "  $server $proto delay ${d} ms: ${vals[*]} MB/s" >&2
+  done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+printf "%-7s %9s %9s %9s %9s %9s %7s %7s %8s\n" server "delay ms" "h1 MB/s" "h2c MB/s" "https" "h2 MB/s" "h2c/h1" "h2/h1" "h2/https"
+for server in vodlab nginx; do
+  [ -n "${med[$server.h1.0]:-}" ] || continue
+  for d in 0 "$DELAY_MS"; do
+    h1=${med[$server.h1.$d]}; h2c=${med[$server.h2c.$d]}; hs=${med[$server.https.$d]}; h2=${med[$server.h2.$d]}
+    printf "%-7s %9s %9.0f %9.0f %9.0f %9.0f %7.3f %7.3f %8.3f\n" "$server" "$d" "$h1" "$h2c" "$hs" "$h2" \
+      "$(echo "$h2c / $h1" | bc -l)" "$(echo "$h2 / $h1" | bc -l)" "$(echo "$h2 / $hs" | bc -l)"
+  done
+done
