@@ -15,20 +15,24 @@
 #   inproc-d0   no kernel shaping; vodlab run's in-process link emulation
 #               (rate; delay_ms set to 0, as the kernel here has no netem)
 #   inproc-d50  the same with the preset's 50 ms one-way delay
+#   kernel-paced, inproc-d50-paced
+#               kernel and inproc-d50 with the preset's pacing (a chunk every
+#               10 s after 3 back to back), the workload as specified
 #
 # Client host I runs only the sessions of one class (vodlab run --only-class):
 # host 0 and 3 the 10mbit class (shards 0/2 and 1/2 of it), host 1 3.5mbit,
-# host 2 1mbit. Sessions are unpaced (--no-pacing; the preset paces a chunk
-# every 10 s, which makes a session's duration its viewing time whatever the
-# link): a session is then as long as its bytes take through the link. The
-# summary prints, per class, the median and mean session duration and
-# throughput of each run and the ratios kernel / inproc-d0 and
-# kernel / inproc-d50.
+# host 2 1mbit. The first three runs are unpaced (--no-pacing): a session is
+# then as long as its bytes take through the link. With the preset's pacing a
+# session lasts about its viewing time whatever the link, and only the
+# per-request figures tell the shapings apart. The summary prints, per class,
+# the median and mean session duration, session throughput (bytes / duration)
+# and request throughput (bytes / issue-to-last-byte) of each run, and the
+# ratios of each kernel run to the in-process runs of the same pacing.
 #
 #   scripts/experiments/lab-shaping.sh [--quick] [OUT_DIR]
 #
-# --quick: 24 sessions (CI size, about 2 minutes); default 60 sessions
-# (about 8 minutes). Environment: VODLAB (binary), SESSIONS, RATE (sessions/s),
+# --quick: 24 sessions, the three unpaced runs (CI size, about 3 minutes);
+# default 60 sessions, all five runs (about 18 minutes). Environment: VODLAB (binary), SESSIONS, RATE (sessions/s),
 # DIV, TITLES, MODES (a subset of "kernel inproc-d0 inproc-d50").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,11 +41,12 @@ if [ "${1:-}" = "--quick" ]; then QUICK=1; shift; fi
 OUT=${1:-target/experiments/lab-shaping}
 if [ $QUICK = 1 ]; then
   SESSIONS=${SESSIONS:-24}; RATE=${RATE:-0.5}; DIV=${DIV:-20}
+  MODES=${MODES:-"kernel inproc-d0 inproc-d50"}
 else
-  SESSIONS=${SESSIONS:-60}; RATE=${RATE:-0.5}; DIV=${DIV:-10}
+  SESSIONS=${SESSIONS:-60}; RATE=${RATE:-0.5}; DIV=${DIV:-5}
+  MODES=${MODES:-"kernel inproc-d0 inproc-d50 kernel-paced inproc-d50-paced"}
 fi
 TITLES=${TITLES:-60}
-MODES=${MODES:-"kernel inproc-d0 inproc-d50"}
 LAB=${LAB:-lshp}
 VODLAB=${VODLAB:-target/release/vodlab}
 [ -x "$VODLAB" ] || cargo build --release -q -p vodlab
@@ -93,7 +98,7 @@ case "$VODLAB_LAB_CLIENT" in
 esac
 exec "$v" run "$work" --target "http://$VODLAB_LAB_SERVER:8080" --allow-remote \
   --rate "$rate" --arrivals poisson --seed 1 --ramp-up 0 --ramp-down 0 \
-  --no-pacing --check-bytes 0 --requests-csv --quiet \
+  --check-bytes 0 --requests-csv --quiet \
   --only-class "$class" --shard "$shard" --start-at "$start" \
   -o "$out/c$VODLAB_LAB_CLIENT" "$@" > "$out/c$VODLAB_LAB_CLIENT.txt" 2>&1
 EOF
@@ -102,22 +107,31 @@ for mode in $MODES; do
   dir=$OUT/$mode
   rm -rf "$dir"; mkdir -p "$dir"
   case $mode in
-    kernel)     work=$WORK/w50; lab=(--flow-down 10mbit,3.5mbit,1mbit,10mbit); run=(--no-shaping) ;;
-    inproc-d0)  work=$WORK/w0;  lab=(); run=() ;;
-    inproc-d50) work=$WORK/w50; lab=(); run=() ;;
+    kernel*)     work=$WORK/w50; lab=(--flow-down 10mbit,3.5mbit,1mbit,10mbit); run=(--no-shaping) ;;
+    inproc-d0*)  work=$WORK/w0;  lab=(); run=() ;;
+    inproc-d50*) work=$WORK/w50; lab=(); run=() ;;
+    *) echo "unknown mode $mode" >&2; exit 2 ;;
+  esac
+  case $mode in
+    kernel|inproc-d0|inproc-d50) run+=(--no-pacing) ;;
+    kernel-paced|inproc-d0-paced|inproc-d50-paced) ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac
   start=$(( $(date +%s) + 5 ))
   echo "== $mode: $SESSIONS sessions at $RATE/s, start $(date -u -d @$start +%T)" >&2
-  "$V" lab run --name "$LAB" --clients 4 "${lab[@]}" --port 8080 --timeout 1800 \
+  "$V" lab run --name "$LAB" --clients 4 ${lab[@]+"${lab[@]}"} --port 8080 --timeout 1800 \
     --server "exec $V serve --root $WORK/files --listen 10.77.0.1:8080 --stats-interval 0 > $dir/serve.txt 2>&1" \
     --client "sh $WORK/client.sh $mode $work $dir $start $RATE $V ${run[*]:-}" 2> "$dir/lab.txt"
   # the shards of each class merged exactly (vodlab merge)
   "$V" merge "$dir/c0" "$dir/c3" -o "$dir/merged-10mbit" > /dev/null
   "$V" merge "$dir/c1" -o "$dir/merged-3.5mbit" > /dev/null
   "$V" merge "$dir/c2" -o "$dir/merged-1mbit" > /dev/null
-  # the raw per-request rows are kept gzipped; the merged metrics are large
-  for c in 0 1 2 3; do gzip -f "$dir/c$c/requests.csv"; rm -f "$dir/c$c/metrics.json"; done
+  # kept: each host's summary.txt, log and requests.csv (gzipped), and each
+  # class's merged results; the hosts' results.json and metrics.json are
+  # what the merge read
+  for c in 0 1 2 3; do
+    gzip -f "$dir/c$c/requests.csv"; rm -f "$dir/c$c/metrics.json" "$dir/c$c/results.json"
+  done
   rm -f "$dir"/merged-*/metrics.json
 done
 
@@ -125,7 +139,7 @@ python3 - "$OUT" $MODES <<'EOF' | tee "$OUT/summary.md"
 import csv, gzip, os, statistics, sys
 out, modes = sys.argv[1], sys.argv[2:]
 classes = ["10mbit", "3.5mbit", "1mbit"]
-def sessions(mode):
+def load(mode):
     s = {}
     for c in range(4):
         with gzip.open(os.path.join(out, mode, "c%d" % c, "requests.csv.gz"), "rt") as f:
@@ -133,40 +147,43 @@ def sessions(mode):
                 if r["error"] or not r["response_ms"]:
                     s.setdefault((r["class"], r["session"]), []).append(None)
                     continue
-                t0 = float(r["sent_s"]); t1 = t0 + float(r["response_ms"]) / 1e3
-                s.setdefault((r["class"], r["session"]), []).append((t0, t1, int(r["bytes"])))
+                t0 = float(r["sent_s"]); dt = float(r["response_ms"]) / 1e3
+                s.setdefault((r["class"], r["session"]), []).append((t0, t0 + dt, int(r["bytes"])))
     per = {c: {} for c in classes}
     for (cls, sid), rows in s.items():
         if any(x is None for x in rows):
             per[cls][sid] = None
             continue
         d = max(t1 for _, t1, _ in rows) - min(t0 for t0, _, _ in rows)
-        per[cls][sid] = (d, sum(b for _, _, b in rows) * 8 / d / 1e6)
+        req = [b * 8 / (t1 - t0) / 1e6 for t0, t1, b in rows]
+        per[cls][sid] = (d, sum(b for _, _, b in rows) * 8 / d / 1e6, req)
     return per
-data = {m: sessions(m) for m in modes}
-print("Per class: sessions (failed), session duration median / mean (s), session throughput median / mean (Mbit/s)\n")
-print("| class | run | sessions | duration median | duration mean | throughput median | throughput mean |")
-print("|---|---|---|---|---|---|---|")
+data = {m: load(m) for m in modes}
+print("Per class: sessions (failed); session duration (s, first send to last byte); session throughput")
+print("(Mbit/s, body bytes / duration); request throughput (Mbit/s, body bytes / issue to last byte)\n")
+print("| class | run | sessions | duration median | duration mean | session thr. median | session thr. mean | request thr. median |")
+print("|---|---|---|---|---|---|---|---|")
 stats = {}
 for c in classes:
     for m in modes:
         v = data[m][c]
         ok = [x for x in v.values() if x]
-        dur = [x[0] for x in ok]; thr = [x[1] for x in ok]
-        stats[(m, c)] = (statistics.median(dur), statistics.mean(dur), statistics.median(thr), statistics.mean(thr))
-        print("| %s | %s | %d (%d) | %.2f | %.2f | %.3f | %.3f |" % ((c, m, len(v), len(v) - len(ok)) + stats[(m, c)]))
-if "kernel" in modes:
-    others = [m for m in modes if m != "kernel"]
-    print("\nRatios kernel / in-process (duration median, duration mean, throughput median, throughput mean)\n")
-    print("| class | vs | dur. median | dur. mean | thr. median | thr. mean |")
-    print("|---|---|---|---|---|---|")
+        dur = [x[0] for x in ok]; thr = [x[1] for x in ok]; req = [r for x in ok for r in x[2]]
+        stats[(m, c)] = (statistics.median(dur), statistics.mean(dur), statistics.median(thr),
+                         statistics.mean(thr), statistics.median(req))
+        print("| %s | %s | %d (%d) | %.2f | %.2f | %.3f | %.3f | %.3f |" % ((c, m, len(v), len(v) - len(ok)) + stats[(m, c)]))
+pairs = [(k, m) for k in modes if k.startswith("kernel") for m in modes
+         if m.startswith("inproc") and m.endswith("-paced") == k.endswith("-paced")]
+if pairs:
+    print("\nRatios kernel / in-process, same sessions and pacing\n")
+    print("| class | kernel run | vs | dur. median | dur. mean | session thr. median | session thr. mean | request thr. median |")
+    print("|---|---|---|---|---|---|---|---|")
     for c in classes:
-        for m in others:
-            k, o = stats[("kernel", c)], stats[(m, c)]
-            print("| %s | %s | %.3f | %.3f | %.3f | %.3f |" % ((c, m) + tuple(a / b for a, b in zip(k, o))))
-    # the same sessions in every run?
-    for m in others:
+        for k, m in pairs:
+            a, b = stats[(k, c)], stats[(m, c)]
+            print("| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f |" % ((c, k, m) + tuple(x / y for x, y in zip(a, b))))
+    for k, m in pairs:
         for c in classes:
-            if set(data["kernel"][c]) != set(data[m][c]):
-                print("\nWARNING: %s and kernel ran different %s sessions" % (m, c))
+            if set(data[k][c]) != set(data[m][c]):
+                print("\nWARNING: %s and %s ran different %s sessions" % (k, m, c))
 EOF
