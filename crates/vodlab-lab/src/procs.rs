@@ -55,6 +55,14 @@ pub fn one_arrival_process(work: &mut LoadedWorkload) {
     }
 }
 
+/// How long before a spread point's start time its children are started:
+/// 1 s plus 4 times the time this process took to load the workload, per
+/// round of children the cores load side by side (`rounds` = N / cores,
+/// rounded up), at most 60 s.
+pub fn start_lead(load: Duration, rounds: f64) -> Duration {
+    Duration::from_secs_f64((1.0 + 4.0 * load.as_secs_f64() * rounds.max(1.0)).min(60.0))
+}
+
 /// The child processes of a point: how many for `sessions` sessions
 /// (never more processes than sessions, so no child runs none).
 pub fn processes_for(settings: &PointSettings, sessions: usize) -> u32 {

@@ -168,6 +168,20 @@ fn n_children_run_the_sessions_of_one_process_at_the_same_offsets() {
 }
 
 #[test]
+fn the_start_lead_grows_with_the_load_time_and_the_rounds_of_children() {
+    let ms = Duration::from_millis;
+    assert_eq!(start_lead(ms(0), 1.0), ms(1000));
+    assert_eq!(start_lead(ms(250), 1.0), ms(2000));
+    assert_eq!(start_lead(ms(250), 4.0), ms(5000), "N = 4 x cores");
+    assert_eq!(start_lead(ms(250), 0.0), ms(2000), "at least one round");
+    assert_eq!(
+        start_lead(Duration::from_secs(100), 1.0),
+        ms(60_000),
+        "capped"
+    );
+}
+
+#[test]
 fn never_more_children_than_sessions() {
     let s = PointSettings {
         client_processes: 4,

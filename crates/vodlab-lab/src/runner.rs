@@ -273,9 +273,13 @@ impl PointRunner {
         // point's few sessions would all start at once (each shard's first
         // session starts at t = 0)
         crate::procs::one_arrival_process(&mut work);
-        // children load the workload too, side by side: start them well
-        // before the point's start time
-        let lead = Duration::from_secs_f64((1.0 + 4.0 * t_load.elapsed().as_secs_f64()).min(30.0));
+        // children load the workload too, side by side (N of them on the
+        // machine's cores): start them well before the point's start time
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let rounds = (f64::from(settings.client_processes) / cores)
+            .ceil()
+            .max(1.0);
+        let lead = crate::procs::start_lead(t_load.elapsed(), rounds);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
