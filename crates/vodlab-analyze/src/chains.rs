@@ -183,7 +183,15 @@ impl ChainDetector {
         // Table 5.3: requests to this file arriving in the same second; only
         // the second just counted can raise the maximum
         let sec = r.start_s.floor() as i64;
-        let here = match st.seconds.iter_mut().rev().find(|(s, _)| *s == sec) {
+        // arrivals come nearly in order: a second after the newest is new
+        // without a scan
+        let newer = st.seconds.last().is_none_or(|(s, _)| *s < sec);
+        let found = if newer {
+            None
+        } else {
+            st.seconds.iter_mut().rev().find(|(s, _)| *s == sec)
+        };
+        let here = match found {
             Some((_, n)) => {
                 *n += 1;
                 *n
@@ -191,8 +199,9 @@ impl ChainDetector {
             None => {
                 // a second older than `reorder` can no longer be counted
                 // (this request's own second never is): drop them now and then
-                if st.seconds.len() >= 16 {
-                    let horizon = (r.start_s - self.reorder_s).floor() as i64;
+                // (in batches: the oldest 32 s past the horizon)
+                let horizon = (r.start_s - self.reorder_s).floor() as i64;
+                if st.seconds.len() >= 16 && st.seconds[0].0 < horizon - 32 {
                     st.seconds.retain(|(s, _)| *s >= horizon);
                 }
                 st.seconds.push((sec, 1));
