@@ -286,23 +286,35 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
     }
     for path in &a.logs {
         let name = path.display().to_string();
-        let reader = BufReader::with_capacity(
+        let mut reader = BufReader::with_capacity(
             1 << 20,
             File::open(path).with_context(|| format!("opening {name}"))?,
         );
         let mut format: Option<LogFormat> = None;
-        for (i, line) in reader.lines().enumerate() {
-            let text = line.with_context(|| format!("reading {name}"))?;
+        // one buffer for every line: no allocation per line
+        let mut buf = Vec::with_capacity(512);
+        let mut i = 0u64;
+        loop {
+            buf.clear();
+            if reader
+                .read_until(b'\n', &mut buf)
+                .with_context(|| format!("reading {name}"))?
+                == 0
+            {
+                break;
+            }
+            i += 1;
+            let text = std::str::from_utf8(&buf)
+                .with_context(|| format!("reading {name}: line {i} is not UTF-8"))?;
             lines += 1;
             if format.is_none() {
                 if text.trim().is_empty() {
                     continue;
                 }
-                format =
-                    Some(LogFormat::detect(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?);
+                format = Some(LogFormat::detect(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?);
             }
             let f = format.as_ref().expect("set");
-            let r = match f.parse(&text, i as u64 + 1) {
+            let r = match f.parse(text, i) {
                 Ok(Line::Request(r, _)) => r,
                 Ok(Line::Skip(_)) => continue,
                 Err(e) => bail!("{name}: {e}"),
