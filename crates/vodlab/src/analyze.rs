@@ -139,11 +139,22 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             FormatArg::Nginx => Some(LogFormat::Nginx),
             FormatArg::Auto | FormatArg::Csv => None,
         };
-        for (i, line) in reader.split(b'\n').enumerate() {
-            let n = i as u64 + 1;
-            let bytes = line.with_context(|| format!("reading {name}"))?;
+        // one buffer for every line: no allocation per line
+        let mut reader = reader;
+        let mut buf = Vec::with_capacity(512);
+        let mut n = 0u64;
+        loop {
+            buf.clear();
+            let got = reader
+                .read_until(b'\n', &mut buf)
+                .with_context(|| format!("reading {name}"))?;
+            if got == 0 {
+                break;
+            }
+            n += 1;
+            let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
             lines += 1;
-            let Ok(text) = std::str::from_utf8(&bytes) else {
+            let Ok(text) = std::str::from_utf8(bytes) else {
                 bad += 1;
                 if a.strict {
                     anyhow::bail!("{name}: line {n}: not UTF-8");
