@@ -315,3 +315,132 @@ fn a_missing_executable_is_named() {
         "{e}"
     );
 }
+
+/// Writes a shard's results.json and metrics.json into `dir`: a run that
+/// started `started` sessions and stopped by `stop`.
+fn write_shard(dir: &Path, spec: ShardSpec, started: u64, stop: StopReason) {
+    use vodlab_client::metrics::RunMetrics;
+    use vodlab_client::results::{self, Monitor, RunInfo};
+    use vodlab_client::shard::DumpInfo;
+    let info = RunInfo {
+        target: "http://127.0.0.1:8080".into(),
+        workload: "w".into(),
+        arrivals: Arrivals::Poisson { rate: 3.0 },
+        seed: 4,
+        shaping: false,
+        pacing: false,
+        interval_s: 1.0,
+        late_threshold: Duration::from_millis(10),
+        scheduled_sessions: started,
+        started_sessions: started,
+        started_unix: 1_700_000_000.0,
+        duration_s: 5.0,
+        stopped_by: stop,
+        playback_buffer_s: 4.0,
+        pace_target: 1.0,
+    };
+    let mut m = RunMetrics::new(10_000);
+    for i in 0..started {
+        let start_s = i as f64 * 0.3;
+        m.record_start(start_s, 100);
+        m.record_session(
+            "c",
+            true,
+            &vodlab_client::metrics::SessionSample {
+                start_s,
+                end_s: start_s + 1.0,
+                failure: None,
+                skipped: 0,
+                viewer: None,
+                reconnects: 0,
+                server_closes: 0,
+            },
+        );
+    }
+    let mon = Monitor::default();
+    let dump = MetricsDump::new(
+        &DumpInfo {
+            shard: Some(spec),
+            origin_unix_s: 1_700_000_000.0,
+            actual_start_unix_s: 1_700_000_000.001,
+        },
+        &info,
+        &m,
+        &mon,
+        2,
+        10.0,
+    )
+    .unwrap();
+    let r = results::assemble(&info, &m, &mon);
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("results.json"), serde_json::to_string(&r).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("metrics.json"),
+        serde_json::to_string(&dump).unwrap(),
+    )
+    .unwrap();
+}
+
+/// The point's merge names every shard that went wrong and is INVALID;
+/// what the others measured is kept.
+#[test]
+fn a_point_with_a_failed_and_an_interrupted_shard_is_invalid_and_names_them() {
+    let t = tempfile::tempdir().unwrap();
+    let spec = |index| ShardSpec { index, count: 3 };
+    let kid = |i: u32, trouble: Option<&str>| Kid {
+        spec: spec(i),
+        dir: t.path().join(format!("shard-{i}")),
+        child: None,
+        status: None,
+        trouble: trouble.map(String::from),
+        shown: [0; 5],
+    };
+    write_shard(&t.path().join("shard-0"), spec(0), 5, StopReason::Finished);
+    // shard 1 exited with an error before writing anything
+    write_shard(
+        &t.path().join("shard-2"),
+        spec(2),
+        4,
+        StopReason::Interrupted,
+    );
+    let kids = vec![
+        kid(0, None),
+        kid(1, Some("its process exited with exit status: 2")),
+        kid(2, None),
+    ];
+    let s = merge_children(&kids, false)
+        .ok()
+        .expect("two shards merged");
+    assert_eq!(s.started, 9);
+    assert_eq!(s.results.started_sessions, 9);
+    assert!(!s.results.valid);
+    assert!(!s.results.complete);
+    let why = s.results.invalid_reasons.join("\n");
+    assert!(
+        why.contains("shard 1/3") && why.contains("wrote no results"),
+        "{why}"
+    );
+    assert!(why.contains("exit status: 2"), "{why}");
+    assert!(
+        why.contains("shard 2/3") && why.contains("was interrupted"),
+        "{why}"
+    );
+    assert!(!why.contains("shard 0/3"), "{why}");
+    let m = s.results.merge.as_ref().unwrap();
+    assert_eq!(m.missing, vec![1]);
+    assert_eq!(m.merged, vec![0, 2]);
+    // the search's own Ctrl-C: an interrupted shard is no fault of its own
+    let s = merge_children(&kids, true).ok().unwrap();
+    let why = s.results.invalid_reasons.join("\n");
+    assert!(!why.contains("was interrupted"), "{why}");
+    assert!(why.contains("shard 1/3"), "{why}");
+    // every shard fine: valid
+    write_shard(&t.path().join("shard-1"), spec(1), 5, StopReason::Finished);
+    write_shard(&t.path().join("shard-2"), spec(2), 5, StopReason::Finished);
+    let ok = merge_children(&[kid(0, None), kid(1, None), kid(2, None)], false)
+        .ok()
+        .unwrap();
+    assert!(ok.results.valid, "{:?}", ok.results.invalid_reasons);
+    assert!(ok.results.complete);
+    assert_eq!(ok.started, 15);
+}
