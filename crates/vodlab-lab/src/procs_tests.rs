@@ -408,9 +408,7 @@ fn a_point_with_a_failed_and_an_interrupted_shard_is_invalid_and_names_them() {
         kid(1, Some("its process exited with exit status: 2")),
         kid(2, None),
     ];
-    let s = merge_children(&kids, false)
-        .ok()
-        .expect("two shards merged");
+    let s = merge_children(&kids, false).unwrap_or_else(|e| panic!("two shards merged: {e}"));
     assert_eq!(s.started, 9);
     assert_eq!(s.results.started_sessions, 9);
     assert!(!s.results.valid);
@@ -430,7 +428,7 @@ fn a_point_with_a_failed_and_an_interrupted_shard_is_invalid_and_names_them() {
     assert_eq!(m.missing, vec![1]);
     assert_eq!(m.merged, vec![0, 2]);
     // the search's own Ctrl-C: an interrupted shard is no fault of its own
-    let s = merge_children(&kids, true).ok().unwrap();
+    let s = merge_children(&kids, true).unwrap_or_else(|e| panic!("{e}"));
     let why = s.results.invalid_reasons.join("\n");
     assert!(!why.contains("was interrupted"), "{why}");
     assert!(why.contains("shard 1/3"), "{why}");
@@ -438,8 +436,7 @@ fn a_point_with_a_failed_and_an_interrupted_shard_is_invalid_and_names_them() {
     write_shard(&t.path().join("shard-1"), spec(1), 5, StopReason::Finished);
     write_shard(&t.path().join("shard-2"), spec(2), 5, StopReason::Finished);
     let ok = merge_children(&[kid(0, None), kid(1, None), kid(2, None)], false)
-        .ok()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(ok.results.valid, "{:?}", ok.results.invalid_reasons);
     assert!(ok.results.complete);
     assert_eq!(ok.started, 15);
