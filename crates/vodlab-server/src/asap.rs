@@ -257,7 +257,7 @@ impl RangeIo<'_, '_> {
 }
 
 /// Whether a Range header value is one open-ended range, `bytes=A-`.
-fn open_ended_range(v: &str) -> bool {
+pub(crate) fn open_ended_range(v: &str) -> bool {
     v.trim().strip_prefix("bytes=").is_some_and(|r| {
         !r.contains(',') && r.trim_end().ends_with('-') && !r.trim().starts_with('-')
     })

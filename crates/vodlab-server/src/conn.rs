@@ -510,6 +510,8 @@ impl Conn<'_> {
                 // the header goes out with the first body bytes (MSG_MORE), as nginx's TCP_NOPUSH does
                 let r = *r;
                 let pace = self.pace.take();
+                let head_len = self.out.len() as u64;
+                let acked0 = bytes_acked(&mut self.sock);
                 let res = async {
                     if pace.is_none() && self.kernel_rate_set {
                         crate::pacing::set_max_pacing_rate(self.sock.tcp(), u64::MAX)?;
@@ -524,6 +526,14 @@ impl Conn<'_> {
                     Ok(())
                 }
                 .await;
+                if res.is_err() {
+                    // cut short (a client ending an open-ended read by
+                    // closing): log the body bytes its TCP acknowledged
+                    if let (Some(a0), Some(a1)) = (acked0, bytes_acked(&mut self.sock)) {
+                        sent.file_bytes =
+                            (a1.saturating_sub(a0)).saturating_sub(head_len).min(r.len);
+                    }
+                }
                 res
             }
             (Body::Multipart { parts, closing }, Some(f)) => {
@@ -564,6 +574,28 @@ pub(crate) fn count(st: &State, p: &ResponsePlan) {
     }
 }
 
+/// Bytes of this connection its peer's TCP has acknowledged (`TCP_INFO`'s
+/// `tcpi_bytes_acked`), on plain TCP.
+fn bytes_acked(sock: &mut Transport) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let fd = sock.plain()?.as_raw_fd();
+    // SAFETY: tcp_info is plain old data
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: a live tcp_info and its size
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    let need = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
+    (r == 0 && len as usize >= need).then_some(info.tcpi_bytes_acked)
+}
+
 /// Appends one access-log line (format in docs/serve.md): `sent` is the
 /// file bytes sent and the page-cache outcome.
 pub(crate) fn log_line(
@@ -583,8 +615,14 @@ pub(crate) fn log_line(
         .filter(|s| !s.is_empty() && !s.contains(char::is_whitespace))
         .map_or_else(|| format!("c{conn}"), str::to_string);
     let path = head.target.split('?').next().unwrap_or("");
+    // the request's form, as `vodlab analyze` reads it
+    let form = match head.header("range") {
+        None => "whole",
+        Some(v) if crate::asap::open_ended_range(v) => "open",
+        Some(_) => "chunk",
+    };
     let line = format!(
-        "{now:.6} {conn} {session} {path} {} {} {} {} {} {}\n",
+        "{now:.6} {conn} {session} {path} {} {} {} {} {} {} {form}\n",
         p.offset,
         p.length,
         p.status(),
