@@ -335,6 +335,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
             bail!("{k} {v}: expected a number >= 0");
         }
     }
+    // a target is checked before anything is looked for or started
+    let target = a.target.as_deref().map(parse_target).transpose()?;
     let dir = record_dir(&a);
     let modules = dir.join("node_modules");
     let dashjs = modules.join("dashjs/dist/dash.all.min.js");
@@ -353,8 +355,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("creating {}", a.output.display()))?;
-    let (_serve, origin) = match (&a.root, &a.target) {
-        (_, Some(t)) => (None, parse_target(t)?.0),
+    let (_serve, origin) = match (&a.root, target) {
+        (_, Some((origin, _))) => (None, origin),
         (Some(root), None) => {
             if !vodlab_fileset::media::is_real(root) {
                 eprintln!(

@@ -210,3 +210,45 @@ fn a_recorded_dashjs_session_replays_with_its_urls_and_timing() {
         "median {median} ms: {errors:?}"
     );
 }
+
+#[test]
+fn record_refuses_what_it_cannot_do_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("rec");
+    let o = out.to_str().unwrap();
+    let err = |args: &[&str]| {
+        let r = common::vodlab(args);
+        assert!(!r.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&r.stderr).into_owned()
+    };
+    // no npm packages where they are looked for
+    let e = err(&[
+        "record",
+        "--root",
+        d.path().to_str().unwrap(),
+        "--record-dir",
+        d.path().join("none").to_str().unwrap(),
+        "-o",
+        o,
+    ]);
+    assert!(
+        e.contains("dashjs and puppeteer-core are not installed")
+            && e.contains("install-test-deps.sh"),
+        "{e}"
+    );
+    // a remote target, a bad duration, neither root nor target
+    let e = err(&[
+        "record",
+        "--target",
+        "http://192.0.2.1:80",
+        "--mpd",
+        "/t/manifest.mpd",
+        "-o",
+        o,
+    ]);
+    assert!(e.contains("not a loopback address"), "{e}");
+    let e = err(&["record", "--root", ".", "--seconds", "0", "-o", o]);
+    assert!(e.contains("--seconds 0"), "{e}");
+    let e = err(&["record", "-o", o]);
+    assert!(e.contains("--root"), "{e}");
+}
