@@ -236,6 +236,10 @@ pub async fn run_parts(
                 } else {
                     sessions.spawn(async move { run_session(ctx2, k, i, tx2).await });
                 }
+                // a finished task stays in the set (its whole cell) until
+                // joined: reap them as we go, or an hour-long run keeps
+                // every ended session's task (about 2 KB each)
+                while sessions.try_join_next().is_some() {}
             }
             // wait for this shard's sessions, or abort them on stop
             if stop.borrow().is_some() {
