@@ -221,6 +221,10 @@ pub struct CapacityFile {
     /// The client's lateness threshold, ms (not in version 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_threshold_ms: Option<f64>,
+    /// Client processes each point ran in (`--client-processes`; absent in
+    /// files written before it: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_processes: Option<u32>,
     /// Settings and every point with its runs.
     pub search: Search,
     /// The answer.
@@ -252,6 +256,8 @@ pub struct CapacityMeta {
     pub shaping: bool,
     /// The client's lateness threshold, ms.
     pub late_threshold_ms: Option<f64>,
+    /// Client processes per point (`--client-processes`).
+    pub client_processes: Option<u32>,
     /// Wall-clock start, Unix seconds.
     pub started_at_unix_s: f64,
 }
@@ -285,6 +291,7 @@ impl CapacityFile {
             pacing: meta.pacing,
             shaping: meta.shaping,
             late_threshold_ms: meta.late_threshold_ms,
+            client_processes: meta.client_processes,
             search: search.clone(),
             answer: search.answer(),
             rows: rows(search),

@@ -594,6 +594,7 @@ impl PointRunner {
             pacing: self.settings.pacing,
             shaping: self.settings.shaping,
             late_threshold_ms: Some(self.settings.late_threshold_ms),
+            client_processes: Some(self.settings.client_processes),
             started_at_unix_s: started,
         };
         let file = CapacityFile::new(search, stop, meta, unix_now());

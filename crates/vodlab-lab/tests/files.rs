@@ -87,6 +87,7 @@ fn meta() -> CapacityMeta {
         pacing: false,
         shaping: false,
         late_threshold_ms: Some(10.0),
+        client_processes: Some(2),
         started_at_unix_s: 1000.0,
     }
 }
