@@ -59,6 +59,9 @@ pub enum Flood {
     SmallData,
     /// RST_STREAM (rapid reset).
     Reset,
+    /// A header block (HEADERS and its CONTINUATIONs) longer than
+    /// [`FloodLimits::header_block`] bytes.
+    HeaderBlock,
 }
 
 impl fmt::Display for Flood {
@@ -69,6 +72,7 @@ impl fmt::Display for Flood {
             Flood::WindowUpdate => "WINDOW_UPDATE flood",
             Flood::SmallData => "small DATA flood",
             Flood::Reset => "RST_STREAM flood (rapid reset)",
+            Flood::HeaderBlock => "CONTINUATION flood (header block too long)",
         })
     }
 }
@@ -87,6 +91,12 @@ pub struct FloodLimits {
     pub small_data: u32,
     /// RST_STREAM frames.
     pub resets: u32,
+    /// Most bytes of one header block as sent (HEADERS and CONTINUATION
+    /// payloads, not per second; 0 = no limit). The meter ends the
+    /// connection before the h2 crate decodes a block past it: an endless
+    /// CONTINUATION stream otherwise has the crate decode a few frames of
+    /// HPACK literals per connection (~0.3 ms each on this machine).
+    pub header_block: u32,
 }
 
 /// Frames of the current one-second window.
@@ -174,6 +184,9 @@ pub struct FrameMeter {
     counts: Window,
     /// WINDOW_UPDATEs earned and not yet sent.
     earned: u32,
+    /// Bytes of the header block being received, if one is open
+    /// (HEADERS or PUSH_PROMISE without END_HEADERS).
+    block: Option<u64>,
     /// Type of the last frame whose header was read (255 before any).
     pub last_kind: u8,
     /// Whether a CONTINUATION frame has been seen on the connection.
@@ -190,6 +203,7 @@ impl FrameMeter {
             window_start: None,
             counts: Window::default(),
             earned: 0,
+            block: None,
             last_kind: 255,
             saw_continuation: false,
         }
@@ -218,6 +232,15 @@ impl FrameMeter {
     fn frame(&mut self, kind: u8, flags: u8, len: u32, now: Instant) -> Result<(), Flood> {
         self.last_kind = kind;
         self.saw_continuation |= kind == 0x9;
+        const END_HEADERS: u8 = 0x4;
+        if kind == 0x1 || kind == 0x5 || (kind == 0x9 && self.block.is_some()) {
+            let n = self.block.unwrap_or(0) + u64::from(len);
+            let max = self.limits.header_block;
+            if max > 0 && n > u64::from(max) {
+                return Err(Flood::HeaderBlock);
+            }
+            self.block = (flags & END_HEADERS == 0).then_some(n);
+        }
         match self.window_start {
             Some(t) if now.saturating_duration_since(t) < Duration::from_secs(1) => {}
             _ => {
@@ -412,6 +435,7 @@ mod tests {
         window_updates: 100,
         small_data: 100,
         resets: 50,
+        header_block: 4096,
     };
 
     #[test]
@@ -454,6 +478,41 @@ mod tests {
             }
         }
         assert_eq!(r, Err(Flood::Ping));
+    }
+
+    #[test]
+    fn a_header_block_past_its_limit_is_a_flood() {
+        let t0 = Instant::now();
+        let run = |frames: &[Vec<u8>]| {
+            let mut m = FrameMeter::new(LIMITS);
+            m.feed(PREFACE, t0).unwrap();
+            frames.iter().map(|f| m.feed(f, t0)).find_map(Result::err)
+        };
+        let cont = frame(0x9, 0, &[0x40; 1000]);
+        let last = frame(0x9, 0x4, &[0x40; 1000]);
+        // HEADERS of 1,000 bytes, then CONTINUATIONs: cut past 4,096 bytes
+        let mut fs = vec![frame(0x1, 0, &[0x82; 1000])];
+        fs.extend(std::iter::repeat_n(cont.clone(), 3));
+        assert_eq!(run(&fs), None, "4,000 bytes");
+        fs.push(cont.clone());
+        assert_eq!(run(&fs), Some(Flood::HeaderBlock));
+        // END_HEADERS closes a block: many blocks under the limit are fine
+        let mut fs = Vec::new();
+        for _ in 0..50 {
+            fs.push(frame(0x1, 0, &[0x82; 1000]));
+            fs.extend([cont.clone(), last.clone()]);
+        }
+        assert_eq!(run(&fs), None);
+        let off = FloodLimits {
+            header_block: 0,
+            ..LIMITS
+        };
+        let mut m = FrameMeter::new(off);
+        m.feed(PREFACE, t0).unwrap();
+        m.feed(&frame(0x1, 0, &[0x82; 1000]), t0).unwrap();
+        for _ in 0..100 {
+            m.feed(&cont, t0).unwrap();
+        }
     }
 
     #[test]

@@ -165,6 +165,7 @@ pub(crate) async fn serve<T>(
                     Flood::WindowUpdate => &p.window_update_flood,
                     Flood::SmallData => &p.small_data_flood,
                     Flood::Reset => &p.rapid_reset,
+                    Flood::HeaderBlock => &p.continuation_flood,
                 }
                 .fetch_add(1, Ordering::Relaxed);
                 st.log_error(&format_args!("h2 connection {id}: {f}: GOAWAY ENHANCE_YOUR_CALM"));

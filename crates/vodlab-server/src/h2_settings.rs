@@ -156,6 +156,11 @@ impl H2Settings {
             window_updates: self.window_updates_per_s,
             small_data: self.small_data_per_s,
             resets: self.resets_per_s,
+            // twice the list limit: an encoder that picks the shorter string
+            // form spends fewer bytes on a field than its 32-byte list
+            // overhead plus name and value, so a request just over the list
+            // limit still gets the h2 crate's stream error, not a GOAWAY
+            header_block: self.max_header_list_size.saturating_mul(2),
         }
     }
 
