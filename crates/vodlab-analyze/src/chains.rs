@@ -183,28 +183,23 @@ impl ChainDetector {
         // Table 5.3: requests to this file arriving in the same second; only
         // the second just counted can raise the maximum
         let sec = r.start_s.floor() as i64;
-        // arrivals come nearly in order: a second after the newest is new
-        // without a scan
-        let newer = st.seconds.last().is_none_or(|(s, _)| *s < sec);
-        let found = if newer {
-            None
-        } else {
-            st.seconds.iter_mut().rev().find(|(s, _)| *s == sec)
-        };
-        let here = match found {
-            Some((_, n)) => {
-                *n += 1;
-                *n
+        // `seconds` is kept sorted; arrivals come nearly in order, so the
+        // search from the back stops at once
+        let here = match st.seconds.iter().rposition(|(s, _)| *s <= sec) {
+            Some(p) if st.seconds[p].0 == sec => {
+                st.seconds[p].1 += 1;
+                st.seconds[p].1
             }
-            None => {
+            p => {
+                st.seconds.insert(p.map_or(0, |p| p + 1), (sec, 1));
                 // a second older than `reorder` can no longer be counted
-                // (this request's own second never is): drop them now and then
-                // (in batches: the oldest 32 s past the horizon)
+                // (this request's own second never is): drop them in
+                // batches, once the oldest is 32 s past the horizon
                 let horizon = (r.start_s - self.reorder_s).floor() as i64;
                 if st.seconds.len() >= 16 && st.seconds[0].0 < horizon - 32 {
-                    st.seconds.retain(|(s, _)| *s >= horizon);
+                    let k = st.seconds.partition_point(|(s, _)| *s < horizon);
+                    st.seconds.drain(..k);
                 }
-                st.seconds.push((sec, 1));
                 1
             }
         };
@@ -458,6 +453,30 @@ mod tests {
         // at most (window + reorder) / 10 s sessions' chains open at once
         assert!(d.peak_open_chains() <= 12, "{}", d.peak_open_chains());
         assert_eq!(files.len(), 10_000);
+    }
+
+    #[test]
+    fn parallel_requests_logged_out_of_arrival_order_count_in_their_second() {
+        let mut d = ChainDetector::new(40.0, 300.0);
+        let (mut out, mut files) = (Vec::new(), Vec::new());
+        // second 12 gets three arrivals, one logged after an arrival in 11
+        for (t, off) in [
+            (10.1, 0),
+            (12.1, 100),
+            (11.5, 200),
+            (12.5, 300),
+            (12.7, 400),
+        ] {
+            d.push(&req(t, 1, 1, off, 100), t + 1.0, &mut out, &mut files);
+        }
+        // and 200 seconds of one request a second after it
+        for k in 0..200u64 {
+            let t = 13.0 + k as f64;
+            d.push(&req(t, 1, 1, 500 + 100 * k, 100), t, &mut out, &mut files);
+        }
+        d.finish(&mut out, &mut files);
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].max_parallel, 3);
     }
 
     #[test]
