@@ -86,36 +86,46 @@ fetch() { # proto port delay out
   local scheme=http extra=()
   case $1 in https | h2) scheme=https; extra+=(--insecure) ;; esac
   case $1 in h2c | h2) [ -n "$H2_ARGS" ] && read -ra more <<<"$H2_ARGS" && extra+=("${more[@]}") ;; esac
-  "$VODLAB" run "$dir/wl$3" --target "$scheme://127.0.0.1:$2" --protocol "$1" --rate 1 \
+  $PERF "$VODLAB" run "$dir/wl$3" --target "$scheme://127.0.0.1:$2" --protocol "$1" --rate 1 \
     --ramp-up 0 --ramp-down 0 --no-pacing --check-bytes 0 --quiet "${extra[@]}" -o "$4" >/dev/null 2>"$4.err" \
     || { cat "$4.err" >&2; exit 1; }
   python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["failed_sessions"] == 0 and r["completed_requests"] == 1, r["errors"]
-print(r["completed_bytes"] / (r["response_time_ms"]["max"] / 1000) / 1e6)' "$4/results.json"
+cpu = [l.split(",")[0] for l in open(sys.argv[2]) if "task-clock" in l]
+print(r["completed_bytes"] / (r["response_time_ms"]["max"] / 1000) / 1e6, cpu[0] if cpu else "nan")' "$4/results.json" "$4.err"
 }
+# the client's CPU time (all threads) when perf is there: steadier than
+# throughput on a shared machine
+PERF=""
+command -v perf >/dev/null && perf stat -x, -e task-clock true 2>/dev/null && PERF="perf stat -x, -e task-clock --"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-declare -A med
+declare -A med cpu
 for t in "${targets[@]}"; do
   read -r server proto port <<<"$t"
   for d in 0 "$DELAY_MS"; do
     fetch "$proto" "$port" "$d" "$dir/warm" >/dev/null # warm up (connections, caches)
-    vals=()
-    for r in $(seq "$ROUNDS"); do vals+=("$(fetch "$proto" "$port" "$d" "$dir/o")"); done
+    vals=(); cpus=()
+    for r in $(seq "$ROUNDS"); do
+      read -r v c <<<"$(fetch "$proto" "$port" "$d" "$dir/o")"
+      vals+=("$v"); cpus+=("$c")
+    done
     med[$server.$proto.$d]=$(printf "%s\n" "${vals[@]}" | median)
-    echo "  $server $proto delay ${d} ms: ${vals[*]} MB/s" >&2
+    cpu[$server.$proto.$d]=$(printf "%s\n" "${cpus[@]}" | median)
+    echo "  $server $proto delay ${d} ms: ${vals[*]} MB/s; client CPU ${cpus[*]} ms" >&2
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-printf "%-7s %9s %9s %9s %9s %9s %7s %7s %8s\n" server "delay ms" "h1 MB/s" "h2c MB/s" "https" "h2 MB/s" "h2c/h1" "h2/h1" "h2/https"
+printf "%-7s %9s %9s %9s %9s %9s %7s %7s %8s   %s\n" server "delay ms" "h1 MB/s" "h2c MB/s" "https" "h2 MB/s" "h2c/h1" "h2/h1" "h2/https" "client CPU ms h1/h2c/https/h2"
 for server in vodlab nginx; do
   [ -n "${med[$server.h1.0]:-}" ] || continue
   for d in 0 "$DELAY_MS"; do
     h1=${med[$server.h1.$d]}; h2c=${med[$server.h2c.$d]}; hs=${med[$server.https.$d]}; h2=${med[$server.h2.$d]}
-    printf "%-7s %9s %9.0f %9.0f %9.0f %9.0f %7.3f %7.3f %8.3f\n" "$server" "$d" "$h1" "$h2c" "$hs" "$h2" \
-      "$(echo "$h2c / $h1" | bc -l)" "$(echo "$h2 / $h1" | bc -l)" "$(echo "$h2 / $hs" | bc -l)"
+    printf "%-7s %9s %9.0f %9.0f %9.0f %9.0f %7.3f %7.3f %8.3f   %s\n" "$server" "$d" "$h1" "$h2c" "$hs" "$h2" \
+      "$(echo "$h2c / $h1" | bc -l)" "$(echo "$h2 / $h1" | bc -l)" "$(echo "$h2 / $hs" | bc -l)" \
+      "${cpu[$server.h1.$d]}/${cpu[$server.h2c.$d]}/${cpu[$server.https.$d]}/${cpu[$server.h2.$d]}"
   done
 done

@@ -11,6 +11,7 @@
 //! [`crate::http::Connection`]'s own buckets for plain h1), so the same
 //! seeded schedule meets the same link under every protocol.
 
+pub mod frames;
 pub mod h2;
 pub mod shaped;
 pub mod tls;
@@ -32,6 +33,7 @@ use tokio_rustls::TlsConnector;
 use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
 use crate::http::{Connection, Outgoing};
 use crate::link::LinkSpec;
+pub use frames::FrameReads;
 pub use h2::{H2Handle, H2Settings};
 pub use shaped::Shaped;
 pub use tls::TlsOptions;
@@ -335,7 +337,10 @@ impl SessionTransport<'_> {
                 }
                 let ((h, driver), opened) = if self.c.cfg.protocol == Protocol::H2 {
                     let (s, opened) = self.tls_connect(link).await?;
-                    (h2::handshake(s, &self.c.cfg.h2).await?, opened)
+                    (
+                        h2::handshake(FrameReads::new(s), &self.c.cfg.h2).await?,
+                        opened,
+                    )
                 } else {
                     let tcp = tcp_connect(self.c.addr, link).await?;
                     let opened = Opened {
@@ -343,7 +348,8 @@ impl SessionTransport<'_> {
                         ..Opened::default()
                     };
                     (
-                        h2::handshake(Shaped::new(tcp, link), &self.c.cfg.h2).await?,
+                        h2::handshake(FrameReads::new(Shaped::new(tcp, link)), &self.c.cfg.h2)
+                            .await?,
                         opened,
                     )
                 };
