@@ -319,6 +319,7 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| s / n as f64)
 }
 
+/// Runs `vodlab record`: serve, play, record, convert.
 pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
         bail!(
