@@ -17,7 +17,7 @@
 # downloads no browser) for `vodlab record`, into ${VODLAB_RECORD_DIR:-~/.cache/vodlab-record}
 # (outside the repository: never committed).
 set -euo pipefail
-record_dir="${VODLAB_RECORD_DIR:-$HOME/.cache/vodlab-record}"
+record_dir="${VODLAB_RECORD_DIR:-${HOME:-/root}/.cache/vodlab-record}"
 install_record_npm() {
   [ -f "$record_dir/node_modules/dashjs/package.json" ] && [ -f "$record_dir/node_modules/puppeteer-core/package.json" ] && return 0
   command -v npm >/dev/null 2>&1 || { echo 'install-test-deps: npm missing: vodlab record needs node and npm (Debian: nodejs npm)' >&2; return 0; }
