@@ -18,6 +18,7 @@
 
 pub mod chains;
 pub mod fit;
+pub mod fitspec;
 pub mod parse;
 pub mod phases;
 pub mod report;

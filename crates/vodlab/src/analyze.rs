@@ -6,14 +6,16 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use vodlab_analyze::fitspec::{FileInfo, SpecFitter};
 use vodlab_analyze::parse::Line;
 use vodlab_analyze::{key, Analyzer, LogFormat, Settings};
+use vodlab_workload::construct::Catalog;
 
 /// Log formats on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -60,6 +62,10 @@ pub struct AnalyzeArgs {
     /// No request for this long is an inactive phase (thesis: 40).
     #[arg(long, value_name = "S")]
     pub inactive: Option<f64>,
+    /// A session with no request for this long is over, seconds (default
+    /// 300; at least --chain-window).
+    #[arg(long, value_name = "S")]
+    pub session_idle: Option<f64>,
     /// Breakpoints of the survival fit in bytes, comma-separated (thesis:
     /// 1e6,2e8).
     #[arg(long, value_name = "B,B,...", value_delimiter = ',')]
@@ -71,6 +77,11 @@ pub struct AnalyzeArgs {
     /// count the rest, and go on).
     #[arg(long)]
     pub strict: bool,
+    /// Also write a workload spec fitted from the log to this TOML file
+    /// (Zipf exponent, duration, viewing-fraction and start CDFs, request
+    /// size, pacing, bit rates; docs/analyze.md). `vodlab gen --spec` reads it.
+    #[arg(long, value_name = "OUT.toml")]
+    pub fit_spec: Option<PathBuf>,
     /// Print the nginx `log_format` line this command reads, and exit.
     #[arg(long)]
     pub print_nginx_format: bool,
@@ -89,6 +100,7 @@ fn settings(a: &AnalyzeArgs) -> Settings {
     set(a.cluster_gap, &mut s.cluster_gap_s);
     set(a.inactive, &mut s.inactive_s);
     set(a.survival_p, &mut s.survival_p);
+    set(a.session_idle, &mut s.session_idle_s);
     if let Some(b) = &a.fit_breaks {
         s.fit_breaks = b.clone();
     }
@@ -96,8 +108,7 @@ fn settings(a: &AnalyzeArgs) -> Settings {
 }
 
 /// File key → bit rate (kbit/s) from a workload's catalog.
-fn bitrates(dir: &Path) -> anyhow::Result<HashMap<u64, f64>> {
-    let (_, c) = crate::fileset::load(dir)?;
+fn bitrates(c: &Catalog) -> HashMap<u64, f64> {
     let mut out = HashMap::new();
     for t in &c.titles {
         for tr in &t.representations {
@@ -107,7 +118,31 @@ fn bitrates(dir: &Path) -> anyhow::Result<HashMap<u64, f64>> {
             }
         }
     }
-    Ok(out)
+    out
+}
+
+/// Tells the fitter each file's title, size, bit rate and representation
+/// (one file per title and bit rate; a chunked catalog's files are chunks,
+/// not titles, so only its bit rates are used).
+fn describe(f: &mut SpecFitter, c: &Catalog) {
+    f.set_catalog_titles(c.titles.len() as u32);
+    if c.layout != vodlab_workload::spec::Layout::Single {
+        return;
+    }
+    for t in &c.titles {
+        for tr in &t.representations {
+            let r = &c.representations[tr.rep];
+            f.describe_file(
+                key(&format!("/{}", c.file_path(t, tr.rep, 0))),
+                FileInfo {
+                    title: key(&t.name),
+                    size: tr.content_bytes,
+                    bitrate_kbps: r.bitrate_kbps,
+                    rep: r.name.clone(),
+                },
+            );
+        }
+    }
 }
 
 /// Runs `vodlab analyze`.
@@ -117,11 +152,19 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let s = settings(&a);
-    let mut an = Analyzer::new(s).context("invalid settings")?;
-    let rates = match &a.workload {
-        Some(d) => Some(bitrates(d)?),
+    let mut an = Analyzer::new(s.clone()).context("invalid settings")?;
+    let catalog = match &a.workload {
+        Some(d) => Some(crate::fileset::load(d)?.1),
         None => None,
     };
+    let rates = catalog.as_ref().map(bitrates);
+    let mut fitter = a.fit_spec.as_ref().map(|_| {
+        let mut f = SpecFitter::new(&s);
+        if let Some(c) = &catalog {
+            describe(&mut f, c);
+        }
+        f
+    });
     let t0 = Instant::now();
     let (mut lines, mut used, mut skipped, mut bad) = (0u64, 0u64, 0u64, 0u64);
     for path in &a.logs {
@@ -187,6 +230,9 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                         }
                     }
                     an.push(&r);
+                    if let Some(f) = &mut fitter {
+                        f.push(&r, &file.0);
+                    }
                     used += 1;
                 }
                 Ok(Line::Skip(_)) => skipped += 1,
@@ -209,6 +255,19 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         lines as f64 / secs.max(1e-9)
     );
     text.push_str(&analysis.text());
+    if let (Some(f), Some(out)) = (fitter, &a.fit_spec) {
+        let fitted = f.finish().context("--fit-spec")?;
+        std::fs::write(out, fitted.to_toml())
+            .with_context(|| format!("writing {}", out.display()))?;
+        text.push_str(&format!(
+            "\nfitted workload spec written to {} (vodlab gen --spec): Zipf alpha {:.3}, {} titles, {} sessions at {:.4}/s\n",
+            out.display(),
+            fitted.alpha_mle,
+            fitted.spec.catalog.titles,
+            fitted.spec.sessions.count,
+            fitted.sessions_per_s
+        ));
+    }
     print!("{text}");
     if let Some(dir) = &a.output {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
