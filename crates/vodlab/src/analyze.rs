@@ -226,7 +226,7 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 Ok(Line::Request(mut r, file)) => {
                     if r.bitrate_kbps.is_none() {
                         if let Some(m) = &rates {
-                            r.bitrate_kbps = m.get(&key(&file.0)).copied();
+                            r.bitrate_kbps = m.get(&key(file.0)).copied();
                         }
                     }
                     an.push(&r);
