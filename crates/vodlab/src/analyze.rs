@@ -231,7 +231,7 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                     }
                     an.push(&r);
                     if let Some(f) = &mut fitter {
-                        f.push(&r, &file.0);
+                        f.push(&r, file.0);
                     }
                     used += 1;
                 }
