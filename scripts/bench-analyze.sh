@@ -21,7 +21,8 @@ ROUNDS=${ROUNDS:-3}
 DIR=${DIR:-/tmp/vodlab-bench-analyze}
 mkdir -p "$DIR"
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    cargo build --release -q -p vodlab -p vodlab-analyze --example synth_log
+    cargo build --release -q -p vodlab --bin vodlab
+    cargo build --release -q -p vodlab-analyze --example synth_log
 fi
 VODLAB=${VODLAB:-target/release/vodlab}
 SYNTH=target/release/examples/synth_log
@@ -62,7 +63,7 @@ run "simulate-5" "$VODLAB" simulate --prefetch --log "$LOG" --policy fixed:7MB \
     --policy first-grow-sr:16MB >> "$RESULTS"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 PEER_CPU=$(awk '$1 == "awk-sum-field" {print $3}' "$RESULTS")
-printf '%-14s %8s %8s %10s %14s %14s %9s\n' command wall_s cpu_s rss_MiB "lines/s wall" "lines/CPU-s" "vs awk"
+printf '%-14s %8s %8s %10s %14s %14s %9s\n' command wall_s cpu_s rss_MiB "lines/s wall" "lines/CPU-s" "x awk"
 while read -r name wall cpu rss; do
     awk -v n="$name" -v w="$wall" -v c="$cpu" -v r="$rss" -v l="$LINES" -v p="$PEER_CPU" 'BEGIN {
         cc = (c > 0.005 ? c : 0.005); ww = (w > 0.005 ? w : 0.005)
