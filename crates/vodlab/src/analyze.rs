@@ -257,6 +257,9 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     text.push_str(&analysis.text());
     if let (Some(f), Some(out)) = (fitter, &a.fit_spec) {
         let fitted = f.finish().context("--fit-spec")?;
+        if let Some(dir) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
         std::fs::write(out, fitted.to_toml())
             .with_context(|| format!("writing {}", out.display()))?;
         text.push_str(&format!(

@@ -162,6 +162,8 @@ fn analyse_log(log: &Path, out: &Path, workload: &Path, f: f64) -> Analysis {
         s.session_idle_s.to_string(),
         "-o".into(),
         out.display().to_string(),
+        "--fit-spec".into(),
+        out.join("fitted.toml").display().to_string(),
     ];
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let text = vodlab_ok(&args);
@@ -296,6 +298,21 @@ fn netflix_2014_round_trip_through_vodlab_serve_and_nginx_logs() {
     } // dropped: the logs are flushed at shutdown
     let serve = analyse_log(&log, &d.path().join("a-serve"), &w, SPEED);
     let nginx = analyse_log(&nlog, &d.path().join("a-nginx"), &w, SPEED);
+
+    // --fit-spec wrote a spec vodlab gen accepts, fitted from the 12 sessions
+    for a in ["a-serve", "a-nginx"] {
+        let fitted = d.path().join(a).join("fitted.toml");
+        let text = std::fs::read_to_string(&fitted).unwrap();
+        assert!(text.contains("Zipf alpha"), "{text}");
+        assert!(text.contains("count = 12"), "{text}");
+        vodlab_ok(&[
+            "gen",
+            "--spec",
+            fitted.to_str().unwrap(),
+            "-o",
+            d.path().join(a).join("regen").to_str().unwrap(),
+        ]);
+    }
 
     let mut table = String::from("figure               generator  serve      nginx\n");
     let (g, s, n) = (figures(&plan), figures(&serve), figures(&nginx));
