@@ -27,6 +27,9 @@
 #   scripts/experiments/h2-flood-cost.sh [VODLAB_BIN]
 #   env: PAIRS=5 N=2000 C=4 M=10 ATTACK_THREADS=2 SERVER_CPU=0 CLIENT_CPU=1
 #        FLOODS="rapid_reset ..." SERVE_ARGS="" (extra `vodlab serve` flags)
+#        ATTACK_ONLY=SECONDS: no benign client; per flood, the attacker alone
+#        for SECONDS against one server: its connections/s, the server's CPU
+#        per attacking connection and the share of its core it took
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${1:-target/release/vodlab}
@@ -97,6 +100,21 @@ attack_stop() {
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
+if [ -n "${ATTACK_ONLY:-}" ]; then
+  echo "# $(date -u +%FT%TZ) attacker alone ${ATTACK_ONLY} s per flood, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  start_server
+  for f in $floods; do
+    t0=$(cpu_ticks)
+    out=$(taskset -c "$ccpu" $py "$here/scripts/h2probe/h2probe.py" 127.0.0.1 "$port" \
+      --loop "$ATTACK_ONLY" --threads "$athreads" "$f")
+    t1=$(cpu_ticks)
+    $py -c 'import json,sys; d=json.loads(sys.argv[1]); t=int(sys.argv[2])/int(sys.argv[3])
+print("%-20s conn/s %7.1f  server core %5.1f %%  us/conn %6.0f" % (d["flood"], d["connections_per_s"], 100*t/d["seconds"], 1e6*t/max(1, d["connections"])))' \
+      "$out" "$((t1 - t0))" "$hz"
+  done
+  stop_server
+  exit 0
+fi
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# server on CPU $scpu (--threads 1), h2load and attacker on CPU $ccpu; $pairs ABBA pairs;" \
   "h2load -n $n -c $c -m $m -p h2c 1 MiB; attacker: 1 Python process, $athreads threads"
