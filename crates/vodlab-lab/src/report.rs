@@ -1,6 +1,7 @@
 //! `vodlab report`: one self-contained HTML file with SVG figures (drawn with
 //! plotters' SVG backend, no scripts, no fonts or styles fetched) from
-//! results.json, capacity.json or compare.json files.
+//! results.json, capacity.json or compare.json files, and chapter 5's
+//! analysis.json (`vodlab analyze`) and prefetch simulations ([`ch5`]).
 
 use std::fmt::Write as _;
 
@@ -52,6 +53,10 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Optional error bars: (x, low, high).
     pub errors: Vec<(f64, f64, f64)>,
+    /// Optional text drawn beside point `i` (e.g. the sweep's size).
+    pub labels: Vec<String>,
+    /// How this series is drawn, when not the chart's style.
+    pub style: Option<Style>,
 }
 
 impl Series {
@@ -61,7 +66,19 @@ impl Series {
             name: name.into(),
             points,
             errors: Vec::new(),
+            labels: Vec::new(),
+            style: None,
         }
+    }
+    /// The same series drawn in `style` whatever the chart's.
+    pub fn with_style(mut self, style: Style) -> Self {
+        self.style = Some(style);
+        self
+    }
+    /// The same series with `labels[i]` written beside point `i`.
+    pub fn with_labels(mut self, labels: Vec<String>) -> Self {
+        self.labels = labels;
+        self
     }
 }
 
@@ -86,16 +103,93 @@ pub fn xy_chart(
     log_x: bool,
     y_from_zero: bool,
 ) -> String {
+    xy_inner(
+        title,
+        x_desc,
+        y_desc,
+        series,
+        style,
+        log_x,
+        false,
+        y_from_zero,
+    )
+}
+
+/// Line/scatter chart with both axes on log scales (e.g. a survival
+/// function); points with x or y <= 0 are left out.
+pub fn loglog_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    style: Style,
+) -> String {
+    let positive: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: s
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+                .collect(),
+            errors: Vec::new(),
+            labels: Vec::new(),
+            style: s.style,
+        })
+        .collect();
+    xy_inner(title, x_desc, y_desc, &positive, style, true, true, false)
+}
+
+/// Tick labels of a log axis: only 1, 2 and 5 times a power of ten are
+/// written (the other ticks would overlap), plain between 0.01 and 10^5,
+/// else `2e6` style.
+fn log_tick(v: &f64) -> String {
+    if !(v.is_finite() && *v > 0.0) {
+        return String::new();
+    }
+    let e = v.log10().floor();
+    let m = (v / 10f64.powf(e) * 1e6).round() / 1e6;
+    if ![1.0, 2.0, 5.0, 10.0].contains(&m) {
+        return String::new();
+    }
+    if (0.01..1e5).contains(v) {
+        let decimals = (-e).max(0.0) as usize;
+        format!("{v:.decimals$}")
+    } else {
+        format!("{v:.0e}")
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn xy_inner(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    style: Style,
+    log_x: bool,
+    log_y: bool,
+    y_from_zero: bool,
+) -> String {
     let mut svg = String::new();
     let all = || series.iter().flat_map(|s| s.points.iter());
     let (mut x0, x1) = bounds(all().map(|p| p.0));
-    let (y0, mut y1) = bounds(
+    let (mut y0, mut y1) = bounds(
         all()
             .map(|p| p.1)
             .chain(series.iter().flat_map(|s| s.errors.iter().map(|e| e.2))),
     );
-    let y0 = if y_from_zero { y0.min(0.0) } else { y0 };
-    y1 += (y1 - y0) * 0.05;
+    if log_y {
+        y0 = y0.max(1e-12);
+        y1 *= 1.3;
+    } else {
+        if y_from_zero {
+            y0 = y0.min(0.0);
+        }
+        y1 += (y1 - y0) * 0.05;
+    }
     if log_x {
         x0 = x0.max(1e-3);
     }
@@ -110,16 +204,28 @@ pub fn xy_chart(
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart;
-                let _ = chart
-                    .configure_mesh()
-                    .x_desc(x_desc)
+                let mut mesh = chart.configure_mesh();
+                mesh.x_desc(x_desc)
                     .y_desc(y_desc)
-                    .light_line_style(RGBColor(235, 235, 235))
-                    .draw();
+                    .light_line_style(RGBColor(235, 235, 235));
+                if log_x {
+                    mesh.x_label_formatter(&log_tick);
+                }
+                if log_y {
+                    mesh.y_label_formatter(&log_tick);
+                }
+                let _ = mesh.draw();
                 for (i, s) in series.iter().enumerate() {
                     let c = PALETTE[i % PALETTE.len()];
                     let pts = s.points.clone();
-                    let anno = match style {
+                    let _ = chart.draw_series(s.points.iter().zip(&s.labels).map(|(p, l)| {
+                        Text::new(
+                            format!(" {l}"),
+                            *p,
+                            ("sans-serif", 12).into_font().color(&c),
+                        )
+                    }));
+                    let anno = match s.style.unwrap_or(style) {
                         Style::Dots => chart.draw_series(
                             pts.into_iter().map(move |p| Circle::new(p, 1, c.filled())),
                         ),
@@ -149,7 +255,11 @@ pub fn xy_chart(
                 }
             }};
         }
-        if log_x {
+        if log_x && log_y {
+            if let Ok(c) = b.build_cartesian_2d((x0..x1 * 1.05).log_scale(), (y0..y1).log_scale()) {
+                draw!(c);
+            }
+        } else if log_x {
             if let Ok(c) = b.build_cartesian_2d((x0..x1 * 1.05).log_scale(), y0..y1) {
                 draw!(c);
             }
@@ -300,6 +410,67 @@ pub fn bar_chart(
     svg
 }
 
+/// Bars in groups: one group per category, one bar (and legend entry) per
+/// series, e.g. ours beside the thesis's.
+pub fn grouped_bar_chart(
+    title: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> String {
+    let mut svg = String::new();
+    let n = categories.len().max(1);
+    let (_, mut y1) = bounds(series.iter().flat_map(|s| s.1.iter().copied()).chain([0.0]));
+    y1 *= 1.15;
+    let width = 0.8 / series.len().max(1) as f64;
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        if let Ok(mut chart) = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 17))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0.0..y1)
+        {
+            let _ = chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(n + 1)
+                .x_label_formatter(&|x| category_label(categories, *x))
+                .y_desc(y_desc)
+                .draw();
+            for (g, (name, vals)) in series.iter().enumerate() {
+                let c = PALETTE[g % PALETTE.len()];
+                let left = |i: usize| i as f64 - 0.4 + g as f64 * width;
+                let bars = vals.iter().enumerate().take(n).map(|(i, v)| {
+                    Rectangle::new([(left(i), 0.0), (left(i) + width * 0.92, *v)], c.filled())
+                });
+                if let Ok(a) = chart.draw_series(bars) {
+                    a.label(name.clone()).legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 4), (x + 14, y + 4)], c.filled())
+                    });
+                }
+                let _ = chart.draw_series(vals.iter().enumerate().take(n).map(|(i, v)| {
+                    Text::new(
+                        format!("{v:.1}"),
+                        (left(i), *v + y1 * 0.02),
+                        ("sans-serif", 11),
+                    )
+                }));
+            }
+            let _ = chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(180, 180, 180))
+                .draw();
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
 /// The HTML page under construction.
 pub struct Page {
     /// Most requests drawn in a per-request figure.
@@ -379,8 +550,10 @@ impl Page {
     }
 }
 
+pub mod ch5;
 pub mod pacing;
 mod sections;
+pub use ch5::{analysis_section, is_analysis, is_prefetch_sim, prefetch_sim_section};
 pub use pacing::{pacing_section, PacingManifest, PacingRun};
 pub use sections::{capacity_section, compare_section, request_order, run_section};
 
@@ -426,6 +599,18 @@ mod tests {
         assert!(b.contains("dsl"));
         let bar = bar_chart("r", "x", &[("nginx".into(), 1.5)], Some(("bound", 2.0)));
         assert!(bar.contains("nginx") && bar.contains("bound"));
+        assert_eq!(
+            ["0.01", "0.2", "", "5", "100", "", "1e6", "2e7"],
+            [0.01, 0.2, 0.3, 5.0, 100.0, 300.0, 1e6, 2e7].map(|v| log_tick(&v))
+        );
+        let ll = loglog_chart(
+            "ccdf",
+            "B",
+            "P",
+            &[Series::new("s", vec![(1e3, 1.0), (1e6, 0.01), (0.0, 0.5)])],
+            Style::Line,
+        );
+        assert!(ll.contains("1e6") && ll.contains("0.1"), "{ll}");
         // empty input still draws an (empty) chart rather than failing
         assert!(xy_chart("e", "x", "y", &[], Style::Line, false, true).contains("<svg"));
     }

@@ -275,7 +275,18 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &a.output {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let p = dir.join("analysis.json");
-        std::fs::write(&p, serde_json::to_string_pretty(&analysis)? + "\n")
+        // tagged so that `vodlab report` tells it from other results
+        #[derive(serde::Serialize)]
+        struct Tagged<'a> {
+            format: &'static str,
+            #[serde(flatten)]
+            analysis: &'a vodlab_analyze::Analysis,
+        }
+        let tagged = Tagged {
+            format: vodlab_lab::report::ch5::ANALYSIS_FORMAT,
+            analysis: &analysis,
+        };
+        std::fs::write(&p, serde_json::to_string_pretty(&tagged)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
         let p = dir.join("summary.txt");
         std::fs::File::create(&p)

@@ -8,16 +8,22 @@ use clap::Args;
 use serde_json::Value;
 use vodlab_client::Results;
 use vodlab_lab::report::{
-    capacity_section, compare_section, pacing_section, run_section, PacingManifest, PacingRun, Page,
+    analysis_section, capacity_section, compare_section, is_analysis, is_prefetch_sim,
+    pacing_section, prefetch_sim_section, run_section, PacingManifest, PacingRun, Page,
 };
 use vodlab_lab::{CapacityFile, CompareFile};
 
 /// Arguments of `vodlab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Result directories or files: pacing.json, compare.json, capacity.json or
-    /// results.json (a directory holding one of them, in that order). Several
-    /// inputs give one page with a part for each.
+    /// Result directories or files: pacing.json, compare.json, capacity.json,
+    /// results.json or analysis.json (a directory holding one of them, in that
+    /// order). results.json is a run's (`vodlab run`) or a prefetch
+    /// simulation's (`vodlab simulate --prefetch --out`: utilisation against
+    /// memory per policy, thesis Figs 5.22-5.23); analysis.json is `vodlab
+    /// analyze -o`'s (Tables 5.2-5.4 beside the thesis's, the chain-length
+    /// survival fit, phase shares). Several inputs give one page with a part
+    /// for each.
     #[arg(required = true, value_name = "DIR|FILE")]
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write (default: report.html in the first input's directory).
@@ -41,6 +47,7 @@ fn locate(input: &Path) -> anyhow::Result<PathBuf> {
         "compare.json",
         "capacity.json",
         "results.json",
+        "analysis.json",
     ] {
         let p = input.join(f);
         if p.is_file() {
@@ -48,7 +55,7 @@ fn locate(input: &Path) -> anyhow::Result<PathBuf> {
         }
     }
     bail!(
-        "{}: no pacing.json, compare.json, capacity.json or results.json in it",
+        "{}: no pacing.json, compare.json, capacity.json or results.json (nor analysis.json) in it",
         input.display()
     )
 }
@@ -66,6 +73,19 @@ pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Resul
         let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
         let load = move |rel: &str| std::fs::read_to_string(dir.join(rel)).ok();
         let what = || file.display().to_string();
+        // chapter 5's files: analysis.json (tagged since the tag was added,
+        // told by its fields before) and simulate --prefetch's array of rows
+        if is_prefetch_sim(&v) {
+            prefetch_sim_section(&mut page, &what(), &text).with_context(|| {
+                format!("{}: not a prefetch simulation this vodlab reads", what())
+            })?;
+            continue;
+        }
+        if is_analysis(&v) {
+            analysis_section(&mut page, &what(), &text)
+                .with_context(|| format!("{}: not an analysis.json this vodlab reads", what()))?;
+            continue;
+        }
         match v.get("format").and_then(Value::as_str) {
             Some("vodlab-compare") => {
                 let cmp = CompareFile::from_json(&text).with_context(what)?;
@@ -120,7 +140,7 @@ pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Resul
                     &runs,
                 );
             }
-            other => bail!("{}: unknown format {:?} (expected vodlab-pacing, vodlab-compare, vodlab-capacity or vodlab-results)", file.display(), other),
+            other => bail!("{}: unknown format {:?} (expected vodlab-pacing, vodlab-compare, vodlab-capacity, vodlab-results, vodlab-analysis or a prefetch simulation's rows)", file.display(), other),
         }
     }
     Ok(page.finish())
