@@ -164,10 +164,15 @@ pub enum Command {
     /// self-contained HTML file with SVG figures: throughput and failures
     /// against load, response-time CDFs and box plots by client class,
     /// per-interval series, per-request response times, stalls, start-up delays.
+    /// Also thesis chapter 5's outputs: `vodlab analyze -o DIR` (Tables 5.2-5.4
+    /// beside the thesis's, chain-length survival with its power-law fit,
+    /// phase shares) and `vodlab simulate --prefetch --sweep ... --out DIR`
+    /// (peak utilisation against peak memory per policy, Figs 5.22-5.23).
     ///
     /// Examples:
     ///   vodlab report results/cmp
     ///   vodlab report results/cmp-2mb results/cmp-unchunked -o report.html
+    ///   vodlab report analysis/ sim/ -o chapter5.html
     #[command(verbatim_doc_comment)]
     Report(crate::report::ReportArgs),
     /// Check, summarise and export session scripts.
