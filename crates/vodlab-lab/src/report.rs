@@ -193,6 +193,13 @@ fn xy_inner(
     if log_x {
         x0 = x0.max(1e-3);
     }
+    // labelled points: room on the right for the last labels and on top
+    // for the legend, which would otherwise hide the first points
+    let labelled = series.iter().any(|s| !s.labels.is_empty());
+    let (x_pad, x_log_pad) = if labelled { (0.12, 1.3) } else { (0.02, 1.05) };
+    if labelled && !log_y {
+        y1 += (y1 - y0) * 0.4;
+    }
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         let _ = root.fill(&WHITE);
@@ -256,14 +263,16 @@ fn xy_inner(
             }};
         }
         if log_x && log_y {
-            if let Ok(c) = b.build_cartesian_2d((x0..x1 * 1.05).log_scale(), (y0..y1).log_scale()) {
+            if let Ok(c) =
+                b.build_cartesian_2d((x0..x1 * x_log_pad).log_scale(), (y0..y1).log_scale())
+            {
                 draw!(c);
             }
         } else if log_x {
-            if let Ok(c) = b.build_cartesian_2d((x0..x1 * 1.05).log_scale(), y0..y1) {
+            if let Ok(c) = b.build_cartesian_2d((x0..x1 * x_log_pad).log_scale(), y0..y1) {
                 draw!(c);
             }
-        } else if let Ok(c) = b.build_cartesian_2d(x0..x1 + (x1 - x0) * 0.02, y0..y1) {
+        } else if let Ok(c) = b.build_cartesian_2d(x0..x1 + (x1 - x0) * x_pad, y0..y1) {
             draw!(c);
         }
         let _ = root.present();
