@@ -98,18 +98,35 @@ impl LengthHistogram {
 pub struct Piece {
     /// Lower bound of the piece, bytes.
     pub from: f64,
-    /// Upper bound, bytes (infinite for the last).
+    /// Upper bound, bytes (infinite for the last: `null` in JSON, which
+    /// has no infinity, and read back as infinite).
+    #[serde(deserialize_with = "null_is_infinite")]
     pub to: f64,
-    /// A of S(x) = A·x^(−c), x in bytes.
+    /// A of S(x) = A·x^(−c), x in bytes (`null`: not fitted).
+    #[serde(deserialize_with = "null_is_nan")]
     pub a: f64,
-    /// c.
+    /// c (`null`: not fitted).
+    #[serde(deserialize_with = "null_is_nan")]
     pub c: f64,
     /// Survival points the line was fitted through.
     pub points: usize,
-    /// Coefficient of determination of the log-log line.
+    /// Coefficient of determination of the log-log line (`null`: undefined).
+    #[serde(deserialize_with = "null_is_nan")]
     pub r2: f64,
-    /// Growth factor d/x = P^(−1/c) − 1 for the settings' P.
+    /// Growth factor d/x = P^(−1/c) − 1 for the settings' P (`null`: none).
+    #[serde(deserialize_with = "null_is_nan")]
     pub growth: f64,
+}
+
+/// serde_json writes a non-finite f64 as `null`; the upper bound of the
+/// last piece is the one infinite value, so `null` reads back as infinity.
+fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// A figure that could not be computed (NaN, written as `null`).
+fn null_is_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// The survival distance factor d/x = P^(−1/c) − 1 (eq. 5.3).
@@ -172,6 +189,26 @@ pub fn fit(h: &LengthHistogram, breaks: &[f64], p: f64) -> Vec<Piece> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_read_back_from_json_with_the_infinite_bound_and_undefined_figures() {
+        let p = Piece {
+            from: 2e8,
+            to: f64::INFINITY,
+            a: 3.5,
+            c: f64::NAN,
+            points: 0,
+            r2: f64::NAN,
+            growth: f64::INFINITY,
+        };
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains("\"to\":null"), "{text}");
+        let back: Piece = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.to, f64::INFINITY);
+        assert_eq!((back.from, back.a, back.points), (2e8, 3.5, 0));
+        // NaN and an infinite growth were both written as null: not fitted
+        assert!(back.c.is_nan() && back.r2.is_nan() && back.growth.is_nan());
+    }
 
     #[test]
     fn the_thesis_growth_factor() {

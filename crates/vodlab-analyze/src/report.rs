@@ -538,4 +538,37 @@ mod tests {
         assert_eq!(files, vec![1, 0, 1, 0, 0, 0], "{:?}", r.parallel);
         assert_eq!(r.phases.sessions, 1);
     }
+
+    #[test]
+    fn an_analysis_reads_back_from_its_own_json() {
+        let mut a = Analyzer::new(Settings::default()).unwrap();
+        // 400 sessions of one chain each, 1 to 400 requests of 1 MB: chain
+        // lengths across every piece of the fit, the last one unbounded
+        let mut t = 0.0;
+        for session in 0..400u64 {
+            for k in 0..=session {
+                a.push(&Request {
+                    start_s: t,
+                    end_s: t + 0.01,
+                    session,
+                    file: 7,
+                    conn: None,
+                    offset: k * 1_000_000,
+                    bytes: 1_000_000,
+                    form: Form::Chunk,
+                    bitrate_kbps: None,
+                });
+                t += 0.01;
+            }
+            t += 100.0;
+        }
+        let r = a.finish();
+        let text = serde_json::to_string(&r).unwrap();
+        // the last survival piece ends at infinity, written as null
+        let back: Analysis = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(back.requests, r.requests);
+        assert_eq!(back.parallel, r.parallel);
+        assert_eq!(back.fit.len(), r.fit.len());
+        assert_eq!(back.fit.last().map(|p| p.to), Some(f64::INFINITY));
+    }
 }
