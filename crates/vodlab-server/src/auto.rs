@@ -40,6 +40,12 @@ pub const TRANSACTION: f64 = 131_072.0;
 /// Interval records kept for `/vodlab/stats`.
 pub const RECORDS_KEPT: usize = 1024;
 
+/// The SD-to-HD bit-rate ratio of the thesis's workloads (419 and 2,095
+/// kbit/s [T1187]): the default low rate of [`Scaling::from_scale`].
+pub const SD_HD_RATIO: f64 = 5.0;
+/// Largest exponent of [`Scaling`].
+pub const MAX_EXPONENT: f64 = 4.0;
+
 /// Square-root (or another power) sizes per bit rate [T1131, T1163]:
 /// p_b = p_ref · (b / b_ref)^exponent.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -67,6 +73,46 @@ impl Scaling {
         }
     }
 
+    /// `scale=F[,low=KBPS]` (`--bitrate-scale F`): the SD-to-HD factor of
+    /// the mixed experiment [T1280–T1284] set directly. The size at the low
+    /// rate `low_kbps` (default: `reference_kbps` / [`SD_HD_RATIO`], the
+    /// thesis's 419 of 2,095 kbit/s [T1187]) is F × the reference rate's,
+    /// and the sizes of other rates interpolate linearly in log bit rate
+    /// (and extrapolate beyond): the power law p_b = p_ref · (b / b_ref)^E
+    /// with E = ln F / ln(low / ref). F = 1 gives every rate the same size;
+    /// F = 0.45 at 1:5 is the square root (E ≈ 0.496), F = 0.2 proportional.
+    pub fn from_scale(
+        reference_kbps: f64,
+        factor: f64,
+        low_kbps: Option<f64>,
+    ) -> Result<Self, String> {
+        if !(factor.is_finite() && factor > 0.0 && factor <= 1.0) {
+            return Err(format!("scale: `{factor}` must be > 0 and at most 1"));
+        }
+        let low = low_kbps.unwrap_or(reference_kbps / SD_HD_RATIO);
+        if !(low.is_finite() && low > 0.0 && low < reference_kbps) {
+            return Err(format!(
+                "low: `{low}` kbit/s must be > 0 and below ref ({reference_kbps})"
+            ));
+        }
+        let exponent = if factor == 1.0 {
+            0.0
+        } else {
+            factor.ln() / (low / reference_kbps).ln()
+        };
+        if exponent > MAX_EXPONENT {
+            return Err(format!(
+                "scale: `{factor}` at low={low} kbit/s needs an exponent above {MAX_EXPONENT}"
+            ));
+        }
+        let s = Self {
+            reference_kbps,
+            exponent,
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
     /// Checks the values (`key` names the setting in errors).
     pub fn validate(&self) -> Result<(), String> {
         if !(self.reference_kbps.is_finite()
@@ -75,7 +121,7 @@ impl Scaling {
         {
             return Err("ref: the reference bit rate must be > 0 and at most 1e9 kbit/s".into());
         }
-        if !(self.exponent.is_finite() && (0.0..=4.0).contains(&self.exponent)) {
+        if !(self.exponent.is_finite() && (0.0..=MAX_EXPONENT).contains(&self.exponent)) {
             return Err("exp: the exponent must be 0 to 4".into());
         }
         Ok(())

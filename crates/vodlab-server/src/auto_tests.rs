@@ -616,3 +616,66 @@ fn the_devices_reads_replace_the_connections_reports() {
     assert!((r.mspt.unwrap() - 135.0).abs() < 0.5, "{r:?}");
     assert_eq!(r.decision, Decision::TryLarger);
 }
+
+#[test]
+fn bitrate_scale_sets_the_sd_to_hd_factor() {
+    // the mixed experiment [T1280–T1284]: HD 2,095 kbit/s sized 6 MB, SD
+    // 419 kbit/s gets F × that
+    let hd = 6.0 * MB as f64;
+    let s = Scaling::from_scale(2095.0, 0.45, None).unwrap();
+    let sd = s.size(hd, Some(419_000)) / MB as f64;
+    assert!((sd - 2.7).abs() < 1e-9, "0.45 of 6 MB is 2.7 MB, got {sd}");
+    assert!((s.size(hd, Some(2_095_000)) - hd).abs() < 1e-6);
+    // between the two: linear in log bit rate, so the geometric mean of the
+    // rates gets the geometric mean of the sizes
+    let mid = (419_000.0f64 * 2_095_000.0).sqrt() as u64;
+    let m = s.size(hd, Some(mid)) / MB as f64;
+    assert!((m - (6.0f64 * 2.7).sqrt()).abs() < 1e-3, "{m}");
+    // F = 1: every rate the same size
+    let same = Scaling::from_scale(2095.0, 1.0, None).unwrap();
+    assert_eq!(same.exponent, 0.0);
+    assert_eq!(same.size(hd, Some(419_000)), hd);
+    assert_eq!(same.size(hd, Some(1_000)), hd);
+    // F = 0.2 at 1:5 is proportional (Gill & Bathen), 0.45 near the square root
+    let prop = Scaling::from_scale(2095.0, 0.2, None).unwrap();
+    assert!((prop.exponent - 1.0).abs() < 1e-12);
+    assert!((s.exponent - 0.5).abs() < 0.01, "{}", s.exponent);
+    // an explicit low rate: 0.5 at 1,000 of 4,000 kbit/s
+    let l = Scaling::from_scale(4000.0, 0.5, Some(1000.0)).unwrap();
+    assert!((l.size(8.0, Some(1_000_000)) - 4.0).abs() < 1e-9);
+    // 0 < F <= 1, low below ref; the errors name the key
+    for bad in [0.0, -0.1, 1.01, f64::NAN] {
+        let e = Scaling::from_scale(2095.0, bad, None).unwrap_err();
+        assert!(e.starts_with("scale:"), "{e}");
+    }
+    let e = Scaling::from_scale(2095.0, 0.5, Some(3000.0)).unwrap_err();
+    assert!(e.starts_with("low:"), "{e}");
+    let e = Scaling::from_scale(2095.0, 1e-6, None).unwrap_err();
+    assert!(e.starts_with("scale:"), "{e}");
+}
+
+#[test]
+fn bitrate_scale_in_the_policy_string() {
+    let p = "fixed:6M,ref=2095,scale=0.45"
+        .parse::<PolicySpec>()
+        .unwrap();
+    let PolicySpec::Scaled(n, s) = p else {
+        panic!("{p:?}")
+    };
+    assert_eq!(n, 6 * MB);
+    assert!((s.size(n as f64, Some(419_000)) - 2.7 * MB as f64).abs() < 1.0);
+    // shown as its exponent, which reads back to the same sizes
+    assert_eq!(p.to_string().parse::<PolicySpec>().unwrap(), p);
+    let a = "auto:ref=2095,scale=0.75,low=419"
+        .parse::<PolicySpec>()
+        .unwrap();
+    let PolicySpec::Auto(a) = a else { panic!() };
+    let sa = a.scaling.unwrap();
+    assert!((sa.size(1.0, Some(419_000)) - 0.75).abs() < 1e-9);
+    let err = |s: &str| s.parse::<PolicySpec>().unwrap_err().to_string();
+    assert!(err("fixed:6M,scale=0.45").contains("scale: needs ref"));
+    assert!(err("fixed:6M,ref=2095,scale=1.5").contains("scale:"));
+    assert!(err("fixed:6M,ref=2095,scale=0.45,exp=1").contains("not both"));
+    assert!(err("fixed:6M,ref=2095,low=400").contains("low: needs scale"));
+    assert!(err("fixed:6M,ref=2095,scale=0.5,low=2095").contains("low:"));
+}

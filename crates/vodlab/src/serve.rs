@@ -35,6 +35,12 @@ pub struct ServeArgs {
     /// Alias of `--prefetch-policy fixed:SIZE` (kept for older scripts).
     #[arg(long, value_name = "SIZE", conflicts_with = "prefetch_policy", value_parser = parse_fixed)]
     pub prefetch: Option<PolicySpec>,
+    /// SD-to-HD prefetch factor F (0 < F <= 1): the policy's `ref=KBPS`
+    /// rate gets its size, the rate KBPS/5 (the thesis's SD) F times that,
+    /// other rates log-linear in between; same as the policy key `scale=F`
+    /// (`low=` sets another low rate). Needs `ref=` in the policy.
+    #[arg(long, value_name = "F")]
+    pub bitrate_scale: Option<f64>,
     /// Largest prefetch one connection may have queued or in progress (bytes,
     /// or with a K, M or G suffix); a longer range is read window by window.
     #[arg(long, value_name = "SIZE", default_value_t = defaults::MAX_PREFETCH, value_parser = vodlab_server::config::parse_size)]
@@ -278,6 +284,24 @@ fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
 }
 
 impl ServeArgs {
+    /// The prefetch policy, with `--bitrate-scale` applied.
+    fn policy(&self) -> anyhow::Result<PolicySpec> {
+        let mut p = self.prefetch.unwrap_or(self.prefetch_policy);
+        let Some(f) = self.bitrate_scale else {
+            return Ok(p);
+        };
+        let scaling = match &mut p {
+            PolicySpec::Scaled(_, s) => s,
+            PolicySpec::Auto(a) if a.scaling.is_some() => a.scaling.as_mut().expect("some"),
+            _ => anyhow::bail!(
+                "--bitrate-scale needs a reference bit rate in the policy (e.g. --prefetch-policy fixed:6M,ref=2095 or auto:ref=2095)"
+            ),
+        };
+        *scaling = vodlab_server::auto::Scaling::from_scale(scaling.reference_kbps, f, None)
+            .map_err(|e| anyhow::anyhow!("--bitrate-scale {f}: {e}"))?;
+        Ok(p)
+    }
+
     /// The server configuration these arguments describe (validated).
     pub fn config(&self) -> anyhow::Result<Config> {
         let (tls, h2) = self.proto.settings()?;
@@ -286,7 +310,7 @@ impl ServeArgs {
             h2,
             root: self.root.clone(),
             io: self.io.into(),
-            prefetch_policy: self.prefetch.unwrap_or(self.prefetch_policy),
+            prefetch_policy: self.policy()?,
             helpers_per_device: self.helpers,
             max_prefetch: self.max_prefetch,
             access_log: self.access_log.clone(),
@@ -391,6 +415,36 @@ mod tests {
         assert!(e.contains("suffix"), "{e}");
         assert!(parse(&["--prefetch", "0"]).is_err());
         assert!(parse(&["--prefetch", "1M", "--prefetch-policy", "fixed:2M"]).is_err());
+    }
+
+    #[test]
+    fn bitrate_scale_flag() {
+        let c = parse(&[
+            "--prefetch-policy",
+            "fixed:6M,ref=2095",
+            "--bitrate-scale",
+            "0.45",
+        ])
+        .unwrap();
+        let PolicySpec::Scaled(n, s) = c.prefetch_policy else {
+            panic!("{:?}", c.prefetch_policy)
+        };
+        let sd = s.size(n as f64, Some(419_000));
+        assert!((sd - 0.45 * (6 << 20) as f64).abs() < 1.0, "{sd}");
+        let c = parse(&["--prefetch-policy", "auto:ref=2095", "--bitrate-scale", "1"]).unwrap();
+        assert!(
+            matches!(c.prefetch_policy, PolicySpec::Auto(a) if a.scaling.unwrap().exponent == 0.0)
+        );
+        let e = parse(&["--prefetch-policy", "fixed:6M", "--bitrate-scale", "0.45"]).unwrap_err();
+        assert!(e.contains("reference bit rate"), "{e}");
+        let e = parse(&[
+            "--prefetch-policy",
+            "fixed:6M,ref=2095",
+            "--bitrate-scale",
+            "2",
+        ])
+        .unwrap_err();
+        assert!(e.contains("scale:"), "{e}");
     }
 
     #[test]

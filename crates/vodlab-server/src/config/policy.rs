@@ -14,6 +14,9 @@ use super::{defaults, parse_size, ConfigError};
 ///   1024, decimals allowed: `fixed:1.5M`);
 /// - `fixed:SIZE,ref=KBPS[,exp=E]`: square-root sizes, SIZE for the bit rate
 ///   KBPS and SIZE·(b/KBPS)^E (E = 0.5) for a response of bit rate b;
+/// - `fixed:SIZE,ref=KBPS,scale=F[,low=LOW]`: F × SIZE at the bit rate LOW
+///   (default KBPS/5), log-linear in between
+///   ([`crate::auto::Scaling::from_scale`]; shown as its `exp`);
 /// - `auto[:key=value,...]`: the automatic size of thesis chapter 4
 ///   (keys in [`crate::auto::AutoConfig`]: `start`, `interval`, `step`,
 ///   `deflation`, `busy`, `evict`, `evict_of`, `ramp`, `min`, `max`, and
@@ -160,6 +163,7 @@ fn policy_options(
 ) -> Result<(), String> {
     let mut reference = None;
     let mut exponent = defaults::SCALING_EXPONENT;
+    let (mut scale, mut low) = (None, None);
     for o in opts {
         let (k, v) = o
             .split_once('=')
@@ -178,8 +182,12 @@ fn policy_options(
         match k {
             "ref" => reference = Some(num()?),
             "exp" => exponent = num()?,
+            "scale" => scale = Some(num()?),
+            "low" => low = Some(num()?),
             _ if scaling_only => {
-                return Err(format!("unknown key `{k}` (fixed takes ref and exp)"))
+                return Err(format!(
+                    "unknown key `{k}` (fixed takes ref, exp, scale and low)"
+                ))
             }
             "start" => {
                 auto.start = match crate::auto::start_preset(v) {
@@ -205,7 +213,22 @@ fn policy_options(
             _ => return Err(format!("unknown key `{k}`")),
         }
     }
+    if scale.is_none() && low.is_some() {
+        return Err("low: needs scale=F".into());
+    }
     match reference {
+        Some(_) if scale.is_some() && exponent != defaults::SCALING_EXPONENT => {
+            return Err("scale: give scale or exp, not both".into())
+        }
+        Some(reference_kbps) if scale.is_some() => {
+            let factor = scale.unwrap_or_default();
+            auto.scaling = Some(crate::auto::Scaling::from_scale(
+                reference_kbps,
+                factor,
+                low,
+            )?)
+        }
+        None if scale.is_some() => return Err("scale: needs ref=KBPS".into()),
         Some(reference_kbps) => {
             auto.scaling = Some(crate::auto::Scaling {
                 reference_kbps,
