@@ -105,8 +105,11 @@ impl RangeIo<'_, '_> {
         let overlap = self.session.account(f.key, a, len);
         let resident = st.prober.resident(f.file, a, len);
         let c = &st.counters;
+        c.requested_bytes.fetch_add(len, Ordering::Relaxed);
         if resident {
             c.probe_hits.fetch_add(1, Ordering::Relaxed);
+            let own = overlap.map_or(0, |o| o.bytes).min(len);
+            c.probed_hit_bytes.fetch_add(len - own, Ordering::Relaxed);
         } else {
             c.probe_misses.fetch_add(1, Ordering::Relaxed);
         }
@@ -132,8 +135,9 @@ impl RangeIo<'_, '_> {
             chain,
             overlap,
         );
-        if let Some((_, unused)) = before.evicted {
+        if let Some((bytes, unused)) = before.evicted {
             c.prefetch_evictions.fetch_add(1, Ordering::Relaxed);
+            c.prefetch_evicted_bytes.fetch_add(bytes, Ordering::Relaxed);
             c.eviction_time_us
                 .fetch_add(unused.as_micros() as u64, Ordering::Relaxed);
         }

@@ -38,6 +38,7 @@ pub mod proto_stats;
 pub mod range;
 pub mod request;
 pub mod server;
+pub mod table41;
 pub mod tls;
 pub mod tracesim;
 mod transport;

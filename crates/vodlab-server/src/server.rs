@@ -50,6 +50,13 @@ pub struct Counters {
     pub eviction_time_us: AtomicU64,
     /// Prefetched bytes no request of the connection used before it closed.
     pub wasted_prefetch_bytes: AtomicU64,
+    /// Bytes of the ranges sent in asap mode (Table 4.1's "requested").
+    pub requested_bytes: AtomicU64,
+    /// Bytes of requests that missed inside their session's prefetches
+    /// (Table 4.1's "evicted").
+    pub prefetch_evicted_bytes: AtomicU64,
+    /// Bytes of requests found resident outside their session's prefetches.
+    pub probed_hit_bytes: AtomicU64,
     /// Requests refused with 4xx/5xx.
     pub errors: AtomicU64,
     /// Clients that went away mid-response.
@@ -159,6 +166,9 @@ pub struct StatsView {
     /// The automatic prefetch size (`--prefetch-policy auto`; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefetch_auto: Option<crate::auto::AutoView>,
+    /// Table 4.1's accounting (asap mode, once a range was requested).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_4_1: Option<crate::table41::Table41>,
     /// TLS handshakes, ALPN, record sizing.
     pub tls: crate::proto_stats::TlsStats,
     /// HTTP/2 connections, streams and the abuse limits that fired.
@@ -223,7 +233,19 @@ impl State {
         let k = |i: usize| c.kinds[i].load(Ordering::Relaxed);
         let devices = self.helpers.stats();
         let (tls, h2) = c.proto.view();
+        let table_4_1 = match self.cfg.io {
+            IoMode::Asap => crate::table41::Table41Counts {
+                requested: c.requested_bytes.load(Ordering::Relaxed),
+                device: devices.iter().map(|d| d.bytes).sum(),
+                evicted: c.prefetch_evicted_bytes.load(Ordering::Relaxed),
+                wasted: c.wasted_prefetch_bytes.load(Ordering::Relaxed),
+                probed_hits: c.probed_hit_bytes.load(Ordering::Relaxed),
+            }
+            .table(),
+            IoMode::Vanilla => None,
+        };
         StatsView {
+            table_4_1,
             tls,
             h2,
             prefetch_cancelled: devices.iter().map(|d| d.cancelled).sum(),
