@@ -19,6 +19,7 @@
 pub mod accept;
 mod asap;
 pub mod auto;
+pub mod autolog;
 pub mod bitrate;
 pub mod chainpf;
 pub mod config;

@@ -41,6 +41,11 @@ pub struct ServeArgs {
     /// (`low=` sets another low rate). Needs `ref=` in the policy.
     #[arg(long, value_name = "F")]
     pub bitrate_scale: Option<f64>,
+    /// With `--prefetch-policy auto`: write each adjust interval as a CSV
+    /// row to this file (header first, flushed per row; columns in
+    /// docs/serve.md).
+    #[arg(long, value_name = "FILE.csv")]
+    pub prefetch_log: Option<PathBuf>,
     /// Largest prefetch one connection may have queued or in progress (bytes,
     /// or with a K, M or G suffix); a longer range is read window by window.
     #[arg(long, value_name = "SIZE", default_value_t = defaults::MAX_PREFETCH, value_parser = vodlab_server::config::parse_size)]
@@ -330,6 +335,9 @@ impl ServeArgs {
             ..Config::default()
         };
         cfg.validate()?;
+        if self.prefetch_log.is_some() && !matches!(cfg.prefetch_policy, PolicySpec::Auto(_)) {
+            anyhow::bail!("--prefetch-log needs --prefetch-policy auto[:...]");
+        }
         Ok(cfg)
     }
 }
@@ -346,6 +354,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let server = Server::start(cfg, a.listen)
             .await
             .with_context(|| format!("serving {} on {}", a.root.display(), a.listen))?;
+        let log_task = match &a.prefetch_log {
+            Some(path) => Some(prefetch_log(path, server.state.clone())?),
+            None => None,
+        };
         let pacing = if a.pace > 0.0 {
             format!(", paced {}x ({:?}, burst {} s)", a.pace, a.pace_mode, a.pace_burst)
         } else {
@@ -364,12 +376,42 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
+        if let Some(t) = log_task {
+            t.abort();
+        }
         eprintln!("vodlab serve: shutting down; finishing responses in flight");
         server.shutdown().await;
         eprintln!("vodlab serve: stopped");
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--prefetch-log`: creates the CSV (header) and a task that writes the
+/// automatic size's new intervals every second.
+fn prefetch_log(
+    path: &std::path::Path,
+    state: std::sync::Arc<vodlab_server::server::State>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use vodlab_server::autolog::IntervalCsv;
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("--prefetch-log {}", path.display()))?;
+    let mut csv = IntervalCsv::new(std::io::BufWriter::new(file))
+        .with_context(|| format!("--prefetch-log {}", path.display()))?;
+    let shown = path.display().to_string();
+    Ok(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let Some(view) = state.stats().prefetch_auto else {
+                continue;
+            };
+            if let Err(e) = csv.write_new(&view) {
+                eprintln!("vodlab serve: --prefetch-log {shown}: {e}; no more rows");
+                return;
+            }
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -415,6 +457,14 @@ mod tests {
         assert!(e.contains("suffix"), "{e}");
         assert!(parse(&["--prefetch", "0"]).is_err());
         assert!(parse(&["--prefetch", "1M", "--prefetch-policy", "fixed:2M"]).is_err());
+    }
+
+    #[test]
+    fn prefetch_log_needs_auto() {
+        let c = parse(&["--prefetch-policy", "auto", "--prefetch-log", "a.csv"]).unwrap();
+        assert!(matches!(c.prefetch_policy, PolicySpec::Auto(_)));
+        let e = parse(&["--prefetch-policy", "fixed:4M", "--prefetch-log", "a.csv"]).unwrap_err();
+        assert!(e.contains("--prefetch-log needs"), "{e}");
     }
 
     #[test]
