@@ -12,35 +12,13 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::{Form, Request};
 
 /// A map keyed by session and file keys, which are already hashes
-/// ([`crate::key`]): a multiply-rotate mix (FxHash's) instead of SipHash,
-/// which costs more than the rest of a request's bookkeeping.
-pub(crate) type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
-
-/// See [`KeyMap`].
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_i64(&mut self, x: i64) {
-        self.write_u64(x as u64);
-    }
-}
+/// ([`crate::key`]): FxHash (`rustc-hash`) instead of SipHash, which costs
+/// more than the rest of a request's bookkeeping.
+pub(crate) type KeyMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// A finished chain.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,7 +19,6 @@
 //!   thesis.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -115,28 +114,6 @@ pub struct SimResult {
     pub buckets: u64,
 }
 
-/// Bucket numbers are small integers: a multiply-rotate mix (FxHash's)
-/// instead of SipHash, looked up once per prefetch and held bucket.
-#[derive(Debug, Default, Clone, Copy)]
-struct BucketHasher(u64);
-
-impl Hasher for BucketHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_i64(&mut self, x: i64) {
-        self.write_u64(x as u64);
-    }
-}
-
 #[derive(Debug, Default, Clone)]
 struct Bucket {
     /// Per drive: bytes, seeks.
@@ -149,7 +126,9 @@ pub struct TraceSim {
     cfg: SimConfig,
     controller: Box<dyn PrefetchController>,
     base: Instant,
-    buckets: HashMap<i64, Bucket, BuildHasherDefault<BucketHasher>>,
+    /// Bucket numbers are small integers: FxHash (`rustc-hash`) instead of
+    /// SipHash, looked up once per prefetch and held bucket.
+    buckets: rustc_hash::FxHashMap<i64, Bucket>,
     result: SimResult,
     /// Per-chain scratch: bucket → largest buffer.
     held: Vec<(i64, u64)>,
