@@ -72,15 +72,6 @@ fn points(out: &Path) -> Vec<PathBuf> {
     p
 }
 
-fn interval_sum(r: &serde_json::Value, field: &str) -> u64 {
-    r["intervals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| u(&i[field]))
-        .sum()
-}
-
 /// A search with 3 client processes finds its answer; every point is 3
 /// shard directories and a merged results.json whose counts are their sums.
 #[test]
@@ -143,8 +134,8 @@ fn capacity_spreads_each_point_over_three_processes_and_merges_them() {
         }
         for f in ["completed_requests", "started", "completed", "failed"] {
             assert_eq!(
-                interval_sum(&m, f),
-                total(&|s| interval_sum(s, f)),
+                common::interval_sum(&m, f),
+                total(&|s| common::interval_sum(s, f)),
                 "intervals.{f}"
             );
         }
@@ -358,9 +349,15 @@ fn sigterm_stops_the_client_processes_and_the_point_is_interrupted() {
         kids = children_of(pid);
         kids.len() == 2
     });
-    // the children have started their sessions
+    // the children have started sessions: each opens its own connection
+    // (h1), so two more accepted connections than when the children
+    // appeared are two sessions at least (the search's own statistics
+    // fetches come before it starts the children, which then wait for T)
+    let before = server.server().state.stats().connections;
+    common::wait_until("two sessions started", Duration::from_secs(20), || {
+        server.server().state.stats().connections >= before + 2
+    });
     let dir = out.join("points/01-rate-2.0000-run-1");
-    std::thread::sleep(Duration::from_secs(3));
     // SAFETY: signalling the process this test started, by its PID
     unsafe {
         libc::kill(pid as i32, libc::SIGTERM);

@@ -97,15 +97,6 @@ fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-fn sum(r: &serde_json::Value, field: &str) -> u64 {
-    r["intervals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| u(&i[field]))
-        .sum()
-}
-
 /// Exactness on what two real runs share (counts, bytes, sessions), start
 /// skew with --start-at, and the merge's percentiles equal to histograms
 /// added in process from the shards' metrics.json.
@@ -160,7 +151,11 @@ fn four_shard_processes_merge_into_the_counts_and_bytes_of_one() {
     }
     // every session's completions, ramps included, over the whole series
     for f in ["completed_requests", "started", "completed", "failed"] {
-        assert_eq!(sum(&m, f), sum(&a, f), "intervals.{f}");
+        assert_eq!(
+            common::interval_sum(&m, f),
+            common::interval_sum(&a, f),
+            "intervals.{f}"
+        );
     }
 
     // start skew of the four processes (max - min of actual starts)
@@ -303,7 +298,7 @@ fn a_killed_shard_with_checkpoints_contributes_what_it_measured() {
         std::fs::read(&ckpt)
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| sum(&v["results"], "completed_requests") > 0)
+            .is_some_and(|v| common::interval_sum(&v["results"], "completed_requests") > 0)
     };
     common::wait_until(
         "a checkpoint with a completed request",
@@ -325,7 +320,7 @@ fn a_killed_shard_with_checkpoints_contributes_what_it_measured() {
     assert_eq!(c["format"], "vodlab-checkpoint");
     assert_eq!(c["results"]["stopped_by"], "checkpoint");
     assert_schema(&c["results"]);
-    let dead_requests = sum(&c["results"], "completed_requests");
+    let dead_requests = common::interval_sum(&c["results"], "completed_requests");
     let dead_started = u(&c["results"]["started_sessions"]);
 
     let merged = t.path().join("merged");
@@ -348,8 +343,8 @@ fn a_killed_shard_with_checkpoints_contributes_what_it_measured() {
     );
     let live = common::results(&dirs[0]);
     assert_eq!(
-        sum(&m, "completed_requests"),
-        sum(&live, "completed_requests") + dead_requests
+        common::interval_sum(&m, "completed_requests"),
+        common::interval_sum(&live, "completed_requests") + dead_requests
     );
     assert_eq!(
         u(&m["started_sessions"]),

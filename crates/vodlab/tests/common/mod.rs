@@ -357,3 +357,18 @@ pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The sum of `field` over a results.json's `intervals` (counts that every
+/// run, shard, checkpoint and merge carries per interval).
+pub fn interval_sum(r: &serde_json::Value, field: &str) -> u64 {
+    r["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .map(|i| {
+            i[field]
+                .as_u64()
+                .unwrap_or_else(|| panic!("not a count: {}", i[field]))
+        })
+        .sum()
+}
