@@ -164,6 +164,31 @@ impl SpecFitter {
         self.catalog_titles = Some(n);
     }
 
+    /// Describes every file of a workload's catalog (keyed by `/` + its
+    /// path, as a server logs it) and its title count. One file per title
+    /// and bit rate only: a chunked catalog's files are chunks, not titles,
+    /// so only the title count is taken from it.
+    pub fn describe_catalog(&mut self, c: &vodlab_workload::construct::Catalog) {
+        self.set_catalog_titles(c.titles.len() as u32);
+        if c.layout != Layout::Single {
+            return;
+        }
+        for t in &c.titles {
+            for tr in &t.representations {
+                let r = &c.representations[tr.rep];
+                self.describe_file(
+                    key(&format!("/{}", c.file_path(t, tr.rep, 0))),
+                    FileInfo {
+                        title: key(&t.name),
+                        size: tr.content_bytes,
+                        bitrate_kbps: r.bitrate_kbps,
+                        rep: r.name.clone(),
+                    },
+                );
+            }
+        }
+    }
+
     /// Describes a file (by its key) from a workload's catalog: its title,
     /// size, bit rate and representation name.
     pub fn describe_file(&mut self, file: u64, info: FileInfo) {

@@ -3,7 +3,7 @@
 //! request size, pacing, viewing fraction), validates as a spec, and a
 //! workload generated from it has the original's marginals.
 
-use vodlab_analyze::fitspec::{FileInfo, Fitted, SpecFitter};
+use vodlab_analyze::fitspec::{Fitted, SpecFitter};
 use vodlab_analyze::{key, Form, Request, Settings};
 use vodlab_workload::construct::{try_construct, Workload};
 use vodlab_workload::dist::Distribution;
@@ -81,21 +81,7 @@ fn fit(w: &Workload, describe: bool) -> Fitted {
     let mut f = SpecFitter::new(&Settings::default());
     let c = &w.catalog;
     if describe {
-        f.set_catalog_titles(c.titles.len() as u32);
-        for t in &c.titles {
-            for tr in &t.representations {
-                let r = &c.representations[tr.rep];
-                f.describe_file(
-                    key(&format!("/{}", c.file_path(t, tr.rep, 0))),
-                    FileInfo {
-                        title: key(&t.name),
-                        size: tr.content_bytes,
-                        bitrate_kbps: r.bitrate_kbps,
-                        rep: r.name.clone(),
-                    },
-                );
-            }
-        }
+        f.describe_catalog(c);
     }
     for (r, path) in log_of(w) {
         f.push(&r, &path);

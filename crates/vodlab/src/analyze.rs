@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use vodlab_analyze::fitspec::{FileInfo, SpecFitter};
+use vodlab_analyze::fitspec::SpecFitter;
 use vodlab_analyze::parse::Line;
 use vodlab_analyze::{key, Analyzer, LogFormat, Settings};
 use vodlab_workload::construct::Catalog;
@@ -121,30 +121,6 @@ fn bitrates(c: &Catalog) -> HashMap<u64, f64> {
     out
 }
 
-/// Tells the fitter each file's title, size, bit rate and representation
-/// (one file per title and bit rate; a chunked catalog's files are chunks,
-/// not titles, so only its bit rates are used).
-fn describe(f: &mut SpecFitter, c: &Catalog) {
-    f.set_catalog_titles(c.titles.len() as u32);
-    if c.layout != vodlab_workload::spec::Layout::Single {
-        return;
-    }
-    for t in &c.titles {
-        for tr in &t.representations {
-            let r = &c.representations[tr.rep];
-            f.describe_file(
-                key(&format!("/{}", c.file_path(t, tr.rep, 0))),
-                FileInfo {
-                    title: key(&t.name),
-                    size: tr.content_bytes,
-                    bitrate_kbps: r.bitrate_kbps,
-                    rep: r.name.clone(),
-                },
-            );
-        }
-    }
-}
-
 /// Runs `vodlab analyze`.
 pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if a.print_nginx_format {
@@ -161,7 +137,7 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let mut fitter = a.fit_spec.as_ref().map(|_| {
         let mut f = SpecFitter::new(&s);
         if let Some(c) = &catalog {
-            describe(&mut f, c);
+            f.describe_catalog(c);
         }
         f
     });
