@@ -5,7 +5,8 @@
 //! published workloads ([`presets`]), deterministic construction of a catalog,
 //! sessions and statistics ([`construct`]), the bounds on every input
 //! ([`limits`]), the session-script formats
-//! ([`script`]) and the on-disk workload directory ([`output`]).
+//! ([`script`]), the on-disk workload directory ([`output`]) and time
+//! compression of a workload ([`timescale`]).
 //!
 //! Nothing here touches the network or the clock; files are read and written
 //! only by [`spec::Spec::from_file`] and the [`output`] module.
@@ -21,7 +22,9 @@ pub mod output;
 pub mod presets;
 pub mod script;
 pub mod spec;
+pub mod timescale;
 
 pub use construct::{construct, try_construct, Catalog, Stats, Workload};
 pub use error::{BuildError, SpecError};
 pub use spec::{Overrides, Spec};
+pub use timescale::{TimeCompression, TimeCompressionError};
