@@ -26,8 +26,8 @@ pub use runner::{
     Interrupter, Measured, PointRunner, PointSettings, RunObserver, RunnerError, Target,
 };
 pub use search::{
-    Answer, Criterion, Ending, Outcome, Point, RunExtra, Search, SearchConfig, SearchError, Step,
-    Verdict,
+    Answer, Criterion, Ending, Outcome, Point, RunExtra, Search, SearchConfig, SearchError,
+    SearchMode, Step, Verdict,
 };
 pub use servers::{ServerError, ServerKind, ServerSetup};
 pub use stats::{mean_ci, t_quantile, MeanCi};

@@ -1,7 +1,9 @@
 //! Capacity search (thesis 4.4.3): raise the session rate step by step until
 //! the failure criterion trips, then bisect between the highest rate that
-//! passed and the lowest that failed. Pure: the caller measures a rate (a real
-//! run, or a simulated server in tests) and reports each outcome back.
+//! passed and the lowest that failed ([`SearchMode::Bisect`]), or stop at
+//! that first failing step ([`SearchMode::Additive`], the thesis's fixed
+//! increments of load). Pure: the caller measures a rate (a real run, or a
+//! simulated server in tests) and reports each outcome back.
 //!
 //! A run whose load generator was INVALID (late starts or sends, saturated
 //! CPU, descriptors or ports exhausted: `client_valid == false`) can neither
@@ -233,9 +235,71 @@ pub enum Step {
     Mul(f64),
 }
 
+/// What the search does once it has a passing and a failing rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// Bisect between the highest passing and the lowest failing rate until
+    /// the bracket is within the precision.
+    #[default]
+    Bisect,
+    /// The thesis's way: raise the load by a fixed increment ([`Step::Add`])
+    /// and stop at the first step that fails; the answer is the last step
+    /// that passed (the bracket is one increment wide, whatever the
+    /// precision). When the first rate fails it steps down by the same
+    /// increment until one passes.
+    Additive,
+}
+
+impl SearchMode {
+    /// `bisect` or `additive`, as the file spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bisect => "bisect",
+            Self::Additive => "additive",
+        }
+    }
+}
+
+/// Parses `--search`: `bisect`, `additive` (with `start` and `step`, which
+/// must then be an increment) or `additive:START:STEP` (its own start and
+/// increment); gives the mode, the start and the step.
+pub fn parse_mode(s: &str, start: f64, step: Step) -> Result<(SearchMode, f64, Step), SearchError> {
+    let bad = |why: String| SearchError::Invalid(format!("--search `{s}`: {why}"));
+    let num = |what: &str, x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| bad(format!("{what} `{x}` is not a number above 0")))
+    };
+    let parts: Vec<&str> = s.trim().split(':').collect();
+    match parts.as_slice() {
+        ["bisect"] => Ok((SearchMode::Bisect, start, step)),
+        ["additive"] => match step {
+            Step::Add(_) => Ok((SearchMode::Additive, start, step)),
+            Step::Mul(f) => Err(bad(format!(
+                "the additive search adds a fixed increment; --step is x{f} (give --step +D or additive:START:STEP)"
+            ))),
+        },
+        ["additive", a, d] => Ok((
+            SearchMode::Additive,
+            num("START", a)?,
+            Step::Add(num("STEP", d)?),
+        )),
+        _ => Err(bad(
+            "use `bisect`, `additive` or `additive:START:STEP` (e.g. additive:10:10)".into(),
+        )),
+    }
+}
+
 /// Search settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchConfig {
+    /// Bisect after the first failure, or stop there (additive). Files
+    /// written before the mode existed read as `bisect`.
+    #[serde(default)]
+    pub mode: SearchMode,
     /// First rate tried, sessions/s.
     pub start: f64,
     /// Step of the raising phase (and, when the first rate fails, of lowering).
@@ -259,6 +323,7 @@ pub struct SearchConfig {
 impl Default for SearchConfig {
     fn default() -> Self {
         Self {
+            mode: SearchMode::Bisect,
             start: 1.0,
             step: Step::Mul(2.0),
             precision: 0.1,
@@ -289,6 +354,12 @@ impl SearchConfig {
                 return bad(format!("step x{f} must be > 1"))
             }
             _ => {}
+        }
+        if self.mode == SearchMode::Additive && !matches!(self.step, Step::Add(_)) {
+            return bad(
+                "the additive search raises the rate by a fixed increment: its step must be +D"
+                    .into(),
+            );
         }
         if !(self.precision > 0.0 && self.precision < 1.0) {
             return bad(format!("precision {} must be in (0, 1)", self.precision));
@@ -383,7 +454,8 @@ impl Point {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Ending {
-    /// The bracket is within the precision.
+    /// The bracket is within the precision (additive search: a step failed
+    /// right after one that passed).
     Converged,
     /// Even the highest allowed rate passed: the capacity is at least that.
     AboveMaxRate,
@@ -519,6 +591,11 @@ impl Search {
                     Step::Mul(f) => hi / f,
                 }
                 .max(c.min_rate)
+            }
+            // additive: the first failing step (or, stepping down, the first
+            // passing one) ends it; the bracket is one increment wide
+            (Some(_), Some(_)) if c.mode == SearchMode::Additive => {
+                return (None, Some(Ending::Converged));
             }
             (Some(lo), Some(hi)) => {
                 if hi <= lo || (hi - lo) <= c.precision * lo {

@@ -36,6 +36,18 @@ pub struct SearchArgs {
     /// adds D sessions/s (the thesis adds a fixed step).
     #[arg(long, default_value = "x2", value_name = "xF|+D")]
     pub step: String,
+    /// What happens at the first failing rate: `bisect` (default: bisect
+    /// between the last passing and the first failing rate down to
+    /// --precision), or `additive[:START:STEP]` (the thesis's fixed
+    /// increments: START, START+STEP, ... and stop at the first failing
+    /// step, answering the last passing one; START and STEP replace --start
+    /// and --step; plain `additive` takes --start and a `--step +D`).
+    #[arg(
+        long = "search",
+        default_value = "bisect",
+        value_name = "bisect|additive[:START:STEP]"
+    )]
+    pub search_mode: String,
     /// Bisect until the bracket is narrower than this fraction of the rate.
     #[arg(long, default_value_t = 0.1, value_name = "FRACTION")]
     pub precision: f64,
@@ -203,8 +215,16 @@ impl SearchArgs {
                 self.step
             )
         };
+        let (mode, start, step) =
+            vodlab_lab::search::parse_mode(&self.search_mode, self.start, step)?;
+        if let (Some((_, args)), Step::Add(d)) = (self.search_mode.split_once(':'), step) {
+            let flag = format!("--search `{}`", self.search_mode);
+            within(&format!("{flag}: START ({args})"), start, lo, hi)?;
+            within(&format!("{flag}: STEP ({args})"), d, lo, hi)?;
+        }
         let cfg = SearchConfig {
-            start: self.start,
+            mode,
+            start,
             step,
             precision: self.precision,
             max_rate: self.max_rate,

@@ -443,3 +443,175 @@ proptest! {
         }
     }
 }
+
+/// A scripted oracle: the verdicts of the rates in the order they are
+/// asked, panicking on a rate the script did not expect.
+fn scripted(cfg: SearchConfig, script: &[(f64, bool)]) -> (Search, Answer) {
+    let mut s = Search::new(cfg).unwrap();
+    let mut asked = 0;
+    let a = s
+        .run(|r, _| {
+            let (want, pass) = *script
+                .get(asked)
+                .unwrap_or_else(|| panic!("rate {r} asked after the script's end"));
+            assert!((r - want).abs() < 1e-9, "asked {r}, the script has {want}");
+            asked += 1;
+            Ok::<_, ()>(outcome(r, if pass { f64::INFINITY } else { 0.0 }))
+        })
+        .unwrap();
+    assert_eq!(
+        asked,
+        script.len(),
+        "the search stopped before the script's end"
+    );
+    (s, a)
+}
+
+fn additive(start: f64, by: f64) -> SearchConfig {
+    SearchConfig {
+        mode: SearchMode::Additive,
+        start,
+        step: Step::Add(by),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn additive_mode_stops_at_the_first_failing_step() {
+    // the thesis's runs: 10, 20, 30 ... sessions/s until one fails
+    let (s, a) = scripted(
+        additive(10.0, 10.0),
+        &[(10.0, true), (20.0, true), (30.0, true), (40.0, false)],
+    );
+    assert_eq!(a.capacity, Some(30.0));
+    assert_eq!(a.lowest_failed, Some(40.0));
+    assert_eq!(a.ending, Some(Ending::Converged));
+    assert_eq!(s.next_rate(), None, "no bisection after the failing step");
+    // the same server under bisection tries 35 next
+    let mut b = Search::new(SearchConfig {
+        mode: SearchMode::Bisect,
+        ..additive(10.0, 10.0)
+    })
+    .unwrap();
+    for (r, pass) in [(10.0, true), (20.0, true), (30.0, true), (40.0, false)] {
+        b.record(r, outcome(r, if pass { f64::INFINITY } else { 0.0 }));
+    }
+    assert_eq!(b.next_rate(), Some(35.0));
+}
+
+#[test]
+fn additive_mode_ignores_a_later_pass_it_never_tries() {
+    // a non-monotone server (fails at 20, would pass at 30): additive
+    // stops at 20 and reports 10, never looking above
+    let (s, a) = scripted(additive(10.0, 10.0), &[(10.0, true), (20.0, false)]);
+    assert_eq!(a.capacity, Some(10.0));
+    assert!(!a.non_monotone);
+    assert_eq!(s.points.len(), 2);
+}
+
+#[test]
+fn additive_mode_steps_down_when_the_start_fails() {
+    let (_, a) = scripted(
+        additive(30.0, 10.0),
+        &[(30.0, false), (20.0, false), (10.0, true)],
+    );
+    assert_eq!(a.capacity, Some(10.0));
+    assert_eq!(a.lowest_failed, Some(20.0));
+    assert_eq!(a.ending, Some(Ending::Converged));
+    // down to the minimum rate: below it, nothing passed
+    let cfg = SearchConfig {
+        min_rate: 5.0,
+        ..additive(10.0, 10.0)
+    };
+    let (_, a) = scripted(cfg, &[(10.0, false), (5.0, false)]);
+    assert_eq!(a.capacity, None);
+    assert_eq!(a.ending, Some(Ending::BelowMinRate));
+}
+
+#[test]
+fn additive_mode_ends_at_the_maximum_rate_and_the_budget() {
+    let cfg = SearchConfig {
+        max_rate: 25.0,
+        ..additive(10.0, 10.0)
+    };
+    let (_, a) = scripted(cfg, &[(10.0, true), (20.0, true), (25.0, true)]);
+    assert_eq!(a.capacity, Some(25.0));
+    assert_eq!(a.ending, Some(Ending::AboveMaxRate));
+    let cfg = SearchConfig {
+        max_points: 2,
+        ..additive(10.0, 10.0)
+    };
+    let (_, a) = scripted(cfg, &[(10.0, true), (20.0, true)]);
+    assert_eq!(a.ending, Some(Ending::OutOfPoints));
+}
+
+#[test]
+fn additive_mode_repeats_and_an_invalid_client_still_rule() {
+    // a rate passes only if every repetition passes: the second run at 20
+    // fails, which is the failing step
+    let cfg = SearchConfig {
+        repeats: 2,
+        ..additive(10.0, 10.0)
+    };
+    let mut s = Search::new(cfg).unwrap();
+    let runs = [(10.0, true), (10.0, true), (20.0, true), (20.0, false)];
+    for (r, pass) in runs {
+        assert_eq!(s.next_rate(), Some(r));
+        s.record(r, outcome(r, if pass { f64::INFINITY } else { 0.0 }));
+    }
+    assert_eq!(s.next_rate(), None);
+    assert_eq!(s.answer().capacity, Some(10.0));
+    // an INVALID point ends it as client-limited, not as a failing step
+    let mut s = Search::new(additive(10.0, 10.0)).unwrap();
+    s.record(10.0, outcome(10.0, f64::INFINITY));
+    let mut bad = outcome(20.0, f64::INFINITY);
+    bad.client_valid = false;
+    s.record(20.0, bad);
+    assert_eq!(s.answer().ending, Some(Ending::ClientLimited));
+    assert_eq!(s.answer().capacity, Some(10.0));
+}
+
+#[test]
+fn additive_mode_needs_an_increment_and_old_files_read_as_bisect() {
+    let e = Search::new(SearchConfig {
+        step: Step::Mul(2.0),
+        ..additive(1.0, 1.0)
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("+D"), "{e}");
+    let mut v = serde_json::to_value(SearchConfig::default()).unwrap();
+    v.as_object_mut().unwrap().remove("mode");
+    let c: SearchConfig = serde_json::from_value(v).unwrap();
+    assert_eq!(c.mode, SearchMode::Bisect);
+    let v = serde_json::to_value(additive(1.0, 1.0)).unwrap();
+    assert_eq!(v["mode"], "additive");
+}
+
+#[test]
+fn search_mode_grammar() {
+    let x2 = Step::Mul(2.0);
+    assert_eq!(
+        parse_mode("bisect", 1.0, x2).unwrap(),
+        (SearchMode::Bisect, 1.0, x2)
+    );
+    assert_eq!(
+        parse_mode("additive:10:2.5", 1.0, x2).unwrap(),
+        (SearchMode::Additive, 10.0, Step::Add(2.5))
+    );
+    assert_eq!(
+        parse_mode("additive", 3.0, Step::Add(1.0)).unwrap(),
+        (SearchMode::Additive, 3.0, Step::Add(1.0))
+    );
+    for (bad, says) in [
+        ("additive", "x2"),
+        ("additive:10", "additive:START:STEP"),
+        ("additive:ten:1", "START `ten`"),
+        ("additive:1:-1", "STEP `-1`"),
+        ("additive:1:0", "STEP `0`"),
+        ("additive:1:NaN", "STEP `NaN`"),
+        ("binary", "use `bisect`"),
+    ] {
+        let e = parse_mode(bad, 1.0, x2).unwrap_err().to_string();
+        assert!(e.contains(says) && e.contains(bad), "{bad}: {e}");
+    }
+}
