@@ -6,9 +6,12 @@ the `hpack` package, Debian python3-hpack, which python3-h2 pulls in), reads
 the server's frames, and prints one JSON line:
 {"case": NAME, "pass": true|false, "detail": "..."}.
 
-Usage: h2probe.py HOST PORT [--tls] [--path /file] [--big /bigfile] CASE...
-       h2probe.py HOST PORT [--tls] --loop SECONDS [--threads K] FLOOD
+Usage: h2probe.py HOST PORT [--tls] [--bind ADDR] [--path /file] [--big /bigfile] CASE...
+       h2probe.py HOST PORT [--tls] [--bind ADDR] --loop SECONDS [--threads K] FLOOD
        h2probe.py --list
+
+--bind ADDR: the source address (e.g. 127.0.0.2, for the server's
+per-address penalty to tell the prober from a benign client on 127.0.0.1).
 
 --loop repeats one flood on new connections for SECONDS from K threads of
 this process (an attacker as fast as one Python process) and prints the
@@ -50,9 +53,15 @@ def settings(**kv):
     return frame(SETTINGS, 0, 0, b"".join(struct.pack(">HI", ids[k], v) for k, v in kv.items()))
 
 
+def source(a):
+    """create_connection's source_address: --bind ADDR, else the kernel's choice."""
+    return (a.bind, 0) if a.bind else None
+
+
 class Conn:
-    def __init__(self, host, port, tls, timeout=5.0):
-        s = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host, port, tls, timeout=5.0, bind=None):
+        s = socket.create_connection((host, port), timeout=timeout,
+                                     source_address=(bind, 0) if bind else None)
         if tls:
             ctx = ssl.create_default_context()
             ctx.check_hostname = False
@@ -465,7 +474,8 @@ def flood_loop(host, port, a, name, seconds, conns):
             sent = 0
             goaway = False
             try:
-                s = socket.create_connection((host, port), timeout=2.0)
+                s = socket.create_connection((host, port), timeout=2.0,
+                                             source_address=source(a))
                 if a.tls:
                     ctx = ssl.create_default_context()
                     ctx.check_hostname = False
@@ -532,6 +542,7 @@ class Args:
     big = "/big.bin"
     tls = False
     wait = 10.0
+    bind = None
 
 
 def main(argv):
@@ -552,6 +563,8 @@ def main(argv):
             a.path = next(it)
         elif x == "--big":
             a.big = next(it)
+        elif x == "--bind":
+            a.bind = next(it)
         elif x == "--wait":
             a.wait = float(next(it))
         elif x == "--loop":
@@ -570,7 +583,7 @@ def main(argv):
     failed = 0
     for n in names:
         try:
-            c = Conn(host, port, a.tls)
+            c = Conn(host, port, a.tls, bind=a.bind)
             ok, detail = CASES[n](c, a)
             c.s.close()
         except Exception as e:  # a probe that crashed is a failure, with its reason

@@ -6,6 +6,7 @@
 //! header timeout from the accept, and a connection waiting there can be
 //! shed at the connection cap like one waiting for its head.
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,9 +77,86 @@ async fn peek_protocol(sock: &TcpStream) -> Result<Sniffed, Early> {
     }
 }
 
+/// Whether a connection just accepted from `peer` is served: not when
+/// its address is banned or over its probation rate
+/// ([`crate::penalty`]); such a connection is reset (`SO_LINGER` 0: no
+/// FIN handshake, no TIME_WAIT) and counted here. Costs an atomic load
+/// while no address is remembered.
+pub(crate) fn admit(st: &State, sock: &TcpStream, peer: IpAddr, now: Instant) -> bool {
+    let p = &st.counters.proto;
+    if p.penalty_addresses.load(Ordering::Relaxed) == 0 {
+        return true;
+    }
+    let verdict = {
+        let mut b = st.penalty.lock().expect("lock");
+        let v = b.admit(peer, now);
+        p.penalty_addresses.store(b.len() as u64, Ordering::Relaxed);
+        v
+    };
+    match verdict {
+        crate::penalty::Admit::Yes => return true,
+        crate::penalty::Admit::Banned => p.refused_banned.fetch_add(1, Ordering::Relaxed),
+        crate::penalty::Admit::Throttled => p.refused_throttled.fetch_add(1, Ordering::Relaxed),
+    };
+    reset_on_close(sock);
+    false
+}
+
+/// Notes that the connection from `peer` was closed for abuse and logs
+/// `what` (at most a line a second, [`State::log_error`]) with the ban
+/// the address got ([`crate::penalty`]), counted in `h2.abuse_bans`.
+pub(crate) fn abused(st: &State, peer: IpAddr, what: &dyn std::fmt::Display) {
+    let now = Instant::now();
+    let got = {
+        let mut b = st.penalty.lock().expect("lock");
+        let g = b.abuse(peer, now);
+        st.counters
+            .proto
+            .penalty_addresses
+            .store(b.len() as u64, Ordering::Relaxed);
+        g
+    };
+    match got {
+        Some(g) => {
+            st.counters.proto.abuse_bans.fetch_add(1, Ordering::Relaxed);
+            st.log_error(&format_args!(
+                "{what}; {peer} banned {:.1} s (abuse {} remembered{})",
+                g.ban.as_secs_f64(),
+                g.strikes,
+                if g.evicted {
+                    ", table full: the oldest evicted"
+                } else {
+                    ""
+                }
+            ));
+        }
+        None => st.log_error(what),
+    }
+}
+
+/// `SO_LINGER` 0: closing the socket sends RST. Best effort.
+fn reset_on_close(sock: &TcpStream) {
+    use std::os::unix::io::AsRawFd;
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: an open socket and a live option value of the right size
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
 /// Serves one accepted connection in whatever it speaks.
 pub(crate) async fn serve_conn(
     sock: TcpStream,
+    peer: IpAddr,
     id: u64,
     st: Arc<State>,
     stop: watch::Receiver<bool>,
@@ -138,7 +216,7 @@ pub(crate) async fn serve_conn(
                 // the h2 crate writes a DATA frame's 9-byte head and its payload as two
                 // writes; through TLS each write is its own record, so coalesce them
                 let t = tokio::io::BufWriter::with_capacity(H2_TLS_WRITE_BUFFER, t);
-                crate::h2::serve(t, id, st, stop, at).await;
+                crate::h2::serve(t, peer, id, st, stop, at).await;
             } else {
                 p.alpn_http11.fetch_add(1, Ordering::Relaxed);
                 crate::conn::run(t, id, &st, stop, at).await;
@@ -149,7 +227,7 @@ pub(crate) async fn serve_conn(
                 .proto
                 .h2c_connections
                 .fetch_add(1, Ordering::Relaxed);
-            crate::h2::serve(Transport::Plain(sock), id, st, stop, at).await;
+            crate::h2::serve(Transport::Plain(sock), peer, id, st, stop, at).await;
         }
         _ => crate::conn::run(Transport::Plain(sock), id, &st, stop, at).await,
     }

@@ -81,6 +81,7 @@ fn classify(e: &h2::Error, last: (u8, bool)) -> Option<&'static str> {
 /// Serves one HTTP/2 connection (the preface not yet read) to its end.
 pub(crate) async fn serve<T>(
     io: T,
+    peer: std::net::IpAddr,
     id: u64,
     st: Arc<State>,
     mut stop: watch::Receiver<bool>,
@@ -96,7 +97,7 @@ pub(crate) async fn serve<T>(
     let mut conn = match tokio::time::timeout_at(deadline.into(), hs).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
-            note_error(&st, id, &e, &signal);
+            note_error(&st, peer, id, &e, &signal);
             return;
         }
         Err(_) => {
@@ -146,7 +147,7 @@ pub(crate) async fn serve<T>(
                     streams.spawn(async move { stream(&st2, id, &session, req, resp).await });
                 }
                 Some(Err(e)) => {
-                    note_error(&st, id, &e, &signal);
+                    note_error(&st, peer, id, &e, &signal);
                     break;
                 }
                 None => break,
@@ -168,7 +169,11 @@ pub(crate) async fn serve<T>(
                     Flood::HeaderBlock => &p.continuation_flood,
                 }
                 .fetch_add(1, Ordering::Relaxed);
-                st.log_error(&format_args!("h2 connection {id}: {f}: GOAWAY ENHANCE_YOUR_CALM"));
+                crate::accept::abused(
+                    &st,
+                    peer,
+                    &format_args!("h2 connection {id}: {f}: GOAWAY ENHANCE_YOUR_CALM"),
+                );
                 conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
                 streams.abort_all();
                 closing = Some(tokio::time::Instant::now() + Duration::from_secs(1));
@@ -196,7 +201,7 @@ pub(crate) async fn serve<T>(
         .fetch_add(wasted, Ordering::Relaxed);
 }
 
-fn note_error(st: &State, id: u64, e: &h2::Error, signal: &FloodSignal) {
+fn note_error(st: &State, peer: std::net::IpAddr, id: u64, e: &h2::Error, signal: &FloodSignal) {
     let p = &st.counters.proto;
     let last = *signal.last.lock().expect("lock");
     match classify(e, last) {
@@ -209,7 +214,13 @@ fn note_error(st: &State, id: u64, e: &h2::Error, signal: &FloodSignal) {
                 _ => &p.h2_protocol_errors,
             }
             .fetch_add(1, Ordering::Relaxed);
-            st.log_error(&format_args!("h2 connection {id}: {kind}: {e}"));
+            let what = format_args!("h2 connection {id}: {kind}: {e}");
+            if kind == "protocol_error" {
+                st.log_error(&what);
+            } else {
+                // a flood the h2 crate stopped (ENHANCE_YOUR_CALM)
+                crate::accept::abused(st, peer, &what);
+            }
         }
         None if e.is_io() => {}
         None => {

@@ -2,6 +2,8 @@
 //! advertises, what a stream may queue, and the abuse limits, with their
 //! defaults and `validate()`.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigError;
@@ -42,6 +44,17 @@ pub mod defaults {
     pub const SMALL_DATA_PER_S: u32 = 100;
     /// RST_STREAM frames per second.
     pub const RESETS_PER_S: u32 = 200;
+    /// The first ban of an address whose connection was closed for abuse,
+    /// ms (`crate::penalty`).
+    pub const ABUSE_BAN_MS: u64 = 1_000;
+    /// The longest ban, ms (the ban doubles with each abuse remembered).
+    pub const ABUSE_MAX_BAN_MS: u64 = 300_000;
+    /// How long an address stays remembered after its ban, ms.
+    pub const ABUSE_PROBATION_MS: u64 = 60_000;
+    /// New connections a second from an address on probation.
+    pub const ABUSE_PROBATION_PER_S: u32 = 4;
+    /// Addresses remembered at most.
+    pub const ABUSE_TABLE: usize = 4_096;
 }
 
 /// HTTP/2 settings (`[h2]`).
@@ -78,6 +91,18 @@ pub struct H2Settings {
     pub small_data_per_s: u32,
     /// RST_STREAM per second (0 = no limit).
     pub resets_per_s: u32,
+    /// First ban, ms, of an address whose connection was closed for abuse:
+    /// its new connections are closed at accept (0 = no penalty;
+    /// `crate::penalty`).
+    pub abuse_ban_ms: u64,
+    /// Longest ban, ms (bans double with each abuse remembered).
+    pub abuse_max_ban_ms: u64,
+    /// How long an address stays remembered after its ban, ms.
+    pub abuse_probation_ms: u64,
+    /// New connections a second from an address on probation (0 = no limit).
+    pub abuse_probation_per_s: u32,
+    /// Addresses remembered at most.
+    pub abuse_table: usize,
 }
 
 impl Default for H2Settings {
@@ -97,6 +122,11 @@ impl Default for H2Settings {
             window_updates_per_s: defaults::WINDOW_UPDATES_PER_S,
             small_data_per_s: defaults::SMALL_DATA_PER_S,
             resets_per_s: defaults::RESETS_PER_S,
+            abuse_ban_ms: defaults::ABUSE_BAN_MS,
+            abuse_max_ban_ms: defaults::ABUSE_MAX_BAN_MS,
+            abuse_probation_ms: defaults::ABUSE_PROBATION_MS,
+            abuse_probation_per_s: defaults::ABUSE_PROBATION_PER_S,
+            abuse_table: defaults::ABUSE_TABLE,
         }
     }
 }
@@ -146,7 +176,28 @@ impl H2Settings {
             self.max_pending_accept_resets > 0,
             "h2.max_pending_accept_resets",
             "must be > 0",
+        )?;
+        range(
+            self.abuse_ban_ms == 0 || self.abuse_max_ban_ms >= self.abuse_ban_ms,
+            "h2.abuse_max_ban_ms",
+            "must be at least h2.abuse_ban_ms",
+        )?;
+        range(
+            self.abuse_ban_ms == 0 || self.abuse_table > 0,
+            "h2.abuse_table",
+            "must be > 0 while h2.abuse_ban_ms is set",
         )
+    }
+
+    /// The per-address penalty's settings.
+    pub fn penalty(&self) -> crate::penalty::PenaltySettings {
+        crate::penalty::PenaltySettings {
+            ban: Duration::from_millis(self.abuse_ban_ms),
+            max_ban: Duration::from_millis(self.abuse_max_ban_ms),
+            probation: Duration::from_millis(self.abuse_probation_ms),
+            probation_per_s: self.abuse_probation_per_s,
+            table: self.abuse_table,
+        }
     }
 
     /// The frame-rate limits.
@@ -204,5 +255,15 @@ mod tests {
             field(|s| s.max_concurrent_streams = 0),
             "h2.max_concurrent_streams"
         );
+        assert_eq!(field(|s| s.abuse_max_ban_ms = 10), "h2.abuse_max_ban_ms");
+        assert_eq!(field(|s| s.abuse_table = 0), "h2.abuse_table");
+        let mut off = H2Settings {
+            abuse_ban_ms: 0,
+            abuse_table: 0,
+            ..H2Settings::default()
+        };
+        assert_eq!(off.validate(), Ok(()), "no table needed without a ban");
+        off.abuse_ban_ms = 5;
+        assert!(off.validate().is_err());
     }
 }

@@ -33,6 +33,7 @@ pub mod h2;
 pub mod limits;
 pub mod pacer;
 pub mod pacing;
+pub mod penalty;
 pub mod plan;
 pub mod prefetch;
 pub mod proto_stats;

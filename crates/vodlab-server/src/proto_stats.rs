@@ -52,6 +52,15 @@ pub struct ProtoCounters {
     pub h2_protocol_errors: AtomicU64,
     /// HTTP/2 connections closed after the idle timeout.
     pub h2_idle_closed: AtomicU64,
+    /// Bans given to addresses for abuse (`crate::penalty`).
+    pub abuse_bans: AtomicU64,
+    /// Connections closed at accept: their address was banned.
+    pub refused_banned: AtomicU64,
+    /// Connections closed at accept: their address was on probation and
+    /// over its rate.
+    pub refused_throttled: AtomicU64,
+    /// Addresses remembered by the penalty now.
+    pub penalty_addresses: AtomicU64,
 }
 
 /// TLS statistics.
@@ -100,6 +109,14 @@ pub struct H2Stats {
     pub protocol_errors: u64,
     /// Connections closed idle.
     pub idle_closed: u64,
+    /// Bans given to addresses for abuse.
+    pub abuse_bans: u64,
+    /// Connections closed at accept from a banned address.
+    pub refused_banned: u64,
+    /// Connections closed at accept from an address on probation over its rate.
+    pub refused_throttled: u64,
+    /// Addresses the penalty remembers now.
+    pub penalty_addresses: u64,
 }
 
 impl ProtoCounters {
@@ -129,6 +146,10 @@ impl ProtoCounters {
                 small_data_flood: g(&self.small_data_flood),
                 protocol_errors: g(&self.h2_protocol_errors),
                 idle_closed: g(&self.h2_idle_closed),
+                abuse_bans: g(&self.abuse_bans),
+                refused_banned: g(&self.refused_banned),
+                refused_throttled: g(&self.refused_throttled),
+                penalty_addresses: g(&self.penalty_addresses),
             },
         )
     }
