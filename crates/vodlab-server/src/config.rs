@@ -114,6 +114,8 @@ pub enum PaceMode {
 
 mod policy;
 pub use policy::PolicySpec;
+mod timescale;
+pub use timescale::MAX_TIME_COMPRESSION;
 
 /// A size: digits (a decimal point allowed) and an optional K, M or G
 /// suffix (powers of 1024, either case).
@@ -243,6 +245,10 @@ pub struct Config {
     pub bitrates: Option<PathBuf>,
     /// Bit rate (kbit/s) of a response neither CMCD nor the catalog rates.
     pub default_bitrate_kbps: Option<f64>,
+    /// Time compression k the settings were compressed for
+    /// ([`Config::compress_time`]); the `bitrates` catalog's rates are
+    /// multiplied by it when loaded. 1: nominal time.
+    pub time_compression: f64,
     // --- TLS and HTTP/2 (crate::tls, crate::h2) ---
     /// TLS: certificate, record sizing, ALPN (`[tls]`).
     pub tls: crate::tls::TlsSettings,
@@ -275,6 +281,7 @@ impl Default for Config {
             pace_chunk: None,
             bitrates: None,
             default_bitrate_kbps: None,
+            time_compression: 1.0,
             // TLS and HTTP/2
             tls: crate::tls::TlsSettings::default(),
             h2: crate::h2::H2Settings::default(),
@@ -365,6 +372,11 @@ impl Config {
                 .is_none_or(|p| !p.as_os_str().is_empty()),
             "bitrates",
             "must not be empty",
+        )?;
+        range(
+            timescale::valid_k(self.time_compression),
+            "time_compression",
+            "must be a finite number > 0 and at most 1000",
         )?;
         // TLS and HTTP/2 (their messages name `tls.*`, `h2.*`)
         self.tls.validate()?;
