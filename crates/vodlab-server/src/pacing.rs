@@ -26,9 +26,12 @@
 //!   `sendfile` (TCP's internal pacing, see [`set_max_pacing_rate`]); the
 //!   burst is sent first without a rate.
 //!
-//! Chunk rule (user mode): c = clamp(r × 5 ms, 1460 B, 64 KiB) per session
-//! unless `pace_chunk` fixes it, so a 100 ms window of a session paced at
-//! r sees at most one chunk more or less than r × 100 ms, i.e. ±5 %.
+//! Chunk rule (user mode): c = clamp(r × 2.5 ms, 64 B, 64 KiB) per session
+//! unless `pace_chunk` fixes it, so the grid puts a 100 ms window of a
+//! session paced at r within one chunk of r × 100 ms (±2.5 %), leaving the
+//! other half of ±5 % to timer and scheduling jitter. Sockets have
+//! `TCP_NODELAY` (set at accept), so a chunk smaller than an MSS leaves
+//! when it is written instead of waiting for the previous one's ACK.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -256,7 +259,7 @@ impl Pacing {
     }
 }
 
-/// The chunk rule: c = r × 5 ms, clamped to 1460 B … 64 KiB (`r` in
+/// The chunk rule: c = r × 2.5 ms, clamped to 64 B … 64 KiB (`r` in
 /// bytes/s).
 pub fn chunk_rule(rate: u64) -> u64 {
     ((rate as f64 * defaults::PACE_CHUNK_TIME.as_secs_f64()).round() as u64)
@@ -463,12 +466,13 @@ mod tests {
 
     #[test]
     fn chunk_rule_is_five_ms_of_rate_within_bounds() {
-        assert_eq!(chunk_rule(1_000_000), 5_000);
-        assert_eq!(chunk_rule(50_000), 1460); // 400 kbit/s: 250 B → one MSS
-        assert_eq!(chunk_rule(100_000_000), 64 << 10);
-        // ±5 % per 100 ms wherever the rule is not clamped
-        for r in [300_000u64, 1_000_000, 10_000_000] {
-            assert!(chunk_rule(r) as f64 <= 0.05 * r as f64 * 0.1 + 1.0);
+        assert_eq!(chunk_rule(1_000_000), 2_500);
+        assert_eq!(chunk_rule(50_000), 125); // 400 kbit/s
+        assert_eq!(chunk_rule(10_000), 64); // 80 kbit/s: the floor
+        assert_eq!(chunk_rule(200_000_000), 64 << 10);
+        // half of ±5 % of a 100 ms window wherever not clamped
+        for r in [30_000u64, 50_000, 300_000, 1_000_000, 10_000_000] {
+            assert!(chunk_rule(r) as f64 <= 0.025 * r as f64 * 0.1 + 1.0);
         }
     }
 }

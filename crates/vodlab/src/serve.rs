@@ -100,8 +100,9 @@ pub struct ServeArgs {
     /// `bit` (`1Gbit`, `400kbit`, powers of 1000). Default: unlimited.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_capacity: Option<u64>,
-    /// Fixed chunk of user-mode pacing (bytes or K/M suffix); default: per
-    /// session r × 5 ms, clamped to 1460 B … 64 KiB.
+    /// Fixed chunk of user-mode pacing (bytes or K/M suffix, 64 B at
+    /// least); default: per session r × 2.5 ms, clamped to 64 B … 64 KiB
+    /// (125 B at 400 kbit/s, for ±5 % in every 100 ms window).
     #[arg(long, value_name = "SIZE", value_parser = vodlab_server::config::parse_size)]
     pub pace_chunk: Option<u64>,
     /// Bit-rate catalog: TOML or JSON mapping paths or path prefixes to
@@ -555,7 +556,7 @@ mod tests {
         assert!(parse(&["--pace-burst=-1"])
             .unwrap_err()
             .contains("pace_burst"));
-        assert!(parse(&["--pace-chunk", "100"])
+        assert!(parse(&["--pace-chunk", "63"])
             .unwrap_err()
             .contains("pace_chunk"));
         assert!(parse(&["--default-bitrate", "0"])

@@ -23,8 +23,11 @@ pub(super) struct Session {
     pub(super) start: Instant,
     /// Index of the next grid slot.
     pub(super) next_slot: u64,
-    /// A slot fired and its paced release is not made yet.
-    pub(super) paced_pending: bool,
+    /// Bytes of the slots fired since the last paced release (0: none
+    /// pending). A driver that wakes late finds several slots fired and
+    /// releases them together, so a late wake-up costs one write, not one
+    /// per slot, and the session stays on its grid.
+    pub(super) paced_due: u64,
     /// Bytes the grid granted and the socket has not taken.
     pub(super) owed: u64,
     pub(super) owed_cap: u64,
@@ -75,7 +78,9 @@ impl Session {
             .owed
             .saturating_add(fired.saturating_mul(self.chunk))
             .min(self.owed_cap);
-        self.paced_pending = true;
+        self.paced_due = self
+            .paced_due
+            .saturating_add(fired.saturating_mul(self.chunk));
         self.clamp();
     }
 
