@@ -30,9 +30,9 @@ use fuser::{
 };
 use serde::{Deserialize, Serialize};
 use vodlab_disk::{DiskStats, Layout};
-use vodlab_workload::content;
 
 use crate::engine::Engine;
+use crate::synth;
 use crate::tree::{Node, Tree, ROOT};
 
 /// Name of the statistics file at the mount's root.
@@ -165,12 +165,59 @@ enum Handle {
     Stats(Arc<Vec<u8>>),
 }
 
+/// Reply buffers of [`MAX_READ`] bytes, reused: a fresh one would be zeroed
+/// (or page-faulted in) for every read only to be overwritten.
+static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// Buffers kept for reuse (enough for every read in flight: the kernel's
+/// `max_background` plus the FUSE threads).
+const BUFFERS_KEPT: usize = 96;
+
+/// A reply buffer whose first `len` bytes are the reply.
+struct Bytes {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Bytes {
+    /// A buffer of at least `len` bytes (contents unspecified).
+    fn take(len: usize) -> Bytes {
+        let mut buf = BUFFERS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .unwrap_or_default();
+        if buf.len() < len {
+            buf.resize(len.max(MAX_READ as usize), 0);
+        }
+        Bytes { buf, len }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+}
+
+impl Drop for Bytes {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        let mut pool = BUFFERS.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < BUFFERS_KEPT && buf.len() == MAX_READ as usize {
+            pool.push(buf);
+        }
+    }
+}
+
 /// A read's reply, sent when both the drive (the engine) and the bytes (the
 /// FUSE thread) are ready.
 struct Pair {
     left: AtomicU8,
     failed: AtomicBool,
-    data: Mutex<Option<Result<Vec<u8>, Errno>>>,
+    data: Mutex<Option<Result<Bytes, Errno>>>,
     reply: Mutex<Option<ReplyData>>,
 }
 
@@ -193,7 +240,7 @@ impl Pair {
         };
         match self.data.lock().expect("pair").take() {
             _ if self.failed.load(Ordering::Relaxed) => reply.error(Errno::EIO),
-            Some(Ok(d)) => reply.data(&d),
+            Some(Ok(d)) => reply.data(d.as_slice()),
             Some(Err(e)) => reply.error(e),
             None => reply.error(Errno::EIO),
         }
@@ -299,11 +346,12 @@ impl Shared {
         })
     }
 
-    fn bytes(&self, index: usize, fh: u64, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
-        let mut buf = vec![0u8; len];
+    fn bytes(&self, index: usize, fh: u64, offset: u64, len: usize) -> Result<Bytes, Errno> {
+        let mut out = Bytes::take(len);
+        let buf = out.as_mut_slice();
         match &self.content {
             Content::Synthesized { seed, keys } => {
-                content::fill(*seed, keys[index], offset, &mut buf);
+                synth::fill(*seed, keys[index], offset, buf);
             }
             Content::Backing { .. } => {
                 let f = match self.handles.lock().expect("handles").get(&fh) {
@@ -319,10 +367,10 @@ impl Shared {
                         Err(_) => return Err(Errno::EIO),
                     }
                 }
-                buf.truncate(done);
+                out.len = done;
             }
         }
-        Ok(buf)
+        Ok(out)
     }
 }
 
@@ -468,7 +516,7 @@ impl Filesystem for DiskFs {
                 // whichever of the two finishes last sends the reply
                 let pair = Arc::new(Pair::new(reply));
                 let p2 = pair.clone();
-                s.engine.submit(
+                s.engine.submit_quiet(
                     &[req],
                     Box::new(move |r| {
                         if r.is_err() {
@@ -479,10 +527,13 @@ impl Filesystem for DiskFs {
                 );
                 let data = s.bytes(index, fh.0, offset, len);
                 if let Ok(d) = &data {
-                    c.bytes.fetch_add(d.len() as u64, Ordering::Relaxed);
+                    c.bytes.fetch_add(d.len as u64, Ordering::Relaxed);
                 }
                 *pair.data.lock().expect("pair") = Some(data);
                 pair.arrive();
+                // the drive may have finished while the bytes were made: then
+                // the reply goes from here, else the timer sends it
+                s.engine.settle();
             }
             Some(Node::Dir { .. }) => reply.error(Errno::EISDIR),
             None => reply.error(Errno::ENOENT),

@@ -23,6 +23,7 @@
 
 pub mod engine;
 pub mod fs;
+pub mod synth;
 pub mod sys;
 pub mod tree;
 
