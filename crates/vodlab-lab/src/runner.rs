@@ -14,6 +14,7 @@ use thiserror::Error;
 use tokio::sync::watch;
 use vodlab_client::load::LoadError;
 use vodlab_client::{Arrivals, Live, LoadedWorkload, Results, RunConfig, StopReason};
+use vodlab_workload::TimeCompression;
 
 use crate::capacity::{CapacityFile, CapacityMeta, Stop};
 use crate::files::FileError;
@@ -118,6 +119,32 @@ pub struct PointSettings {
     /// The `vodlab` executable the children run (needed when
     /// `client_processes > 1`; the binary passes its own path).
     pub client_exe: Option<PathBuf>,
+    /// Time compression k (`--time-compression`): the workload is replayed
+    /// k times faster ([`compress_workload`]), a point at nominal rate R
+    /// runs at R × k for window / k, drains for drain / k, and its outcome
+    /// is converted back to nominal units (throughput / k, times × k), so
+    /// the search and capacity.json stay nominal. The server and the drive
+    /// must be given the same k.
+    pub time_compression: TimeCompression,
+}
+
+/// The workload replayed `tc` times faster: every session compressed
+/// ([`TimeCompression::session`]: pacing, think times and deadlines / k,
+/// bit rates × k) and every client link's rates × k, delay / k.
+pub fn compress_workload(work: &mut LoadedWorkload, tc: TimeCompression) {
+    if tc.is_none() {
+        return;
+    }
+    for shard in &mut work.shards {
+        for s in &mut shard.sessions {
+            *s = tc.session(s);
+        }
+    }
+    for link in work.classes.values_mut() {
+        link.down_bps = tc.rate(link.down_bps);
+        link.up_bps = tc.rate(link.up_bps);
+        link.delay = tc.duration(link.delay);
+    }
 }
 
 impl PointSettings {
@@ -129,6 +156,12 @@ impl PointSettings {
             return Err(RunnerError::Settings(format!(
                 "client_processes (--client-processes) must be from 1 to {MAX_CLIENT_PROCESSES}, got {}",
                 self.client_processes
+            )));
+        }
+        if self.client_processes > 1 && !self.time_compression.is_none() {
+            return Err(RunnerError::Settings(format!(
+                "time_compression (--time-compression {}) with client_processes (--client-processes) > 1 is not supported: run the point in one process",
+                self.time_compression.k()
             )));
         }
         if self.client_processes > 1 && self.client_exe.is_none() {
@@ -156,6 +189,7 @@ impl Default for PointSettings {
             transport: Default::default(),
             client_processes: 1,
             client_exe: None,
+            time_compression: TimeCompression::NONE,
         }
     }
 }
@@ -273,6 +307,7 @@ impl PointRunner {
         // point's few sessions would all start at once (each shard's first
         // session starts at t = 0)
         crate::procs::one_arrival_process(&mut work);
+        compress_workload(&mut work, settings.time_compression);
         // children load the workload too, side by side (N of them on the
         // machine's cores): start them well before the point's start time
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
@@ -351,7 +386,9 @@ impl PointRunner {
         self.runs += 1;
         let n = self.sessions_at(rate);
         let seed = self.settings.seed + u64::from(repeat);
-        let duration = Duration::from_secs_f64(n as f64 / rate + self.settings.drain_s);
+        // nominal rate and times in, wall-clock ones out (k = 1: the same)
+        let tc = self.settings.time_compression;
+        let duration = Duration::from_secs_f64(tc.seconds(n as f64 / rate + self.settings.drain_s));
         let rel = format!("points/{:02}-rate-{rate:.4}-run-{}", self.runs, repeat + 1);
         let dir = self.out.join(&rel);
         std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Io {
@@ -370,7 +407,7 @@ impl PointRunner {
         let ran = if processes > 1 {
             self.run_spread(rate, seed, n, duration, processes, &dir, &live)
         } else {
-            self.run_here(rate, seed, n, duration, &dir, &live)
+            self.run_here(tc.rate(rate), seed, n, duration, &dir, &live)
         };
         let wall = t.elapsed().as_secs_f64();
         live.done.store(true, Ordering::Relaxed);
@@ -407,15 +444,15 @@ impl PointRunner {
             failed_sessions: results.failed_sessions,
             unfinished_sessions: unfinished,
             stalled_sessions: results.stalled_sessions,
-            p95_startup_s: results.startup_delay_s.p95,
-            throughput_bytes_per_s: results.throughput_bytes_per_s,
+            p95_startup_s: tc.nominal_seconds(results.startup_delay_s.p95),
+            throughput_bytes_per_s: tc.nominal_rate(results.throughput_bytes_per_s),
             client_valid: results.valid,
             client_invalid_reasons: results.invalid_reasons.clone(),
             extra: RunExtra {
                 sessions: Some(n as u64),
                 wall_s: Some(wall),
                 delivered_bytes: Some(bytes),
-                response_p99_ms: Some(results.response_time_ms.p99),
+                response_p99_ms: Some(tc.nominal_seconds(results.response_time_ms.p99)),
                 results: Some(rel),
                 server_stats_before,
                 server_stats_after,
@@ -743,6 +780,50 @@ mod tests {
         let (addr, h) = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{\"a\": 1}");
         assert_eq!(fetch_vodlab_stats(addr), None, "cut short");
         h.join().unwrap();
+    }
+
+    #[test]
+    fn a_compressed_workload_has_its_times_down_and_rates_up() {
+        use vodlab_client::link::LinkSpec;
+        use vodlab_client::load::Shard;
+        let script = vodlab_workload::script::parse_script(
+            "#@session id=1 bitrate=419000 request_s=40\n/a timeout=10\n/b pacing=10\n",
+        )
+        .unwrap();
+        let mut w = LoadedWorkload {
+            shards: vec![Shard {
+                file: "s.vsl".into(),
+                sessions: script.sessions.clone(),
+            }],
+            ..Default::default()
+        };
+        w.classes.insert(
+            "dsl".into(),
+            LinkSpec {
+                down_bps: 3.5e6,
+                up_bps: 1e6,
+                delay: Duration::from_millis(50),
+            },
+        );
+        let tc = TimeCompression::new(10.0).unwrap();
+        let mut c = w.clone();
+        compress_workload(&mut c, tc);
+        assert_eq!(c.shards[0].sessions[0], tc.session(&script.sessions[0]));
+        let l = &c.classes["dsl"];
+        assert_eq!((l.down_bps, l.up_bps), (3.5e7, 1e7));
+        assert_eq!(l.delay, Duration::from_millis(5));
+        let mut same = w.clone();
+        compress_workload(&mut same, TimeCompression::NONE);
+        assert_eq!(same.shards[0].sessions, w.shards[0].sessions);
+        // spread points would compress twice (children load the workload)
+        let s = PointSettings {
+            client_processes: 2,
+            client_exe: Some("/bin/true".into()),
+            time_compression: tc,
+            ..PointSettings::default()
+        };
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("--time-compression"), "{e}");
     }
 
     #[test]

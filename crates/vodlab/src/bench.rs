@@ -350,7 +350,6 @@ fn disk_bench(mut a: BenchArgs, given: &dyn Fn(&str) -> bool) -> anyhow::Result<
         disk: crate::boxcmd::DiskArgs {
             disk: Some(a.disk.clone()),
             mount: None,
-            time_compression: 1.0,
             disk_args: Vec::new(),
         },
         no_box: false,

@@ -98,6 +98,12 @@ pub struct BoxArgs {
     /// drive presents.
     #[arg(long, value_name = "DIR", requires = "disk")]
     pub workload: Option<PathBuf>,
+    /// Time compression k of the whole experiment: the emulated drive's
+    /// times / k, and the command gets VODLAB_TIME_COMPRESSION=K (the
+    /// default of `vodlab serve` and `vodlab run --time-compression`) and
+    /// `{k}` in its arguments replaced by K. Run the load with the same k.
+    #[arg(long, default_value_t = 1.0, value_name = "K", requires = "disk")]
+    pub time_compression: f64,
     /// Cgroup name.
     #[arg(long, default_value = "vodlab-box")]
     pub name: String,
@@ -134,7 +140,7 @@ pub fn describe(b: &HwBox) -> String {
 pub fn run(a: BoxArgs) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let spec = a.hw.spec(&a.name, &cwd)?;
-    let disk = a.disk.spec(a.workload.as_deref())?;
+    let disk = a.disk.spec(a.workload.as_deref(), a.time_compression)?;
     let mut b = HwBox::create(spec)?;
     eprintln!(
         "vodlab box: {} (limits read back and verified)",
@@ -149,11 +155,15 @@ pub fn run(a: BoxArgs) -> anyhow::Result<ExitCode> {
         eprintln!("vodlab box: emulated disk: {}", d.mounted());
     }
     let mount = daemon.as_ref().map(|d| d.mountpoint().to_path_buf());
+    let k = a.time_compression.to_string();
     let args: Vec<String> = match &mount {
         Some(m) => a
             .command
             .iter()
-            .map(|x| x.replace("{mount}", &m.display().to_string()))
+            .map(|x| {
+                x.replace("{mount}", &m.display().to_string())
+                    .replace("{k}", &k)
+            })
             .collect(),
         None => a.command.clone(),
     };
@@ -161,6 +171,7 @@ pub fn run(a: BoxArgs) -> anyhow::Result<ExitCode> {
     cmd.args(&args[1..]);
     if let Some(m) = &mount {
         cmd.env("VODLAB_DISK_MOUNT", m);
+        cmd.env(crate::run::TIME_COMPRESSION_ENV, &k);
     }
     b.command(&mut cmd);
     let before = b.usage()?;
@@ -254,10 +265,6 @@ pub struct DiskArgs {
     /// new directory under the temporary directory, removed after).
     #[arg(long, value_name = "DIR", requires = "disk")]
     pub mount: Option<PathBuf>,
-    /// The emulated drive's time compression k (its times divided by k).
-    /// Only the drive is compressed: the load's pacing is not.
-    #[arg(long, default_value_t = 1.0, value_name = "K", requires = "disk")]
-    pub time_compression: f64,
     /// Extra argument for `vodlab disk mount` (repeatable), e.g.
     /// --disk-arg=--placement=high or --disk-arg=--scheduler=tagged:32.
     #[arg(
@@ -270,8 +277,9 @@ pub struct DiskArgs {
 }
 
 impl DiskArgs {
-    /// The daemon's settings for `workload`'s file set, if `--disk` was given.
-    pub fn spec(&self, workload: Option<&Path>) -> anyhow::Result<Option<DiskSpec>> {
+    /// The daemon's settings for `workload`'s file set, if `--disk` was
+    /// given, with the experiment's time compression `k` (`--time-compression`).
+    pub fn spec(&self, workload: Option<&Path>, k: f64) -> anyhow::Result<Option<DiskSpec>> {
         let Some(profile) = &self.disk else {
             return Ok(None);
         };
@@ -280,15 +288,11 @@ impl DiskArgs {
                 "--disk needs --workload DIR (the workload whose file set the drive presents)",
             )?
             .to_path_buf();
-        anyhow::ensure!(
-            self.time_compression.is_finite() && self.time_compression > 0.0,
-            "--time-compression must be a finite number > 0, got {}",
-            self.time_compression
-        );
+        vodlab_workload::TimeCompression::new(k)?;
         Ok(Some(DiskSpec {
             workload,
             profile: profile.clone(),
-            time_compression: self.time_compression,
+            time_compression: k,
             extra: self.disk_args.clone(),
         }))
     }

@@ -111,6 +111,15 @@ pub struct SearchArgs {
     /// "Spreading a point over processes").
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub client_processes: u32,
+    /// Time compression k: every point runs k times faster (the workload's
+    /// pacing, think times, deadlines and link delays / k, bit rates and
+    /// link rates x k, the arrival rate x k for window / k, the drain / k),
+    /// and its figures are converted back to nominal units (rates are
+    /// sessions/s of nominal time, throughput / k, times x k). Give the
+    /// server the same k (`vodlab serve --time-compression K`; compare and
+    /// bench do, and mount their emulated drive with it). 1: nominal time.
+    #[arg(long, default_value_t = 1.0, value_name = "K")]
+    pub time_compression: f64,
     /// No live progress of each run.
     #[arg(short, long)]
     pub quiet: bool,
@@ -192,6 +201,7 @@ impl SearchArgs {
             0.0,
             MAX_LATE_THRESHOLD_MS,
         )?;
+        vodlab_workload::TimeCompression::new(self.time_compression)?;
         let step = if let Some(f) = self.step.strip_prefix(['x', '*']) {
             let f: f64 = f
                 .parse()
@@ -253,6 +263,9 @@ impl SearchArgs {
             transport: Default::default(),
             client_processes: self.client_processes,
             client_exe: None,
+            // checked by `config`
+            time_compression: vodlab_workload::TimeCompression::new(self.time_compression)
+                .unwrap_or_default(),
         }
     }
 }

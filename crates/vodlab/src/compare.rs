@@ -148,7 +148,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()?;
     anyhow::ensure!(!kinds.is_empty(), "--servers: name at least one server");
     let (_, catalog) = crate::fileset::load(&a.workload)?;
-    let disk = a.disk.spec(Some(&a.workload))?;
+    let disk = a.disk.spec(Some(&a.workload), a.search.time_compression)?;
+    anyhow::ensure!(
+        disk.is_some() || a.search.time_compression == 1.0,
+        "--time-compression needs --disk (the io.max throttle's limits are not compressed)"
+    );
     let out = a
         .output
         .clone()
@@ -600,7 +604,14 @@ fn one_server_disk(
         workers: a
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
-        vodlab_args: a.serve_args.clone(),
+        // vodlab serve gets the experiment's k too (the peers have no
+        // control intervals to compress)
+        vodlab_args: a
+            .serve_args
+            .iter()
+            .cloned()
+            .chain(["--time-compression".into(), d.time_compression.to_string()])
+            .collect(),
     };
     let b = spec.map(HwBox::create).transpose()?;
     let live = RefCell::new(Live {

@@ -138,6 +138,16 @@ pub struct RunArgs {
     /// writes its results. 0: never. Default: 10 with --shard, else 0.
     #[arg(long, value_name = "SECONDS")]
     pub checkpoint: Option<f64>,
+    /// Time compression k: replay the workload k times faster (pacing,
+    /// think times, deadlines and link delays / k; session bit rates, CMCD
+    /// `br`, `read_kbps` and link rates x k; --rate, --steps and
+    /// --ramp-rate rates x k and their seconds / k; --duration and
+    /// --playback-buffer / k). Bytes are unchanged; results.json is in
+    /// wall-clock (compressed) time. Give the server and the emulated drive
+    /// the same k. Default: $VODLAB_TIME_COMPRESSION (set by `vodlab box
+    /// --time-compression`), else 1.
+    #[arg(long, value_name = "K")]
+    pub time_compression: Option<f64>,
     /// Exit with status 1 when the results are invalid or incomplete.
     #[arg(long)]
     pub strict: bool,
@@ -386,6 +396,50 @@ fn arrivals(a: &RunArgs) -> anyhow::Result<Arrivals> {
     Ok(arr)
 }
 
+/// The environment variable `vodlab box --time-compression K` sets for its
+/// command, the default of `run` and `serve`'s `--time-compression`.
+pub(crate) const TIME_COMPRESSION_ENV: &str = "VODLAB_TIME_COMPRESSION";
+
+/// `--time-compression`: the flag, else [`TIME_COMPRESSION_ENV`], else 1;
+/// checked (an error names the flag or the variable).
+pub(crate) fn time_compression(
+    flag: Option<f64>,
+) -> anyhow::Result<vodlab_workload::TimeCompression> {
+    let k = match flag {
+        Some(k) => k,
+        None => match std::env::var(TIME_COMPRESSION_ENV) {
+            Ok(v) => v.trim().parse::<f64>().with_context(|| {
+                format!("{TIME_COMPRESSION_ENV}=`{v}` is not a number (the default of --time-compression)")
+            })?,
+            Err(_) => 1.0,
+        },
+    };
+    Ok(vodlab_workload::TimeCompression::new(k)?)
+}
+
+/// An arrival process `tc` times faster: rates x k, step and ramp lengths / k.
+pub(crate) fn compress_arrivals(arr: Arrivals, tc: vodlab_workload::TimeCompression) -> Arrivals {
+    match arr {
+        Arrivals::Poisson { rate } => Arrivals::Poisson {
+            rate: tc.rate(rate),
+        },
+        Arrivals::Constant { rate } => Arrivals::Constant {
+            rate: tc.rate(rate),
+        },
+        Arrivals::Steps { steps } => Arrivals::Steps {
+            steps: steps
+                .into_iter()
+                .map(|(d, r)| (tc.seconds(d), tc.rate(r)))
+                .collect(),
+        },
+        Arrivals::Ramp { from, to, over_s } => Arrivals::Ramp {
+            from: tc.rate(from),
+            to: tc.rate(to),
+            over_s: tc.seconds(over_s),
+        },
+    }
+}
+
 /// Raises the open-file limit to its hard maximum (a load generator needs
 /// a descriptor per connection).
 pub(crate) fn raise_nofile() -> u64 {
@@ -424,13 +478,21 @@ fn timing_workload(a: &RunArgs, file: &Path) -> anyhow::Result<(LoadedWorkload, 
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let tc = time_compression(a.time_compression)?;
+    if !tc.is_none() {
+        anyhow::ensure!(
+            a.timing_script.is_none() && a.player.player.is_none(),
+            "--time-compression {}: not with --timing-script or --player (their times come from the file or the manifests)",
+            tc.k()
+        );
+    }
     let (work, arrivals) = match &a.timing_script {
         Some(f) => timing_workload(&a, f)?,
         None => {
             let w = a.workload.as_deref().expect("clap requires a workload");
             let work = LoadedWorkload::open(w)
                 .with_context(|| format!("loading the workload {}", w.display()))?;
-            (work, arrivals(&a)?)
+            (work, compress_arrivals(arrivals(&a)?, tc))
         }
     };
     let source = a
@@ -447,7 +509,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         INTERVAL_BOUNDS.1,
     )?;
     let max_duration = match a.duration {
-        Some(d) if d > 0.0 && d <= MAX_RUN_S => Some(Duration::from_secs_f64(d)),
+        Some(d) if d > 0.0 && d <= MAX_RUN_S => Some(Duration::from_secs_f64(tc.seconds(d))),
         Some(d) => bail!(
             "--duration must be a number of seconds > 0 and at most {MAX_RUN_S} (a week), got {d}"
         ),
@@ -480,6 +542,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.one_arrival_process {
         vodlab_lab::procs::one_arrival_process(&mut work);
     }
+    vodlab_lab::runner::compress_workload(&mut work, tc);
     let nofile = raise_nofile();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -520,7 +583,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         a.playback_buffer.is_finite() && (0.001..=3600.0).contains(&a.playback_buffer),
         "--playback-buffer must be between 0.001 and 3600 seconds"
     );
-    cfg.playback_buffer = Duration::from_secs_f64(a.playback_buffer);
+    cfg.playback_buffer = Duration::from_secs_f64(tc.seconds(a.playback_buffer));
     anyhow::ensure!(
         a.pace_target.is_finite() && (0.01..=1000.0).contains(&a.pace_target),
         "--pace-target must be between 0.01 and 1000"
@@ -582,6 +645,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             a.target,
             cfg.transport.protocol
         );
+        if !tc.is_none() {
+            eprintln!(
+                "vodlab run: time compression k = {}: the workload runs {} times faster (give the server and the drive the same k); results are in wall-clock time",
+                tc.k(),
+                tc.k()
+            );
+        }
         if let Some(at) = cfg.start_at {
             let wait = at
                 .duration_since(std::time::SystemTime::now())
@@ -757,6 +827,58 @@ pub(crate) fn spawn_progress(live: Arc<Live>, total: u64) -> std::thread::JoinHa
 mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn arrivals_are_compressed_rates_up_lengths_down() {
+        let tc = vodlab_workload::TimeCompression::new(10.0).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        match compress_arrivals(Arrivals::Poisson { rate: 0.5 }, tc) {
+            Arrivals::Poisson { rate } => assert!(close(rate, 5.0)),
+            other => panic!("{other:?}"),
+        }
+        match compress_arrivals(Arrivals::Constant { rate: 2.0 }, tc) {
+            Arrivals::Constant { rate } => assert!(close(rate, 20.0)),
+            other => panic!("{other:?}"),
+        }
+        match compress_arrivals(
+            Arrivals::Steps {
+                steps: vec![(60.0, 1.0), (30.0, 4.0)],
+            },
+            tc,
+        ) {
+            Arrivals::Steps { steps } => {
+                assert!(close(steps[0].0, 6.0) && close(steps[0].1, 10.0));
+                assert!(close(steps[1].0, 3.0) && close(steps[1].1, 40.0));
+            }
+            other => panic!("{other:?}"),
+        }
+        match compress_arrivals(
+            Arrivals::Ramp {
+                from: 1.0,
+                to: 3.0,
+                over_s: 100.0,
+            },
+            tc,
+        ) {
+            Arrivals::Ramp { from, to, over_s } => {
+                assert!(close(from, 10.0) && close(to, 30.0) && close(over_s, 10.0))
+            }
+            other => panic!("{other:?}"),
+        }
+        // sessions started over the same nominal window are the same number
+        let one = vodlab_workload::TimeCompression::NONE;
+        match compress_arrivals(Arrivals::Poisson { rate: 0.5 }, one) {
+            Arrivals::Poisson { rate } => assert_eq!(rate, 0.5),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn time_compression_flag_is_checked_naming_it() {
+        assert_eq!(time_compression(Some(4.0)).unwrap().k(), 4.0);
+        let e = time_compression(Some(0.0)).unwrap_err().to_string();
+        assert!(e.contains("--time-compression"), "{e}");
+    }
 
     #[test]
     fn start_at_takes_rfc3339_or_unix_seconds_and_refuses_the_past() {

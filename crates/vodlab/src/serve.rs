@@ -112,6 +112,14 @@ pub struct ServeArgs {
     /// Bit rate (kbit/s) of responses neither CMCD nor --bitrates rates.
     #[arg(long, value_name = "KBPS")]
     pub default_bitrate: Option<f64>,
+    /// Time compression k, for a load replayed k times faster (`vodlab run
+    /// --time-compression K`): keep-alive and send timeouts, the controller
+    /// tick, the pace burst and auto's interval and ramp / k; bit rates
+    /// (--bitrates, --default-bitrate, the policy's ref=) x k; sizes
+    /// unchanged (docs/serve.md). Default: $VODLAB_TIME_COMPRESSION (set by
+    /// `vodlab box --time-compression`), else 1.
+    #[arg(long, value_name = "K")]
+    pub time_compression: Option<f64>,
     /// TLS and HTTP/2 (docs/serve.md).
     #[command(flatten)]
     pub proto: ProtoArgs,
@@ -336,6 +344,8 @@ impl ServeArgs {
             ..Config::default()
         };
         cfg.validate()?;
+        let k = crate::run::time_compression(self.time_compression)?.k();
+        let cfg = cfg.compress_time(k)?;
         if self.prefetch_log.is_some() && !matches!(cfg.prefetch_policy, PolicySpec::Auto(_)) {
             anyhow::bail!("--prefetch-log needs --prefetch-policy auto[:...]");
         }
@@ -359,6 +369,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(path) => Some(prefetch_log(path, server.state.clone())?),
             None => None,
         };
+        let k = server.state.config().time_compression;
+        if k != 1.0 {
+            eprintln!("vodlab serve: time compression k = {k}: control intervals / k, bit rates x k");
+        }
         let pacing = if a.pace > 0.0 {
             format!(", paced {}x ({:?}, burst {} s)", a.pace, a.pace_mode, a.pace_burst)
         } else {
