@@ -331,7 +331,7 @@ pub async fn run_parts(
         started_unix
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let dump = MetricsDump::new(
+    let mut dump = MetricsDump::new(
         &DumpInfo {
             shard: cfg.shard,
             origin_unix_s: started_unix,
@@ -344,6 +344,9 @@ pub async fn run_parts(
         results::peak_rss_mb(),
     )
     .map_err(std::io::Error::other)?;
+    if let Some(p) = &ctx.players {
+        dump.players = Some(p.lock().dump().map_err(std::io::Error::other)?);
+    }
     let mut out = results::assemble(&info, &metrics, &mon);
     out.protocol = cfg.transport.protocol;
     out.players = ctx.players.as_ref().map(|p| p.lock().results());

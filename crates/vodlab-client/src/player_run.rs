@@ -30,6 +30,12 @@ use crate::exchange::ErrorKind;
 use crate::metrics::Summary;
 use crate::player::{Movie, PlayerConfig, PlayerError, QoeSummary};
 
+#[path = "player_agg.rs"]
+mod agg;
+pub use agg::{
+    merge_dumps, signed_summary, PlayerClassDump, PlayersAgg, PlayersDump, PlayersSettings,
+};
+
 /// Which manifest a player reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -418,175 +424,6 @@ pub struct PlayerSessionOutcome {
     pub error: Option<PlayerSessionError>,
 }
 
-/// Figures of the completed sessions of one class (or all).
-#[derive(Debug, Clone, Default)]
-struct ClassAgg {
-    sessions: u64,
-    failed: u64,
-    segments: u64,
-    abandoned: u64,
-    rebuffered_sessions: u64,
-    manifest_ms: Vec<f64>,
-    startup_ms: Vec<f64>,
-    rebuffers: Vec<f64>,
-    rebuffer_ms: Vec<f64>,
-    mean_kbps: Vec<f64>,
-    time_avg_kbps: Vec<f64>,
-    ups: Vec<f64>,
-    downs: Vec<f64>,
-    yin: Vec<f64>,
-    /// Media ms played per nominal bit rate (kbit/s, as text).
-    per_rate_ms: BTreeMap<String, f64>,
-}
-
-impl ClassAgg {
-    fn add(&mut self, o: &PlayerSessionOutcome) {
-        self.sessions += 1;
-        if o.error.is_some() {
-            self.failed += 1;
-            return;
-        }
-        let Some(q) = &o.qoe else { return };
-        self.segments += q.segments as u64;
-        self.abandoned += q.abandoned as u64;
-        self.rebuffered_sessions += u64::from(q.rebuffer_count > 0);
-        self.manifest_ms.push(o.manifest_ms);
-        self.startup_ms.push(q.startup_delay_ms);
-        self.rebuffers.push(f64::from(q.rebuffer_count));
-        self.rebuffer_ms.push(q.rebuffer_ms);
-        self.mean_kbps.push(q.mean_bitrate_kbps);
-        self.time_avg_kbps.push(q.time_average_bitrate_kbps);
-        self.ups.push(f64::from(q.switches_up));
-        self.downs.push(f64::from(q.switches_down));
-        self.yin.push(q.yin_qoe_per_segment);
-        for (l, ms) in q.time_per_level_ms.iter().enumerate() {
-            if let Some(r) = o.bitrates_kbps.get(l) {
-                if *ms > 0.0 {
-                    *self.per_rate_ms.entry(format!("{r}")).or_default() += ms;
-                }
-            }
-        }
-    }
-
-    fn results(&self) -> PlayerClassResults {
-        let total_ms: f64 = self.per_rate_ms.values().sum();
-        PlayerClassResults {
-            sessions: self.sessions,
-            failed: self.failed,
-            segments: self.segments,
-            abandoned: self.abandoned,
-            rebuffered_sessions: self.rebuffered_sessions,
-            manifest_ms: summarize(&self.manifest_ms),
-            startup_delay_ms: summarize(&self.startup_ms),
-            rebuffer_count: summarize(&self.rebuffers),
-            rebuffer_ms: summarize(&self.rebuffer_ms),
-            mean_bitrate_kbps: summarize(&self.mean_kbps),
-            time_average_bitrate_kbps: summarize(&self.time_avg_kbps),
-            switches_up: summarize(&self.ups),
-            switches_down: summarize(&self.downs),
-            yin_qoe_per_segment: summarize(&self.yin),
-            time_per_bitrate: self
-                .per_rate_ms
-                .iter()
-                .map(|(k, ms)| {
-                    (
-                        k.clone(),
-                        RenditionTime {
-                            seconds: ms / 1000.0,
-                            share: if total_ms > 0.0 { ms / total_ms } else { 0.0 },
-                        },
-                    )
-                })
-                .collect(),
-        }
-    }
-}
-
-/// Exact summary of a list of values (nearest-rank percentiles).
-pub fn summarize(values: &[f64]) -> Summary {
-    if values.is_empty() {
-        return Summary::default();
-    }
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return Summary::default();
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let q = |p: f64| v[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-    Summary {
-        count: n as u64,
-        min: v[0],
-        mean: v.iter().sum::<f64>() / n as f64,
-        p25: q(0.25),
-        p50: q(0.50),
-        p75: q(0.75),
-        p90: q(0.90),
-        p95: q(0.95),
-        p99: q(0.99),
-        p999: q(0.999),
-        max: v[n - 1],
-        iqr: q(0.75) - q(0.25),
-    }
-}
-
-/// The run-wide aggregate of player sessions (one lock per ended session).
-#[derive(Debug)]
-pub struct PlayersAgg {
-    run: PlayerRun,
-    overall: ClassAgg,
-    classes: BTreeMap<String, ClassAgg>,
-    errors: BTreeMap<String, u64>,
-    p1203_errors: u64,
-}
-
-impl PlayersAgg {
-    /// An empty aggregate of a run with these settings.
-    pub fn new(run: &PlayerRun) -> Self {
-        Self {
-            run: run.clone(),
-            overall: ClassAgg::default(),
-            classes: BTreeMap::new(),
-            errors: BTreeMap::new(),
-            p1203_errors: 0,
-        }
-    }
-
-    /// Adds one ended session.
-    pub fn add(&mut self, o: &PlayerSessionOutcome) {
-        self.overall.add(o);
-        self.classes.entry(o.class.clone()).or_default().add(o);
-        if let Some(e) = &o.error {
-            *self.errors.entry(e.name().to_string()).or_default() += 1;
-        }
-    }
-
-    /// Counts a P.1203 input that could not be written.
-    pub fn p1203_write_failed(&mut self) {
-        self.p1203_errors += 1;
-    }
-
-    /// The `players` object of `results.json`.
-    pub fn results(&self) -> PlayersResults {
-        PlayersResults {
-            player: self.run.kind,
-            abr: self.run.config.abr.name().to_string(),
-            max_buffer_s: self.run.config.max_buffer_ms / 1000.0,
-            abandon: self.run.config.abandon,
-            max_segments: self.run.max_segments,
-            overall: self.overall.results(),
-            classes: self
-                .classes
-                .iter()
-                .map(|(k, v)| (k.clone(), v.results()))
-                .collect(),
-            errors: self.errors.clone(),
-            p1203_dir: self.run.p1203_dir.as_ref().map(|p| p.display().to_string()),
-            p1203_write_errors: self.p1203_errors,
-        }
-    }
-}
-
 impl PlayersResults {
     /// Lines for the summary table: overall, then per class.
     pub fn table(&self) -> String {
@@ -619,7 +456,7 @@ impl PlayersResults {
                 c.startup_delay_ms.p95,
                 c.rebuffered_sessions,
                 c.sessions - c.failed,
-                c.rebuffer_ms.mean * c.rebuffer_ms.count as f64 / 1000.0,
+                c.rebuffer_time_s,
                 c.switches_up.mean,
                 c.switches_down.mean,
                 c.abandoned,
@@ -639,7 +476,9 @@ pub struct RenditionTime {
     pub share: f64,
 }
 
-/// QoE distributions of the completed player sessions of a class (or all).
+/// QoE distributions of the completed player sessions of a class (or all):
+/// HdrHistograms (3 significant digits, nearest rank), so shards merge
+/// exactly; totals exact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlayerClassResults {
     /// Sessions that ended (completed or failed).
@@ -652,6 +491,18 @@ pub struct PlayerClassResults {
     pub abandoned: u64,
     /// Completed sessions with at least one rebuffer.
     pub rebuffered_sessions: u64,
+    /// Rebuffer episodes of the completed sessions, in all.
+    #[serde(default)]
+    pub rebuffer_events: u64,
+    /// Rebuffer time of the completed sessions, in all, s.
+    #[serde(default)]
+    pub rebuffer_time_s: f64,
+    /// Up-switches of the completed sessions, in all.
+    #[serde(default)]
+    pub switches_up_total: u64,
+    /// Down-switches of the completed sessions, in all.
+    #[serde(default)]
+    pub switches_down_total: u64,
     /// Manifest (and playlists) fetch and parse time, ms.
     pub manifest_ms: Summary,
     /// Start-up delay: first segment request to playback start, ms.

@@ -77,15 +77,154 @@ fn viewing_time_sets_the_segment_count() {
 }
 
 #[test]
-fn summaries_are_exact_nearest_rank() {
-    let v: Vec<f64> = (1..=100).map(f64::from).collect();
-    let s = summarize(&v);
+fn signed_summaries_are_nearest_rank_over_both_signs() {
+    let (mut pos, mut neg) = (crate::metrics::histogram(), crate::metrics::histogram());
+    // -3, -2, -1, 0, 1, ..., 6 (ten values, in hundredths: exact below 2048)
+    for v in [3u64, 2, 1] {
+        neg.record(v * 100).unwrap();
+    }
+    for v in 0..=6u64 {
+        pos.record(v * 100).unwrap();
+    }
+    let s = signed_summary(&pos, &neg, 1e2);
+    assert_eq!(s.count, 10);
+    assert_eq!((s.min, s.max), (-3.0, 6.0));
+    // nearest rank: p25 is the 3rd value (-1), p50 the 5th (1), p90 the 9th (5)
+    assert_eq!((s.p25, s.p50, s.p90), (-1.0, 1.0, 5.0));
+    assert!((s.mean - 1.5).abs() < 1e-9, "{s:?}");
+    assert_eq!(s.iqr, s.p75 - s.p25);
+    // only negatives
+    let s = signed_summary(&crate::metrics::histogram(), &neg, 1e2);
+    assert_eq!((s.min, s.p50, s.max), (-3.0, -2.0, -1.0));
     assert_eq!(
-        (s.count, s.min, s.p50, s.p90, s.max),
-        (100, 1.0, 50.0, 90.0, 100.0)
+        signed_summary(
+            &crate::metrics::histogram(),
+            &crate::metrics::histogram(),
+            1.0
+        )
+        .count,
+        0
     );
-    assert_eq!(s.mean, 50.5);
-    assert_eq!(summarize(&[]).count, 0);
+}
+
+/// A synthetic session outcome `i` (some failed, some rebuffered).
+fn outcome(i: u64) -> PlayerSessionOutcome {
+    let class = ["a", "b", "c"][(i % 3) as usize].to_string();
+    if i % 7 == 3 {
+        return PlayerSessionOutcome {
+            class,
+            manifest_ms: 1.0,
+            qoe: None,
+            bitrates_kbps: vec![],
+            error: Some(PlayerSessionError::SegmentStatus {
+                path: "/t/x.m4s".into(),
+                status: 404,
+            }),
+        };
+    }
+    let segs = 1 + (i % 9) as usize;
+    let lo = (i % 4) as usize * segs / 4;
+    let q = QoeSummary {
+        segments: segs,
+        startup_delay_ms: 10.0 + (i * 37 % 3000) as f64 * 0.7,
+        rebuffer_count: (i % 5 == 0) as u32 * (1 + (i % 3) as u32),
+        rebuffer_ms: if i % 5 == 0 { 123.4 + i as f64 } else { 0.0 },
+        session_ms: segs as f64 * 4000.0 + 10.0,
+        mean_bitrate_kbps: 235.0 + (i * 131 % 3000) as f64,
+        time_average_bitrate_kbps: 200.0 + (i * 97 % 2900) as f64 * 0.9,
+        time_per_level_ms: vec![lo as f64 * 4000.0, (segs - lo) as f64 * 4000.0],
+        switches_up: (i % 4) as u32,
+        switches_down: (i % 3) as u32,
+        total_bitrate_change_kbps: 0.0,
+        abandoned: (i % 6 == 0) as usize,
+        yin_qoe: 0.0,
+        // some negative scores (long stalls)
+        yin_qoe_per_segment: 900.0 - (i * 211 % 4000) as f64,
+    };
+    PlayerSessionOutcome {
+        class,
+        manifest_ms: 0.5 + (i % 50) as f64 * 0.25,
+        qoe: Some(q),
+        bitrates_kbps: vec![235.0, 3000.0 + (i % 2) as f64],
+        error: None,
+    }
+}
+
+/// Through `metrics.json`: encoded, written as JSON, read and decoded.
+fn through_json(a: &PlayersAgg) -> PlayersAgg {
+    let text = serde_json::to_string(&a.dump().unwrap()).unwrap();
+    PlayersAgg::of_dump(&serde_json::from_str(&text).unwrap()).unwrap()
+}
+
+proptest::proptest! {
+    // each case encodes and adds 120 histograms of 22k buckets: slow in debug
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+    /// Two shards' aggregates, split any way and read back from their
+    /// metrics.json, merge into exactly the aggregate of one process.
+    #[test]
+    fn shard_aggregates_merge_into_the_whole(n in 1u64..300, split in proptest::prelude::any::<u64>()) {
+        let run = PlayerRun::new(PlayerKind::Hls, PlayerConfig::default());
+        let (mut whole, mut a, mut b) = (PlayersAgg::new(&run), PlayersAgg::new(&run), PlayersAgg::new(&run));
+        for i in 0..n {
+            let o = outcome(i);
+            whole.add(&o);
+            if split >> (i % 64) & 1 == 1 { a.add(&o) } else { b.add(&o) }
+        }
+        let mut m = through_json(&a);
+        m.merge(&through_json(&b)).unwrap();
+        proptest::prop_assert!(m == whole);
+        let r = merge_dumps([Some(&a.dump().unwrap()), Some(&b.dump().unwrap())]).unwrap().unwrap();
+        proptest::prop_assert_eq!(r, whole.results());
+    }
+}
+
+#[test]
+fn merged_aggregates_keep_counts_and_refuse_other_settings() {
+    let run = PlayerRun::new(PlayerKind::Dash, PlayerConfig::default());
+    let mut a = PlayersAgg::new(&run);
+    (0..40).for_each(|i| a.add(&outcome(i)));
+    let r = a.results();
+    let o = &r.overall;
+    assert_eq!(o.sessions, 40);
+    // i % 7 == 3: 3, 10, 17, 24, 31, 38
+    assert_eq!(o.failed, 6);
+    assert_eq!(r.errors.get("segment_status"), Some(&6));
+    assert_eq!(o.startup_delay_ms.count, 34);
+    let rebuffered: Vec<u64> = (0..40).filter(|i| i % 5 == 0 && i % 7 != 3).collect();
+    assert_eq!(o.rebuffered_sessions, rebuffered.len() as u64);
+    assert_eq!(
+        o.rebuffer_events,
+        rebuffered.iter().map(|i| 1 + i % 3).sum::<u64>()
+    );
+    let want_s: f64 = rebuffered.iter().map(|&i| 123.4 + i as f64).sum::<f64>() / 1e3;
+    assert!(
+        (o.rebuffer_time_s - want_s).abs() < 1e-6,
+        "{}",
+        o.rebuffer_time_s
+    );
+    // zero rebuffer time is recorded as zero
+    assert_eq!(o.rebuffer_ms.min, 0.0);
+    assert_eq!(o.rebuffer_count.max, 3.0);
+    assert!(o.yin_qoe_per_segment.min < 0.0 && o.yin_qoe_per_segment.max > 0.0);
+    // 3 significant digits
+    let exact: Vec<f64> = (0..40u64)
+        .filter(|i| i % 7 != 3)
+        .map(|i| 235.0 + (i * 131 % 3000) as f64)
+        .collect();
+    let max = exact.iter().copied().fold(0.0, f64::max);
+    assert!(
+        (o.mean_bitrate_kbps.max - max).abs() <= max * 1e-3,
+        "{} {max}",
+        o.mean_bitrate_kbps.max
+    );
+
+    let other = PlayerRun::new(PlayerKind::Hls, PlayerConfig::default());
+    let e = a.merge(&PlayersAgg::new(&other)).unwrap_err();
+    assert!(e.to_string().contains("player settings differ"), "{e}");
+    let d = a.dump().unwrap();
+    let e = merge_dumps([Some(&d), None]).unwrap_err();
+    assert!(e.to_string().contains("did not"), "{e}");
+    assert_eq!(merge_dumps([None, None]).unwrap(), None);
 }
 
 #[test]

@@ -218,6 +218,10 @@ pub struct MetricsDump {
     pub interval_s: f64,
     /// The monitor.
     pub monitor: MonitorDump,
+    /// Closed-loop players' aggregate (`vodlab run --player` only; set by
+    /// the engine after [`MetricsDump::new`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub players: Option<crate::player_run::PlayersDump>,
 }
 
 /// [`crate::metrics::TransportMetrics`] in a dump.
@@ -337,6 +341,7 @@ impl MetricsDump {
                 cpus,
                 peak_rss_mb,
             },
+            players: None,
         })
     }
 
@@ -654,6 +659,7 @@ pub fn merge(parts: &[Part], missing_dirs: &[String]) -> Result<Results, ShardEr
     };
     let mut out = results::assemble(&run, &metrics, &mon);
     out.protocol = r0.protocol;
+    out.players = crate::player_run::merge_dumps(parts.iter().map(|p| p.dump.players.as_ref()))?;
     out.complete = info.incomplete_reasons.is_empty();
     if !info.incomplete_reasons.is_empty() && out.stopped_by == StopReason::Finished {
         out.stopped_by = StopReason::ShardMissing;

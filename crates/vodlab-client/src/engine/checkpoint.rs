@@ -119,7 +119,7 @@ impl Checkpointer {
         // checkpoint carries the measurements, not the CPU series
         let mon = Monitor::default();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let dump = MetricsDump::new(
+        let mut dump = MetricsDump::new(
             &DumpInfo {
                 shard: cfg.shard,
                 origin_unix_s: self.origin_unix_s,
@@ -134,6 +134,11 @@ impl Checkpointer {
         .map_err(|e| e.to_string())?;
         let mut out = results::assemble(&info, m, &mon);
         out.protocol = cfg.transport.protocol;
+        if let Some(p) = &ctx.players {
+            let agg = p.lock();
+            dump.players = Some(agg.dump().map_err(|e| e.to_string())?);
+            out.players = Some(agg.results());
+        }
         out.shard = cfg.shard.map(|s| ShardRecord {
             index: s.index,
             count: s.count,

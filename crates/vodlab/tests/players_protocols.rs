@@ -1,0 +1,276 @@
+//! Closed-loop players (`vodlab run --player`) beyond one HTTP/1.1 process:
+//! over h2c, https and h2 against an in-process `vodlab serve` with a
+//! self-signed certificate (the same segment requests as over h1), and
+//! split into shard processes whose `players` merge exactly
+//! (`vodlab merge`, from `metrics.json`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::{results, sparse_fileset, vodlab_ok, Running};
+use vodlab_client::player_run::{merge_dumps, segments_to_play, PlayersResults};
+use vodlab_client::{LoadedWorkload, MetricsDump};
+
+/// Segments each player plays at most.
+const MAX_SEGMENTS: usize = 4;
+
+/// A `dash-vod` workload of `sessions` sessions over 3 titles, a sparse
+/// file set and its manifests.
+fn setup(dir: &Path, sessions: u32) -> (PathBuf, PathBuf) {
+    let spec = vodlab_ok(&["gen", "--show-preset", "dash-vod"]);
+    let spec_path = dir.join("spec.toml");
+    std::fs::write(&spec_path, spec).unwrap();
+    let w = dir.join("w");
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        spec_path.to_str().unwrap(),
+        "--sessions",
+        &sessions.to_string(),
+        "--titles",
+        "3",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let root = dir.join("root");
+    sparse_fileset(&w, &root);
+    let c: vodlab_workload::Catalog =
+        serde_json::from_slice(&std::fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    for m in vodlab_manifest::manifests(&c) {
+        let p = root.join(&m.rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, m.text).unwrap();
+    }
+    (w, root)
+}
+
+/// `vodlab run` of players of `w` against `target`, `extra` appended.
+fn player_cmd(w: &Path, target: &str, out: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vodlab"));
+    c.args(["run", w.to_str().unwrap(), "--target", target])
+        .args([
+            "--rate",
+            "20",
+            "--arrivals",
+            "constant",
+            "--check-bytes",
+            "0",
+        ])
+        .args([
+            "--ramp-up",
+            "0",
+            "--ramp-down",
+            "0",
+            "--quiet",
+            "--no-shaping",
+        ])
+        .args(["--player", "dash", "--abr", "throughput", "--no-abandon"])
+        .args(["--max-segments", &MAX_SEGMENTS.to_string()])
+        // the merge and the requests are under test, not the lateness of
+        // starts on a shared 2-core machine
+        .args(["--late-threshold-ms", "250"])
+        .args(["-o", out.to_str().unwrap()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn wait_ok(c: Child) {
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Asserts that `v` follows docs/results.schema.json.
+fn assert_schema(v: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+}
+
+/// Segments the workload's sessions play, in all.
+fn segments_wanted(w: &Path) -> u64 {
+    let work = LoadedWorkload::open(w).unwrap();
+    work.shards
+        .iter()
+        .flat_map(|s| &s.sessions)
+        .map(|s| segments_to_play(s, 4.0).min(MAX_SEGMENTS) as u64)
+        .sum()
+}
+
+/// Access-log requests as session → paths in order, and the statuses seen.
+fn requests_by_session(log: &Path) -> (BTreeMap<String, Vec<String>>, BTreeMap<u16, u64>) {
+    let (mut by, mut st) = (BTreeMap::<String, Vec<String>>::new(), BTreeMap::new());
+    for l in std::fs::read_to_string(log).unwrap().lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        by.entry(f[2].to_string())
+            .or_default()
+            .push(f[3].to_string());
+        *st.entry(f[6].parse::<u16>().unwrap()).or_default() += 1;
+    }
+    (by, st)
+}
+
+/// Over h1, h2c, https (HTTP/1.1 over TLS) and h2 (ALPN) the players of a
+/// fast (unshaped loopback) link play to their end without an error and
+/// request the same manifests, init segments and segments in the same
+/// order per session: on loopback every segment after the first is at
+/// the top rung, whatever the protocol's speed (abandonment off, so no
+/// timing-driven refetch).
+#[test]
+fn players_over_h2c_https_and_h2_request_what_they_request_over_h1() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup(d.path(), 6);
+    let want = segments_wanted(&w);
+    let mut seen: Vec<(String, BTreeMap<String, Vec<String>>)> = Vec::new();
+    for proto in ["h1", "h2c", "https", "h2"] {
+        let log = d.path().join(format!("{proto}.log"));
+        let s = Running::start(&root, |c| {
+            c.access_log = Some(log.clone());
+            c.tls.self_signed = true;
+        });
+        let target = match proto {
+            "https" | "h2" => format!("https://localhost:{}", s.addr.port()),
+            _ => s.url(""),
+        };
+        let out = d.path().join(proto);
+        let extra: Vec<&str> = match proto {
+            "https" | "h2" => vec!["--protocol", proto, "--insecure"],
+            _ => vec!["--protocol", proto],
+        };
+        wait_ok(player_cmd(&w, &target, &out, &extra).spawn().unwrap());
+        drop(s); // flushes the access log
+        let r = results(&out);
+        assert_schema(&r);
+        assert_eq!(r["protocol"], proto);
+        let p: PlayersResults = serde_json::from_value(r["players"].clone()).unwrap();
+        let o = &p.overall;
+        assert_eq!((o.sessions, o.failed), (6, 0), "{proto}: {:?}", p.errors);
+        assert!(p.errors.is_empty(), "{proto}: {:?}", p.errors);
+        assert_eq!(o.segments, want, "{proto}: every player played to its end");
+        assert_eq!(o.startup_delay_ms.count, 6);
+        assert_eq!(r["failed_sessions"], 0, "{proto}");
+        if proto.starts_with("h2") {
+            // one connection per player, its requests as streams
+            assert_eq!(r["transport"]["connections"], 6, "{proto}");
+        }
+        if proto == "https" || proto == "h2" {
+            assert_eq!(r["transport"]["tls_handshakes"], 6, "{proto}");
+        }
+        let (by, statuses) = requests_by_session(&log);
+        assert_eq!(
+            statuses.keys().copied().collect::<Vec<_>>(),
+            vec![200],
+            "{proto}"
+        );
+        assert_eq!(by.len(), 6, "{proto}: {by:?}");
+        seen.push((proto.to_string(), by));
+    }
+    let (_, h1) = &seen[0];
+    // a manifest, an init segment and the segments of each session
+    for paths in h1.values() {
+        assert!(paths[0].ends_with(vodlab_manifest::MPD_NAME), "{paths:?}");
+        assert!(paths.len() >= 3, "{paths:?}");
+    }
+    for (proto, by) in &seen[1..] {
+        for (sess, paths) in h1 {
+            assert_eq!(by.get(sess), Some(paths), "{proto}: session {sess}");
+        }
+    }
+}
+
+/// Two shard processes (`--shard I/2 --start-at T`) and `vodlab merge`:
+/// the merged `players` has one process's counts (sessions, failures,
+/// segments) and is exactly the shards' `metrics.json` players merged in
+/// process (histograms added, not summaries averaged).
+#[test]
+fn sharded_player_runs_merge_their_players_exactly() {
+    common::raise_nofile();
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup(d.path(), 10);
+    let want = segments_wanted(&w);
+    let s = Running::start(&root, |_| {});
+    let target = s.url("");
+    let one = d.path().join("one");
+    wait_ok(player_cmd(&w, &target, &one, &[]).spawn().unwrap());
+    let start_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 2.0;
+    let start_at = format!("{start_at:.3}");
+    let dirs: Vec<PathBuf> = (0..2).map(|i| d.path().join(format!("s{i}"))).collect();
+    let kids: Vec<Child> = (0..2)
+        .map(|i| {
+            let shard = format!("{i}/2");
+            player_cmd(
+                &w,
+                &target,
+                &dirs[i],
+                &["--shard", &shard, "--start-at", &start_at],
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    kids.into_iter().for_each(wait_ok);
+    let merged = d.path().join("merged");
+    let mut args = vec!["merge"];
+    args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+    args.extend(["-o", merged.to_str().unwrap(), "--strict"]);
+    let table = vodlab_ok(&args);
+    assert!(table.contains("  players (dash, throughput"), "{table}");
+
+    let m = results(&merged);
+    assert_schema(&m);
+    let got: PlayersResults = serde_json::from_value(m["players"].clone()).unwrap();
+    let a: PlayersResults = serde_json::from_value(results(&one)["players"].clone()).unwrap();
+    for (x, name) in [(&got, "merged"), (&a, "one process")] {
+        let o = &x.overall;
+        assert_eq!((o.sessions, o.failed, o.segments), (10, 0, want), "{name}");
+        assert_eq!(o.startup_delay_ms.count, 10, "{name}");
+    }
+    assert_eq!(
+        got.classes.keys().collect::<Vec<_>>(),
+        a.classes.keys().collect::<Vec<_>>()
+    );
+    for (k, c) in &a.classes {
+        let g = &got.classes[k];
+        assert_eq!(
+            (g.sessions, g.segments),
+            (c.sessions, c.segments),
+            "class {k}"
+        );
+    }
+    // each shard ran some of the players
+    let dumps: Vec<MetricsDump> = dirs
+        .iter()
+        .map(|d| serde_json::from_slice(&std::fs::read(d.join("metrics.json")).unwrap()).unwrap())
+        .collect();
+    for (d, dump) in dirs.iter().zip(&dumps) {
+        let p = dump.players.as_ref().expect("metrics.json has players");
+        assert!(
+            p.overall.counts[0] > 0 && p.overall.counts[0] < 10,
+            "{}",
+            d.display()
+        );
+    }
+    // the merge is the shards' state added, exactly
+    let exact = merge_dumps(dumps.iter().map(|d| d.players.as_ref()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, exact);
+    assert_eq!(
+        got.overall.mean_bitrate_kbps.count + got.overall.failed,
+        got.overall.sessions
+    );
+}
