@@ -54,6 +54,12 @@ pub enum SearchOutcome {
         /// The error.
         message: String,
     },
+    /// Not run: a `compare` row whose server cannot speak the comparison's
+    /// protocol here (`reason` names what is missing).
+    Skipped {
+        /// Why it was not run.
+        reason: String,
+    },
 }
 
 /// Why a search stopped before its own end (the caller knows; the pure
@@ -131,6 +137,7 @@ impl SearchOutcome {
             Self::ClientLimited { .. } => "client_limited",
             Self::Interrupted { .. } => "interrupted",
             Self::Error { .. } => "error",
+            Self::Skipped { .. } => "skipped",
         }
     }
 
@@ -372,6 +379,7 @@ pub fn answer_line(criterion: &str, a: &Answer, outcome: &SearchOutcome) -> Stri
         ),
         SearchOutcome::Interrupted { .. } => "interrupted".into(),
         SearchOutcome::Error { message } => format!("search stopped early: {message}"),
+        SearchOutcome::Skipped { reason } => format!("not run: {reason}"),
     };
     let mono = if a.non_monotone {
         "; WARNING: a rate passed above one that failed (noisy; try --repeats)"

@@ -51,6 +51,11 @@ pub struct CompareFile {
     pub pacing: bool,
     /// Link emulation was on.
     pub shaping: bool,
+    /// The protocol every server was loaded over (`h1`, `h2c`, `https`,
+    /// `h2`); absent in files written before compare had `--protocol`
+    /// (which were h1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     /// The sequential-read bound (`None`: skipped).
     pub seqread: Option<SeqRead>,
     /// One row per server, in the usual order.
@@ -122,8 +127,20 @@ pub struct SeqRead {
 /// A server's row of the comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerRow {
-    /// Server name (`nginx`, `vodlab-asap`, ...).
+    /// The row's name: the server (`nginx`, `vodlab-asap`, ...) or a
+    /// configuration of it (`vodlab-asap:fixed:2M`, `vodlab-asap:auto`).
     pub server: String,
+    /// The server program of the row (absent in files written before rows
+    /// had configurations: then `server`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The `vodlab serve --prefetch-policy` the row ran with, as the
+    /// server spells it (`None`: the server's default, or not vodlab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch_policy: Option<String>,
+    /// Further `vodlab serve` arguments of every vodlab row (`--serve-arg`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serve_args: Vec<String>,
     /// Its search's answer.
     pub answer: Answer,
     /// How its search ended.

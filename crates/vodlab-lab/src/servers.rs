@@ -2,7 +2,17 @@
 //! and nginx, Apache (event MPM) and lighttpd from Debian, each with a
 //! generated configuration tuned as the papers tuned them: sendfile, 60 s
 //! keep-alive, unlimited (or effectively unlimited) requests per connection,
-//! enough workers and connections, no access log.
+//! enough workers and connections, no access log. Each listens for the
+//! comparison's protocol (h1, h2c by prior knowledge, https, h2 by ALPN),
+//! TLS with the certificate of [`TlsFiles`]; a server that cannot speak it
+//! here is skipped with the reason ([`ServerKind::unsupported`]). Rows of
+//! the comparison ([`ServerSpec`]) may give `vodlab serve` a prefetch policy.
+
+mod certs;
+mod rows;
+
+pub use certs::TlsFiles;
+pub use rows::{ServerSpec, POLICY_NAMES};
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -11,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use thiserror::Error;
+use vodlab_client::transport::Protocol;
 
 use crate::hwbox::is_root;
 
@@ -37,6 +48,25 @@ pub enum ServerError {
         path: PathBuf,
         /// The error.
         err: std::io::Error,
+    },
+    /// A row of `--servers` that does not parse.
+    #[error("compare row `{row}`: {why}")]
+    Row {
+        /// The row as given.
+        row: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Generating the run's TLS certificates failed.
+    #[error("generating the TLS certificates: {0}")]
+    Certificate(String),
+    /// A TLS protocol without certificates.
+    #[error("{server} over {protocol}: no certificate given (ServerSetup::tls)")]
+    NoCertificate {
+        /// The server.
+        server: String,
+        /// The protocol.
+        protocol: String,
     },
     /// It exited or never listened.
     #[error("{server} did not start listening on {addr} within {secs} s{detail}")]
@@ -102,6 +132,35 @@ impl ServerKind {
         matches!(self, Self::VodlabVanilla | Self::VodlabAsap)
     }
 
+    /// Why this server cannot be compared over `p` on this machine (`None`:
+    /// it can). Checked before the server is started, so the row is
+    /// skipped with the reason instead of failing.
+    pub fn unsupported(self, p: Protocol) -> Option<String> {
+        let missing = |what: &str, file: &str, package: &str| {
+            (!Path::new(file).exists())
+                .then(|| format!("{what} needs {file} (Debian {package}), not installed"))
+        };
+        match (self, p) {
+            (_, Protocol::H1) | (Self::VodlabAsap | Self::VodlabVanilla | Self::Nginx, _) => None,
+            (Self::Apache2, Protocol::H2c) => missing("apache2 over h2c", APACHE_HTTP2, "apache2"),
+            (Self::Apache2, Protocol::Https) => {
+                missing("apache2 over https", APACHE_SSL, "apache2")
+            }
+            (Self::Apache2, _) => missing("apache2 over h2", APACHE_SSL, "apache2")
+                .or_else(|| missing("apache2 over h2", APACHE_HTTP2, "apache2")),
+            (Self::Lighttpd, Protocol::H2c) => None,
+            (Self::Lighttpd, p) => Some(format!(
+                "lighttpd over {p}: vodlab compare does not configure lighttpd's TLS \
+                 (its module is the separate Debian package lighttpd-mod-openssl{})",
+                if Path::new(LIGHTTPD_OPENSSL).exists() {
+                    ""
+                } else {
+                    ", not installed here"
+                }
+            )),
+        }
+    }
+
     fn program(self) -> Option<(&'static str, &'static str)> {
         match self {
             Self::Nginx => Some(("/usr/sbin/nginx", "nginx-light")),
@@ -111,6 +170,10 @@ impl ServerKind {
         }
     }
 }
+
+const APACHE_HTTP2: &str = "/usr/lib/apache2/modules/mod_http2.so";
+const APACHE_SSL: &str = "/usr/lib/apache2/modules/mod_ssl.so";
+const LIGHTTPD_OPENSSL: &str = "/usr/lib/lighttpd/mod_openssl.so";
 
 /// Where and how to run a server.
 #[derive(Debug, Clone)]
@@ -129,6 +192,10 @@ pub struct ServerSetup {
     pub workers: usize,
     /// Extra arguments for `vodlab serve` (e.g. `--prefetch 2M`).
     pub vodlab_args: Vec<String>,
+    /// The protocol it listens for.
+    pub protocol: Protocol,
+    /// Its certificate and key (needed for https and h2).
+    pub tls: Option<TlsFiles>,
 }
 
 /// Lets the servers' unprivileged workers (www-data) write their logs.
@@ -161,10 +228,27 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
              \x20 default_type application/octet-stream;\n\
              \x20 client_body_temp_path {wd};\n  proxy_temp_path {wd};\n  fastcgi_temp_path {wd};\n\
              \x20 uwsgi_temp_path {wd};\n  scgi_temp_path {wd};\n\
-             \x20 server {{\n    listen {addr};\n    root {root};\n  }}\n}}\n",
+             \x20 server {{\n    listen {addr}{listen};\n    root {root};\n{tls}  }}\n}}\n",
             w = s.workers,
             user = if user { "user www-data;\n" } else { "" },
             addr = s.addr,
+            // nginx 1.22 (Debian 12): `listen ... http2` (`http2 on;` came
+            // with 1.25.1); a plain listener with http2 is h2c by prior
+            // knowledge only
+            listen = match s.protocol {
+                Protocol::H1 => "",
+                Protocol::H2c => " http2",
+                Protocol::Https => " ssl",
+                Protocol::H2 => " ssl http2",
+            },
+            tls = match (&s.tls, s.protocol.is_tls()) {
+                (Some(t), true) => format!(
+                    "    ssl_certificate {};\n    ssl_certificate_key {};\n",
+                    t.cert.display(),
+                    t.key.display()
+                ),
+                _ => String::new(),
+            },
         ),
         ServerKind::Apache2 => format!(
             "# generated by vodlab compare\n\
@@ -180,10 +264,12 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
              KeepAlive On\nMaxKeepAliveRequests 0\nKeepAliveTimeout 60\nTimeout 60\n\
              EnableSendfile On\nEnableMMAP Off\nTypesConfig /dev/null\n\
              AddType video/mp4 .mp4\nAddType video/iso.segment .m4s\n\
-             DocumentRoot {root}\n<Directory {root}>\n  Require all granted\n  AllowOverride None\n</Directory>\n",
+             DocumentRoot {root}\n<Directory {root}>\n  Require all granted\n  AllowOverride None\n</Directory>\n\
+             {proto}",
             addr = s.addr,
             w = s.workers.max(1),
             user = if user { "User www-data\nGroup www-data\n" } else { "" },
+            proto = apache_protocol(s),
         ),
         ServerKind::Lighttpd => format!(
             "# generated by vodlab compare\n\
@@ -194,7 +280,16 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
              server.max-fds = 65536\nserver.max-connections = 16384\n\
              server.max-keep-alive-requests = 1000000000\nserver.max-keep-alive-idle = 60\n\
              server.max-read-idle = 60\nserver.max-write-idle = 360\n\
-             mimetype.assign = (\".mp4\" => \"video/mp4\", \".m4s\" => \"video/iso.segment\")\n",
+             mimetype.assign = (\".mp4\" => \"video/mp4\", \".m4s\" => \"video/iso.segment\")\n\
+             {proto}",
+            proto = match s.protocol {
+                // HTTP/2 is in lighttpd's core (1.4.56+); h2c by prior
+                // knowledge with server.h2c
+                Protocol::H2c => {
+                    "server.feature-flags = (\"server.h2proto\" => \"enable\", \"server.h2c\" => \"enable\")\n"
+                }
+                _ => "",
+            },
             ip = match ip {
                 std::net::IpAddr::V6(v) => format!("[{v}]"),
                 v4 => v4.to_string(),
@@ -207,6 +302,33 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
         ),
         ServerKind::VodlabVanilla | ServerKind::VodlabAsap => return None,
     })
+}
+
+/// Apache's lines for the protocol: mod_http2 for h2c and h2, mod_ssl with
+/// the certificate for https and h2.
+fn apache_protocol(s: &ServerSetup) -> String {
+    let mut t = String::new();
+    if matches!(s.protocol, Protocol::H2c | Protocol::H2) {
+        t += &format!("LoadModule http2_module {APACHE_HTTP2}\n");
+    }
+    if let (true, Some(f)) = (s.protocol.is_tls(), &s.tls) {
+        let wd = s.workdir.display();
+        t += &format!(
+            "LoadModule ssl_module {APACHE_SSL}\n\
+             LoadModule socache_shmcb_module /usr/lib/apache2/modules/mod_socache_shmcb.so\n\
+             SSLSessionCache shmcb:{wd}/ssl_scache(512000)\nSSLEngine on\n\
+             SSLCertificateFile {}\nSSLCertificateKeyFile {}\n",
+            f.cert.display(),
+            f.key.display()
+        );
+    }
+    t += match s.protocol {
+        Protocol::H1 | Protocol::Https => "Protocols http/1.1\n",
+        // h2c by prior knowledge (H2Direct, on for cleartext by default)
+        Protocol::H2c => "Protocols h2c http/1.1\nH2Direct on\n",
+        Protocol::H2 => "Protocols h2 http/1.1\n",
+    };
+    t
 }
 
 /// The command that runs the server in the foreground (configuration
@@ -225,6 +347,12 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
         workdir: abs,
         ..s.clone()
     };
+    if s.protocol.is_tls() && s.tls.is_none() {
+        return Err(ServerError::NoCertificate {
+            server: s.kind.name().into(),
+            protocol: s.protocol.to_string(),
+        });
+    }
     if is_root() && !s.kind.is_vodlab() {
         chown_to_www_data(&s.workdir);
     }
@@ -250,8 +378,16 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
                     "vanilla"
                 })
                 .arg("--stats-interval")
-                .arg("0")
-                .args(&s.vodlab_args);
+                .arg("0");
+            // one port serves h1 and h2c by prior knowledge; with a
+            // certificate also TLS (ALPN h2 and http/1.1)
+            if let (true, Some(t)) = (s.protocol.is_tls(), &s.tls) {
+                c.arg("--tls-cert")
+                    .arg(&t.cert)
+                    .arg("--tls-key")
+                    .arg(&t.key);
+            }
+            c.args(&s.vodlab_args);
             c
         }
         kind => {
@@ -358,6 +494,8 @@ mod tests {
             vodlab: "vodlab".into(),
             workers: 2,
             vodlab_args: vec![],
+            protocol: Protocol::H1,
+            tls: None,
         }
     }
 
@@ -396,6 +534,92 @@ mod tests {
             assert!(l.contains(want), "lighttpd lacks {want}:\n{l}");
         }
         assert!(config_text(&setup(ServerKind::VodlabAsap)).is_none());
+    }
+
+    #[test]
+    fn configs_listen_for_the_protocol() {
+        let tls = TlsFiles {
+            ca: "/c/ca.pem".into(),
+            cert: "/c/cert.pem".into(),
+            key: "/c/key.pem".into(),
+        };
+        let with = |kind, protocol| ServerSetup {
+            protocol,
+            tls: Some(tls.clone()),
+            ..setup(kind)
+        };
+        let n = |p| config_text(&with(ServerKind::Nginx, p)).unwrap();
+        assert!(n(Protocol::H1).contains("listen 127.0.0.1:18080;"));
+        assert!(!n(Protocol::H1).contains("ssl"));
+        assert!(n(Protocol::H2c).contains("listen 127.0.0.1:18080 http2;"));
+        assert!(n(Protocol::Https).contains("listen 127.0.0.1:18080 ssl;"));
+        let h2 = n(Protocol::H2);
+        assert!(h2.contains("listen 127.0.0.1:18080 ssl http2;"), "{h2}");
+        assert!(h2.contains("ssl_certificate /c/cert.pem;"), "{h2}");
+        assert!(h2.contains("ssl_certificate_key /c/key.pem;"), "{h2}");
+        let a = |p| config_text(&with(ServerKind::Apache2, p)).unwrap();
+        assert!(a(Protocol::H1).contains("Protocols http/1.1\n"));
+        assert!(!a(Protocol::H1).contains("mod_ssl"));
+        assert!(a(Protocol::H2c).contains("Protocols h2c http/1.1"));
+        assert!(a(Protocol::H2c).contains("mod_http2.so"));
+        let ah2 = a(Protocol::H2);
+        for want in [
+            "mod_ssl.so",
+            "SSLEngine on",
+            "SSLCertificateFile /c/cert.pem",
+            "Protocols h2 http/1.1",
+        ] {
+            assert!(ah2.contains(want), "apache h2 lacks {want}:\n{ah2}");
+        }
+        let l = config_text(&with(ServerKind::Lighttpd, Protocol::H2c)).unwrap();
+        assert!(l.contains("\"server.h2c\" => \"enable\""), "{l}");
+        // vodlab serve gets the certificate for TLS only
+        let args = |p| {
+            let d = tempfile::tempdir().unwrap();
+            let s = ServerSetup {
+                workdir: d.path().into(),
+                ..with(ServerKind::VodlabAsap, p)
+            };
+            let c = command(&s).unwrap();
+            c.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert!(args(Protocol::H2)
+            .windows(2)
+            .any(|w| w == ["--tls-cert", "/c/cert.pem"]));
+        assert!(!args(Protocol::H2c).iter().any(|a| a == "--tls-cert"));
+        // TLS without a certificate is refused before anything starts
+        let d = tempfile::tempdir().unwrap();
+        let e = command(&ServerSetup {
+            workdir: d.path().into(),
+            protocol: Protocol::Https,
+            ..setup(ServerKind::Nginx)
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("no certificate"), "{e}");
+    }
+
+    #[test]
+    fn who_speaks_what() {
+        for p in Protocol::ALL {
+            for k in [
+                ServerKind::VodlabAsap,
+                ServerKind::VodlabVanilla,
+                ServerKind::Nginx,
+            ] {
+                assert_eq!(k.unsupported(p), None, "{k:?} {p}");
+            }
+        }
+        for k in ServerKind::ALL {
+            assert_eq!(k.unsupported(Protocol::H1), None);
+        }
+        assert_eq!(ServerKind::Lighttpd.unsupported(Protocol::H2c), None);
+        let why = ServerKind::Lighttpd.unsupported(Protocol::H2).unwrap();
+        assert!(
+            why.contains("lighttpd over h2") && why.contains("lighttpd-mod-openssl"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -269,12 +269,34 @@ fn version_2_compare_round_trips_and_validates() {
     let s = limited_search();
     let row = ServerRow {
         server: "nginx".into(),
+        kind: Some("nginx".into()),
+        prefetch_policy: None,
+        serve_args: vec![],
         answer: s.answer(),
         outcome: SearchOutcome::of(&s, None),
         at_capacity: s.best_point().map(Figures::of),
         at_overload: s.lowest_failed_point().map(Figures::of),
         error: None,
         capacity_json: "nginx/capacity.json".into(),
+    };
+    // a configuration row of vodlab serve, and a row skipped for the protocol
+    let policy_row = ServerRow {
+        server: "vodlab-asap:fixed:2M".into(),
+        kind: Some("vodlab-asap".into()),
+        prefetch_policy: Some("fixed:2M".into()),
+        serve_args: vec!["--helpers=1".into()],
+        capacity_json: "vodlab-asap_fixed_2M/capacity.json".into(),
+        ..row.clone()
+    };
+    let skipped = ServerRow {
+        server: "lighttpd".into(),
+        kind: Some("lighttpd".into()),
+        outcome: SearchOutcome::Skipped {
+            reason: "lighttpd over h2: no TLS module".into(),
+        },
+        at_capacity: None,
+        at_overload: None,
+        ..row.clone()
     };
     assert_eq!(row.at_capacity.as_ref().unwrap().rate, 8.0);
     assert_eq!(row.at_capacity.as_ref().unwrap().disk_mb_s, Some(4.0));
@@ -292,13 +314,14 @@ fn version_2_compare_round_trips_and_validates() {
         window_s: 2.0,
         pacing: false,
         shaping: false,
+        protocol: Some("h2".into()),
         seqread: Some(SeqRead {
             bytes_read: 10,
             seconds: 1.0,
             mb_s: 1e-5,
             output: "x".into(),
         }),
-        servers: vec![row],
+        servers: vec![row, policy_row, skipped],
         started_at_unix_s: 1.0,
         duration_s: Some(2.0),
     };
@@ -306,6 +329,9 @@ fn version_2_compare_round_trips_and_validates() {
     let errors = validate("compare.schema.json", &v);
     assert!(errors.is_empty(), "{errors:#?}");
     assert_eq!(v["servers"][0]["outcome"]["kind"], "client_limited");
+    assert_eq!(v["servers"][1]["prefetch_policy"], "fixed:2M");
+    assert_eq!(v["servers"][2]["outcome"]["kind"], "skipped");
+    assert_eq!(v["protocol"], "h2");
     let back = CompareFile::from_json(&v.to_string()).unwrap();
     assert_eq!(back.servers, f.servers);
     let mut page = Page::new("t");

@@ -1,6 +1,10 @@
 //! `vodlab compare`: one workload, several servers, each in the same box and
 //! from a cold cache; a capacity search per server plus the sequential-read
-//! bound, and the thesis's comparison table (docs/experiments.md).
+//! bound, and the thesis's comparison table (docs/experiments.md). A row is
+//! a server or a configuration of `vodlab serve` (`vodlab-asap:fixed:2M`),
+//! and every server listens for the comparison's `--protocol`.
+
+mod rows;
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -14,7 +18,7 @@ use clap::Args;
 use vodlab_lab::compare::{add_box_figures, EmulatedDisk, COMPARE_FORMAT, COMPARE_VERSION};
 use vodlab_lab::hwbox::{BoxSpec, HwBox};
 use vodlab_lab::runner::unix_now;
-use vodlab_lab::servers::{self, ServerKind, ServerSetup};
+use vodlab_lab::servers::{self, ServerSetup, ServerSpec};
 use vodlab_lab::{
     Answer, CompareFile, Figures, ProfileInfo, Search, SearchOutcome, SeqRead, ServerRow, Stop,
 };
@@ -31,10 +35,19 @@ pub struct CompareArgs {
     /// Not needed with --disk (the emulated drive presents the set).
     #[arg(long, value_name = "DIR", required_unless_present = "disk")]
     pub root: Option<PathBuf>,
-    /// Servers to compare, comma-separated, in order.
+    /// Rows to compare, comma-separated (repeatable): a server
+    /// (vodlab-asap, vodlab-vanilla, nginx, apache2, lighttpd) or a
+    /// configuration of `vodlab serve --io asap`, `vodlab-asap:POLICY`, with
+    /// POLICY as `vodlab serve --prefetch-policy` takes it: `fixed:SIZE`
+    /// (vodlab-asap:fixed:2M), `sqrt:SIZE,ref=KBPS` (square-root sizes,
+    /// = fixed:SIZE,ref=KBPS), `auto[:KEY=VALUE,...]`, `first-grow:MAX`,
+    /// `first-grow-sr:MAX`. Each row is its own server process and its own
+    /// line of the table, named as given; a comma followed by KEY=VALUE
+    /// continues the row before it. E.g. --servers
+    /// vodlab-asap:fixed:2M,vodlab-asap:fixed:4M,vodlab-asap:auto,vodlab-vanilla,nginx
     #[arg(
         long,
-        value_delimiter = ',',
+        value_name = "ROW,...",
         default_value = "vodlab-asap,vodlab-vanilla,nginx,apache2,lighttpd"
     )]
     pub servers: Vec<String>,
@@ -55,7 +68,8 @@ pub struct CompareArgs {
     /// Worker processes for nginx / Apache (default: CPU count).
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Extra argument for `vodlab serve` (repeatable), e.g. --serve-arg=--prefetch=2M.
+    /// Extra argument for every `vodlab serve` row (repeatable), e.g.
+    /// --serve-arg=--helpers=2 (a row's policy goes in the row instead).
     #[arg(long = "serve-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub serve_args: Vec<String>,
     /// Skip the sequential-read bound (`vodlab fileset seqread` in the box).
@@ -129,24 +143,10 @@ pub const MAX_WORKERS: u64 = 1_024;
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.search.config()?;
-    // the servers compare configures (vodlab-lab's peer configs) listen
-    // for plain HTTP/1.1 only, so only h1 compares like with like
-    if let Some(p) = a.search.transport.protocol {
-        anyhow::ensure!(
-            p == vodlab_client::transport::Protocol::H1,
-            "--protocol {p}: compare's server configurations listen for HTTP/1.1 only; \
-             run `vodlab capacity --protocol {p}` against each server configured for it"
-        );
-    }
     if let Some(w) = a.workers {
         crate::capacity::within_int("--workers", w as u64, 1, MAX_WORKERS)?;
     }
-    let kinds = a
-        .servers
-        .iter()
-        .map(|s| ServerKind::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    anyhow::ensure!(!kinds.is_empty(), "--servers: name at least one server");
+    let specs = rows::parse(&a)?;
     let (_, catalog) = crate::fileset::load(&a.workload)?;
     let disk = a.disk.spec(Some(&a.workload), a.search.time_compression)?;
     anyhow::ensure!(
@@ -211,13 +211,20 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         eprintln!("vodlab compare: box {}", describe(&b));
     }
     let addr: SocketAddr = format!("127.0.0.1:{}", a.port).parse()?;
+    // every server listens for the protocol (TLS with this run's certificates)
+    let proto = rows::Proto::new(&a, addr, &out)?;
     let started = unix_now();
     // an earlier compare of this workload in the same directory: keep its rows
     // (and its sequential bound) for the servers not run now
     let prior_path = out.join("compare.json");
     let prior: Option<CompareFile> = if prior_path.exists() {
         match CompareFile::read(&prior_path) {
-            Ok(f) if f.workload == a.workload.display().to_string() => Some(f),
+            Ok(f)
+                if f.workload == a.workload.display().to_string()
+                    && f.protocol.as_deref().unwrap_or("h1") == proto.protocol.name() =>
+            {
+                Some(f)
+            }
             Ok(_) => None,
             Err(e) => {
                 eprintln!("vodlab compare: not keeping the earlier rows: {e}");
@@ -276,35 +283,69 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         window_s: a.search.window,
         pacing: !a.search.no_pacing,
         shaping: !a.search.no_shaping,
+        protocol: Some(proto.protocol.name().into()),
         seqread: seq,
         servers: Vec::new(),
         started_at_unix_s: started,
         duration_s: None,
     };
-    for kind in kinds {
-        let name = kind.name();
-        let sdir = out.join(name);
+    for (i, row) in specs.iter().enumerate() {
+        let name = row.label.as_str();
+        let kind = row.kind;
+        let dir = row.dir_name();
+        let policy = rows::canonical_policy(row);
+        let serve_args = if kind.is_vodlab() {
+            a.serve_args.clone()
+        } else {
+            Vec::new()
+        };
+        if let Some(why) = kind.unsupported(proto.protocol) {
+            eprintln!("vodlab compare: {name}: skipped: {why}");
+            let r = rows::skipped(row, why);
+            match rows.iter_mut().find(|x| x.server == name) {
+                Some(x) => *x = r,
+                None => rows.push(r),
+            }
+            continue;
+        }
+        let sdir = out.join(&dir);
         std::fs::create_dir_all(&sdir)?;
-        eprintln!("vodlab compare: {name}");
-        let bspec = spec(&format!("vodlab-compare-{}-{name}", std::process::id()))?;
+        eprintln!("vodlab compare: {name} over {}", proto.protocol);
+        let bspec = spec(&format!("vodlab-compare-{}-{i}-{dir}", std::process::id()))?;
         let r = match &disk {
-            Some(d) => one_server_disk(&a, kind, d, &root, addr, &sdir, bspec, cfg.clone()),
-            None => one_server(&a, kind, &root, addr, &sdir, bspec, &catalog, cfg.clone()),
+            Some(d) => one_server_disk(&a, row, &proto, d, &root, addr, &sdir, bspec, cfg.clone()),
+            None => one_server(
+                &a,
+                row,
+                &proto,
+                &root,
+                addr,
+                &sdir,
+                bspec,
+                &catalog,
+                cfg.clone(),
+            ),
         };
         let row = match r {
             Ok((search, stop)) => ServerRow {
                 server: name.into(),
+                kind: Some(kind.name().into()),
+                prefetch_policy: policy,
+                serve_args,
                 answer: search.answer(),
                 outcome: SearchOutcome::of(&search, stop.as_ref()),
                 at_capacity: search.best_point().map(Figures::of),
                 at_overload: search.lowest_failed_point().map(Figures::of),
                 error: stop.map(|(Stop::Interrupted(m) | Stop::Error(m))| m),
-                capacity_json: format!("{name}/capacity.json"),
+                capacity_json: format!("{dir}/capacity.json"),
             },
             Err(e) => {
                 eprintln!("vodlab compare: {name}: {e:#}");
                 ServerRow {
                     server: name.into(),
+                    kind: Some(kind.name().into()),
+                    prefetch_policy: policy,
+                    serve_args,
                     answer: Answer {
                         capacity: None,
                         lowest_failed: None,
@@ -318,7 +359,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
                     at_capacity: None,
                     at_overload: None,
                     error: Some(format!("{e:#}")),
-                    capacity_json: format!("{name}/capacity.json"),
+                    capacity_json: format!("{dir}/capacity.json"),
                 }
             }
         };
@@ -326,11 +367,13 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             Some(r) => *r = row,
             None => rows.push(row),
         }
-        // the table in the servers' usual order
-        rows.sort_by_key(|r| ServerKind::ALL.iter().position(|k| k.name() == r.server));
+        // the table in the servers' usual order, configurations as given
+        rows::sort(&mut rows, &specs);
         file.servers = rows.clone();
         file.write(&out.join("compare.json"))?;
     }
+    rows::sort(&mut rows, &specs);
+    file.servers = rows.clone();
     let text = summary(&file);
     file.complete = true;
     file.duration_s = Some(unix_now() - started);
@@ -345,8 +388,15 @@ fn summary(file: &CompareFile) -> String {
     let nginx = file.server("nginx").and_then(|r| r.answer.capacity);
     let bound = file.seqread.as_ref().map(|s| s.mb_s);
     let mut s = String::new();
+    let w = file
+        .servers
+        .iter()
+        .map(|r| r.server.len())
+        .max()
+        .unwrap_or(0)
+        .max(15);
     s += &format!(
-        "{:<15} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}\n",
+        "{:<w$} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}\n",
         "server",
         "sessions/s",
         "x nginx",
@@ -368,6 +418,7 @@ fn summary(file: &CompareFile) -> String {
             _ => "-".into(),
         };
         let note = match (&r.outcome, &r.error) {
+            (SearchOutcome::Skipped { reason }, _) => format!("  (skipped: {reason})"),
             (SearchOutcome::ClientLimited { rate, .. }, _) => {
                 format!("  (load generator INVALID at {rate:.3}/s: a lower bound)")
             }
@@ -375,7 +426,7 @@ fn summary(file: &CompareFile) -> String {
             _ => String::new(),
         };
         s += &format!(
-            "{:<15} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}{}\n",
+            "{:<w$} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}{}\n",
             r.server,
             cap,
             f(r.answer.capacity.zip(nginx).map(|(a, b)| a / b), 2),
@@ -392,6 +443,9 @@ fn summary(file: &CompareFile) -> String {
             f(c.server_cpu_s_per_gb, 2),
             note,
         );
+    }
+    if let Some(p) = &file.protocol {
+        s += &format!("protocol: {p} (every server listened for it)\n");
     }
     if let Some(b) = bound {
         s += &format!(
@@ -411,7 +465,8 @@ fn summary(file: &CompareFile) -> String {
 #[allow(clippy::too_many_arguments)]
 fn one_server(
     a: &CompareArgs,
-    kind: ServerKind,
+    row: &ServerSpec,
+    proto: &rows::Proto,
     root: &Path,
     addr: SocketAddr,
     sdir: &Path,
@@ -419,6 +474,7 @@ fn one_server(
     catalog: &vodlab_workload::construct::Catalog,
     cfg: vodlab_lab::SearchConfig,
 ) -> anyhow::Result<(Search, Option<Stop>)> {
+    let kind = row.kind;
     let setup = ServerSetup {
         kind,
         root: root.to_path_buf(),
@@ -428,7 +484,13 @@ fn one_server(
         workers: a
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
-        vodlab_args: a.serve_args.clone(),
+        vodlab_args: row
+            .serve_args()
+            .into_iter()
+            .chain(a.serve_args.iter().cloned())
+            .collect(),
+        protocol: proto.protocol,
+        tls: proto.tls.clone(),
     };
     let mut cmd = servers::command(&setup)?;
     vodlab_fileset::cool(root, catalog)?;
@@ -438,7 +500,7 @@ fn one_server(
     }
     let mut child = cmd
         .spawn()
-        .with_context(|| format!("starting {}", kind.name()))?;
+        .with_context(|| format!("starting {}", row.label))?;
     struct Stop<'a>(&'a mut std::process::Child);
     impl Drop for Stop<'_> {
         fn drop(&mut self) {
@@ -447,13 +509,12 @@ fn one_server(
     }
     let guard = Stop(&mut child);
     servers::wait_listening(&setup, guard.0, Duration::from_secs(15))?;
-    let target = format!("http://{addr}");
-    let mut runner = capacity::runner(&a.workload, &target, false, &a.search, sdir)?;
+    let mut runner = capacity::runner(&a.workload, &proto.target, false, &proto.search, sdir)?;
     let mut search = Search::new(cfg)?;
     let dev = vodlab_lab::Dev::of_path(root).ok();
     let started = unix_now();
     let before = std::cell::Cell::new((None, None));
-    let mut printer = Printer::new(&format!("  {:<15}", kind.name()), &a.search);
+    let mut printer = Printer::new(&format!("  {:<15} ", row.label), &a.search);
     let res: anyhow::Result<Answer> = {
         let child_ref = &mut *guard.0;
         runner.run_search(
@@ -463,7 +524,7 @@ fn one_server(
                 if let Some(st) = child_ref.try_wait()? {
                     bail!(
                         "{} exited ({st}); see {}",
-                        kind.name(),
+                        row.label,
                         setup.workdir.display()
                     );
                 }
@@ -485,7 +546,7 @@ fn one_server(
     };
     drop(guard);
     let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
-    runner.write_capacity(&search, stop.as_ref(), Some(kind.name().into()), started)?;
+    runner.write_capacity(&search, stop.as_ref(), Some(row.label.clone()), started)?;
     runner.finish();
     if let Some(mut b) = b {
         b.teardown()?;
@@ -587,7 +648,8 @@ impl Drop for Live {
 #[allow(clippy::too_many_arguments)]
 fn one_server_disk(
     a: &CompareArgs,
-    kind: ServerKind,
+    row: &ServerSpec,
+    proto: &rows::Proto,
     d: &DiskSpec,
     mnt: &Path,
     addr: SocketAddr,
@@ -595,6 +657,7 @@ fn one_server_disk(
     spec: Option<BoxSpec>,
     cfg: vodlab_lab::SearchConfig,
 ) -> anyhow::Result<(Search, Option<Stop>)> {
+    let kind = row.kind;
     let setup = ServerSetup {
         kind,
         root: mnt.to_path_buf(),
@@ -606,12 +669,14 @@ fn one_server_disk(
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
         // vodlab serve gets the experiment's k too (the peers have no
         // control intervals to compress)
-        vodlab_args: a
-            .serve_args
-            .iter()
-            .cloned()
+        vodlab_args: row
+            .serve_args()
+            .into_iter()
+            .chain(a.serve_args.iter().cloned())
             .chain(["--time-compression".into(), d.time_compression.to_string()])
             .collect(),
+        protocol: proto.protocol,
+        tls: proto.tls.clone(),
     };
     let b = spec.map(HwBox::create).transpose()?;
     let live = RefCell::new(Live {
@@ -628,19 +693,18 @@ fn one_server_disk(
         }
         let mut child = cmd
             .spawn()
-            .with_context(|| format!("starting {}", kind.name()))?;
+            .with_context(|| format!("starting {}", row.label))?;
         let r = servers::wait_listening(&setup, &mut child, Duration::from_secs(15));
         l.server = Some(child);
         Ok(r?)
     };
     // up once before the runner asks whether the target is a vodlab serve
     restart()?;
-    let target = format!("http://{addr}");
-    let mut runner = capacity::runner(&a.workload, &target, false, &a.search, sdir)?;
+    let mut runner = capacity::runner(&a.workload, &proto.target, false, &proto.search, sdir)?;
     let mut search = Search::new(cfg)?;
     let started = unix_now();
     let before = std::cell::Cell::new(None);
-    let mut printer = Printer::new(&format!("  {:<15}", kind.name()), &a.search);
+    let mut printer = Printer::new(&format!("  {:<15} ", row.label), &a.search);
     let res: anyhow::Result<Answer> = runner.run_search(
         &mut search,
         &mut printer,
@@ -654,7 +718,7 @@ fn one_server_disk(
             if let Some(st) = l.server.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                 bail!(
                     "{} exited ({st}); see {}",
-                    kind.name(),
+                    row.label,
                     setup.workdir.display()
                 );
             }
@@ -676,7 +740,7 @@ fn one_server_disk(
     );
     live.borrow_mut().stop();
     let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
-    runner.write_capacity(&search, stop.as_ref(), Some(kind.name().into()), started)?;
+    runner.write_capacity(&search, stop.as_ref(), Some(row.label.clone()), started)?;
     runner.finish();
     if let Some(mut b) = b {
         b.teardown()?;

@@ -1,0 +1,264 @@
+//! The rows of `vodlab compare --servers`: a server, and for `vodlab serve`
+//! in asap mode its prefetch policy, each row its own configuration (its
+//! own name in the table, its own server process).
+//!
+//! Grammar (one row):
+//!
+//! ```text
+//! ROW    := SERVER | "vodlab-asap:" POLICY
+//! SERVER := vodlab-asap | vodlab-vanilla | nginx | apache2 | lighttpd
+//! POLICY := fixed:SIZE[,KEY=VALUE...]    fixed size (2M, 512K, ...)
+//!         | sqrt:SIZE,ref=KBPS[,...]     square-root sizes around KBPS
+//!                                        (= fixed:SIZE,ref=KBPS)
+//!         | auto[:KEY=VALUE,...]         thesis ch. 4's automatic size
+//!         | first-grow:MAX | first-grow-sr:MAX
+//! ```
+//!
+//! POLICY is `vodlab serve --prefetch-policy`'s own syntax (docs/serve.md),
+//! which the binary checks with the server's parser. A list splits on
+//! commas, except that a piece holding `=` (a policy's `KEY=VALUE`) belongs
+//! to the row before it: `vodlab-asap:fixed:6M,ref=2095,nginx` is two rows.
+
+use super::{ServerError, ServerKind};
+
+/// Policy names a `vodlab-asap:` row may carry.
+pub const POLICY_NAMES: [&str; 5] = ["fixed", "sqrt", "auto", "first-grow", "first-grow-sr"];
+
+/// One row of the comparison: which server, configured how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The row's name in the table and compare.json (the row as given,
+    /// trimmed).
+    pub label: String,
+    /// The server program.
+    pub kind: ServerKind,
+    /// `vodlab serve --prefetch-policy` of a `vodlab-asap:POLICY` row
+    /// (`sqrt:` spelled as the server's `fixed:`); `None`: the server's
+    /// default.
+    pub policy: Option<String>,
+}
+
+impl ServerSpec {
+    /// Parses one row, with errors naming it.
+    pub fn parse(row: &str) -> Result<Self, ServerError> {
+        let label = row.trim();
+        let bad = |why: String| ServerError::Row {
+            row: label.to_string(),
+            why,
+        };
+        if label.is_empty() {
+            return Err(bad("an empty row (two commas in a row?)".into()));
+        }
+        let (name, policy) = match label.split_once(':') {
+            Some((n, p)) => (n, Some(p)),
+            None => (label, None),
+        };
+        let kind = ServerKind::parse(name).map_err(|e| bad(e.to_string()))?;
+        let policy = match policy {
+            None => None,
+            Some(_) if kind != ServerKind::VodlabAsap => {
+                return Err(bad(format!(
+                    "{name} takes no prefetch policy (only vodlab-asap:POLICY rows do; \
+                     vodlab-vanilla never prefetches)"
+                )))
+            }
+            Some(p) => Some(Self::policy_text(p).map_err(bad)?),
+        };
+        Ok(Self {
+            label: label.to_string(),
+            kind,
+            policy,
+        })
+    }
+
+    /// The server's `--prefetch-policy` text of a row's POLICY.
+    fn policy_text(p: &str) -> Result<String, String> {
+        let (name, rest) = p.split_once(':').unwrap_or((p, ""));
+        if !POLICY_NAMES.contains(&name) {
+            return Err(format!(
+                "unknown prefetch policy `{name}` (use fixed:SIZE, sqrt:SIZE,ref=KBPS, \
+                 auto[:KEY=VALUE,...], first-grow:MAX or first-grow-sr:MAX)"
+            ));
+        }
+        if name == "sqrt" {
+            let size = rest.split(',').next().unwrap_or("");
+            if size.is_empty() || size.contains('=') {
+                return Err("`sqrt` needs a size first (e.g. sqrt:6M,ref=2095)".into());
+            }
+            if !rest.split(',').any(|o| o.trim().starts_with("ref=")) {
+                return Err(
+                    "`sqrt` needs the reference bit rate its size is for (e.g. sqrt:6M,ref=2095)"
+                        .into(),
+                );
+            }
+            return Ok(format!("fixed:{rest}"));
+        }
+        if name != "auto" && rest.is_empty() {
+            return Err(format!("`{name}` needs a size (e.g. {name}:4M)"));
+        }
+        Ok(p.to_string())
+    }
+
+    /// Parses `--servers` values: each split on commas, a `KEY=VALUE` piece
+    /// joined to the row before it; two rows of one label are refused.
+    pub fn parse_list<S: AsRef<str>>(values: &[S]) -> Result<Vec<Self>, ServerError> {
+        let mut rows: Vec<String> = Vec::new();
+        for v in values {
+            let mut first = true;
+            for piece in v.as_ref().split(',') {
+                match rows.last_mut() {
+                    Some(last) if !first && piece.contains('=') => {
+                        last.push(',');
+                        last.push_str(piece.trim());
+                    }
+                    _ => rows.push(piece.trim().to_string()),
+                }
+                first = false;
+            }
+        }
+        let mut out: Vec<Self> = Vec::new();
+        for r in rows {
+            let s = Self::parse(&r)?;
+            if out.iter().any(|o| o.label == s.label) {
+                return Err(ServerError::Row {
+                    row: s.label,
+                    why: "given twice (every row needs its own name)".into(),
+                });
+            }
+            if let Some(o) = out.iter().find(|o| o.dir_name() == s.dir_name()) {
+                return Err(ServerError::Row {
+                    row: s.label.clone(),
+                    why: format!(
+                        "its directory name {} is also {}'s; rename one",
+                        s.dir_name(),
+                        o.label
+                    ),
+                });
+            }
+            out.push(s);
+        }
+        Ok(out)
+    }
+
+    /// The row's directory under the comparison's output: its label with
+    /// every character outside `[A-Za-z0-9._-]` replaced by `_` (a plain
+    /// server's directory is its name, as before rows had policies).
+    pub fn dir_name(&self) -> String {
+        self.label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+
+    /// Arguments the row adds to `vodlab serve`.
+    pub fn serve_args(&self) -> Vec<String> {
+        match &self.policy {
+            Some(p) => vec!["--prefetch-policy".into(), p.clone()],
+            None => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(s: &str) -> ServerSpec {
+        ServerSpec::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    fn err(s: &str) -> String {
+        ServerSpec::parse(s).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn plain_servers_and_policy_rows() {
+        let n = row("nginx");
+        assert_eq!((n.kind, n.policy.as_deref()), (ServerKind::Nginx, None));
+        assert_eq!(n.dir_name(), "nginx");
+        assert!(n.serve_args().is_empty());
+        let f = row(" vodlab-asap:fixed:2M ");
+        assert_eq!(f.label, "vodlab-asap:fixed:2M");
+        assert_eq!(f.kind, ServerKind::VodlabAsap);
+        assert_eq!(f.policy.as_deref(), Some("fixed:2M"));
+        assert_eq!(f.serve_args(), ["--prefetch-policy", "fixed:2M"]);
+        assert_eq!(f.dir_name(), "vodlab-asap_fixed_2M");
+        assert_eq!(row("vodlab-asap:auto").policy.as_deref(), Some("auto"));
+        assert_eq!(
+            row("vodlab-asap:auto:interval=20,step=1M")
+                .policy
+                .as_deref(),
+            Some("auto:interval=20,step=1M")
+        );
+        let s = row("vodlab-asap:sqrt:6M,ref=2095");
+        assert_eq!(s.policy.as_deref(), Some("fixed:6M,ref=2095"));
+        assert_eq!(s.label, "vodlab-asap:sqrt:6M,ref=2095");
+        assert_eq!(
+            row("vodlab-asap:first-grow-sr:16M").policy.as_deref(),
+            Some("first-grow-sr:16M")
+        );
+        assert_eq!(row("vodlab-vanilla").kind, ServerKind::VodlabVanilla);
+    }
+
+    #[test]
+    fn bad_rows_are_named() {
+        for (bad, says) in [
+            ("", "empty row"),
+            ("iis", "unknown server `iis`"),
+            ("nginx:fixed:2M", "nginx takes no prefetch policy"),
+            ("vodlab-vanilla:fixed:2M", "vanilla never prefetches"),
+            ("vodlab-asap:lru:2M", "unknown prefetch policy `lru`"),
+            ("vodlab-asap:fixed", "`fixed` needs a size"),
+            ("vodlab-asap:sqrt:6M", "reference bit rate"),
+            ("vodlab-asap:sqrt:ref=2095", "needs a size first"),
+        ] {
+            let e = err(bad);
+            assert!(
+                e.contains(says) && e.contains(&format!("`{}`", bad.trim())),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn lists_split_on_commas_but_keep_policy_options() {
+        let l = ServerSpec::parse_list(&[
+            "vodlab-asap:fixed:2M,vodlab-asap:fixed:4M",
+            "vodlab-asap:fixed:6M,ref=2095,scale=0.45,nginx",
+            "vodlab-asap:auto:interval=20",
+        ])
+        .unwrap();
+        let labels: Vec<&str> = l.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "vodlab-asap:fixed:2M",
+                "vodlab-asap:fixed:4M",
+                "vodlab-asap:fixed:6M,ref=2095,scale=0.45",
+                "nginx",
+                "vodlab-asap:auto:interval=20"
+            ]
+        );
+        assert_eq!(l[2].policy.as_deref(), Some("fixed:6M,ref=2095,scale=0.45"));
+        let e = ServerSpec::parse_list(&["nginx,vodlab-asap:fixed:2M,nginx"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`nginx`") && e.contains("given twice"), "{e}");
+        let e =
+            ServerSpec::parse_list(&["vodlab-asap:auto:interval=20,vodlab-asap:auto:interval_20"])
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("directory name"), "{e}");
+        // a KEY=VALUE piece at the start of a value has no row to join
+        let e = ServerSpec::parse_list(&["ref=2095"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`ref=2095`"), "{e}");
+    }
+}
