@@ -1,0 +1,262 @@
+//! `vodlab compare` rows that are configurations of `vodlab serve`
+//! (`vodlab-asap:fixed:2M`, ...), the additive search, and `--protocol`
+//! with servers configured for it (and skipped, with the reason, when they
+//! cannot speak it). Tiny workloads, one or two points per row.
+
+mod common;
+
+use std::path::Path;
+
+use common::{require, vodlab, vodlab_ok};
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .expect("JSON")
+}
+
+/// Asserts that `v` follows `docs/<schema>`.
+fn assert_schema(schema: &str, v: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(schema);
+    let validator = jsonschema::validator_for(&json(&path)).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+}
+
+/// A tiny workload (8 titles, ~130 MB) and its real file set, in a
+/// directory the Debian servers' www-data workers can read.
+fn tiny(dir: &Path) -> (String, String) {
+    let w = dir.join("w");
+    let root = dir.join("files");
+    vodlab_ok(&[
+        "gen",
+        "--preset",
+        "youtube-2011-2mb",
+        "--scale",
+        "0.002",
+        "--sessions",
+        "40",
+        "--titles",
+        "8",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    vodlab_ok(&[
+        "fileset",
+        "create",
+        w.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    (w.display().to_string(), root.display().to_string())
+}
+
+fn readable_tempdir() -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("vodlab-rows-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tempdir");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
+/// compare's arguments for one workload: no box, no sequential bound,
+/// unpaced, 2 s windows from 2 sessions/s.
+fn args<'a>(w: &'a str, root: &'a str, port: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "compare",
+        w,
+        "--root",
+        root,
+        "--port",
+        port,
+        "--no-box",
+        "--no-seqread",
+        "--no-pacing",
+        "--no-shaping",
+        "--window",
+        "2",
+        "--drain",
+        "10",
+        "--pause",
+        "0.2",
+        "--quiet",
+        "--late-threshold-ms",
+        "1000",
+        "-o",
+        out,
+    ]
+}
+
+fn row<'a>(cmp: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    cmp["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["server"] == name)
+        .unwrap_or_else(|| panic!("no row {name}: {cmp}"))
+}
+
+/// Two configurations of `vodlab serve` are two rows, each its own server
+/// with its own policy (the server's statistics say which it ran), searched
+/// additively: 2 then 4 sessions/s.
+#[test]
+fn two_prefetch_sizes_are_two_rows_searched_additively() {
+    let d = readable_tempdir();
+    let (w, root) = tiny(d.path());
+    let out = d.path().join("cmp");
+    let port = common::free_port().to_string();
+    let mut a = args(&w, &root, &port, out.to_str().unwrap());
+    a.extend([
+        "--servers",
+        "vodlab-asap:fixed:2M,vodlab-asap:fixed:512K",
+        "--search",
+        "additive:2:2",
+        "--max-points",
+        "2",
+    ]);
+    let stdout = vodlab_ok(&a);
+    assert!(stdout.contains("vodlab-asap:fixed:2M "), "{stdout}");
+    assert!(stdout.contains("vodlab-asap:fixed:512K "), "{stdout}");
+    let cmp = json(&out.join("compare.json"));
+    assert_schema("compare.schema.json", &cmp);
+    assert_eq!(cmp["complete"], true);
+    assert_eq!(cmp["protocol"], "h1");
+    let names: Vec<&str> = cmp["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["vodlab-asap:fixed:2M", "vodlab-asap:fixed:512K"]);
+    for (name, policy, bytes) in [
+        ("vodlab-asap:fixed:2M", "fixed:2M", 2u64 << 20),
+        ("vodlab-asap:fixed:512K", "fixed:512K", 512 << 10),
+    ] {
+        let r = row(&cmp, name);
+        assert!(r["error"].is_null(), "{name}: {r}");
+        assert_eq!(r["kind"], "vodlab-asap");
+        assert_eq!(r["prefetch_policy"], policy);
+        let cap = json(&out.join(r["capacity_json"].as_str().unwrap()));
+        assert_schema("capacity.schema.json", &cap);
+        assert_eq!(cap["server"], name);
+        assert_eq!(cap["search"]["config"]["mode"], "additive");
+        let rates: Vec<f64> = cap["search"]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["rate"].as_f64().unwrap())
+            .collect();
+        assert_eq!(rates, [2.0, 4.0], "{name}: additive steps of 2");
+        // the server that ran this row had the row's policy
+        let stats = &cap["search"]["points"][0]["runs"][0]["extra"]["server_stats_after"];
+        assert_eq!(stats["prefetch_policy"], policy, "{name}: {stats}");
+        assert_eq!(stats["prefetch_bytes"], bytes, "{name}");
+    }
+}
+
+/// `--protocol h2`: vodlab serve and nginx listen for TLS with the run's
+/// certificate and ALPN h2 (the client trusts the run's CA), lighttpd is
+/// skipped with the reason.
+#[test]
+fn h2_over_vodlab_serve_and_nginx() {
+    require("nginx", "nginx-light");
+    let d = readable_tempdir();
+    let (w, root) = tiny(d.path());
+    let out = d.path().join("cmp");
+    let port = common::free_port().to_string();
+    let mut a = args(&w, &root, &port, out.to_str().unwrap());
+    a.extend([
+        "--servers",
+        "vodlab-asap,nginx,lighttpd",
+        "--protocol",
+        "h2",
+        "--start",
+        "2",
+        "--max-points",
+        "1",
+    ]);
+    let stdout = vodlab_ok(&a);
+    assert!(stdout.contains("protocol: h2"), "{stdout}");
+    assert!(stdout.contains("skipped: lighttpd over h2"), "{stdout}");
+    let cmp = json(&out.join("compare.json"));
+    assert_schema("compare.schema.json", &cmp);
+    assert_eq!(cmp["protocol"], "h2");
+    for name in ["vodlab-asap", "nginx"] {
+        let r = row(&cmp, name);
+        assert!(r["error"].is_null(), "{name}: {r}");
+        assert_eq!(r["answer"]["capacity"], 2.0, "{name}: {r}");
+        let cap = json(&out.join(r["capacity_json"].as_str().unwrap()));
+        let run = cap["search"]["points"][0]["runs"][0]["extra"]["results"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let res = json(&out.join(name).join(run).join("results.json"));
+        assert_eq!(res["protocol"], "h2", "{name}");
+        assert!(
+            res["transport"]["tls_handshakes"].as_u64().unwrap() > 0,
+            "{name}: {}",
+            res["transport"]
+        );
+        assert!(res["target"].as_str().unwrap().starts_with("https://"));
+    }
+    let nginx_conf =
+        std::fs::read_to_string(out.join("nginx").join("server").join("nginx.conf")).unwrap();
+    assert!(nginx_conf.contains(" ssl http2;"), "{nginx_conf}");
+    let l = row(&cmp, "lighttpd");
+    assert_eq!(l["outcome"]["kind"], "skipped");
+    assert!(l["outcome"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("lighttpd-mod-openssl"));
+    assert!(
+        !out.join("lighttpd").exists(),
+        "a skipped row starts nothing"
+    );
+}
+
+/// Bad rows are refused before anything runs, naming the row.
+#[test]
+fn bad_rows_are_named() {
+    for (servers, says) in [
+        (
+            "nginx,vodlab-asap:fixed:2Q",
+            "compare row `vodlab-asap:fixed:2Q`",
+        ),
+        ("vodlab-asap:lru", "unknown prefetch policy `lru`"),
+        ("nginx:fixed:2M", "nginx takes no prefetch policy"),
+        (
+            "vodlab-asap:auto:busy=7",
+            "compare row `vodlab-asap:auto:busy=7`",
+        ),
+        ("nginx,nginx", "given twice"),
+    ] {
+        let o = vodlab(&[
+            "compare",
+            "/nonexistent",
+            "--root",
+            "/nonexistent",
+            "--servers",
+            servers,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{servers}");
+        assert!(err.contains(says), "{servers}: {err}");
+    }
+    let o = vodlab(&[
+        "compare",
+        "/nonexistent",
+        "--root",
+        "/nonexistent",
+        "--servers",
+        "vodlab-asap:fixed:2M",
+        "--serve-arg=--prefetch-policy=fixed:4M",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("give it in one place"), "{err}");
+}
