@@ -147,10 +147,17 @@ fn netflix_settings_are_checked_by_key() {
     assert!(e.contains("sessions.netflix.parallel"), "{e}");
     let e = err(&nf.replace("model = \"netflix\"", "model = \"paced\""));
     assert!(e.contains("sessions.netflix: only used with"), "{e}");
-    let e = err(&nf.replace("\"v5800\" = 0.35", "\"a640\" = 0.35"));
+    let e = err(&nf.replace("\"v5800\" = 0.2988", "\"a640\" = 0.2988"));
     assert!(e.contains("sessions.representation.classes.tv.a640"), "{e}");
     let e = err(&nf.replace("kind = \"audio\"", "kind = \"sound\""));
     assert!(e.contains("kind"), "{e}");
+    let e = err(&nf.replace("audio_pace = 1.5", "audio_pace = 0.5"));
+    assert!(e.contains("sessions.netflix.audio_pace"), "{e}");
+    let e = err(&nf.replace(
+        "audio_open_s = { kind = \"uniform\", min = 400.0, max = 1100.0 }",
+        "audio_open_s = { kind = \"uniform\", min = 400.0, max = 100000.0 }",
+    ));
+    assert!(e.contains("sessions.netflix.audio_open_s"), "{e}");
     let e = err(&nf.replace("pause_s = {", "pause_z = {"));
     assert!(e.contains("pause_z"), "{e}");
 }

@@ -260,8 +260,14 @@ impl Planner<'_> {
     /// unread files, then a short probe chain in each of `probes`.
     fn transient(&mut self, t_ms: u64, pos_s: f64, probes: &[u16], open: bool, req_s: f64) -> u64 {
         let mut end = t_ms;
+        let mut next = t_ms;
         for (i, &f) in probes.iter().enumerate() {
-            let t = t_ms + 400 * i as u64;
+            // probes 400 ms apart, or each after the previous one ends
+            let t = if self.n.sequential_probes {
+                next
+            } else {
+                t_ms + 400 * i as u64
+            };
             self.table_read(f, t, open);
             let content = self.n.probe_s.sample(&mut self.r);
             let start = t + 1000;
@@ -275,6 +281,7 @@ impl Planner<'_> {
                 .chunk_run(f, start, pos_s, content, rs, self.n.fill_factor, chain)
                 .0;
             end = end.max(e);
+            next = e + 400;
         }
         end
     }
@@ -334,6 +341,12 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
         .rposition(|&f| p.rate(f) <= wanted + 1e-9)
         .unwrap_or(0);
     let first_rate = ladder[rung];
+    // the highest rung a rate change may reach
+    let top = if n.cap_at_first_rate {
+        rung
+    } else {
+        ladder.len() - 1
+    };
     let form_share = if combined {
         n.open_share.combined
     } else {
@@ -379,15 +392,40 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
 
     // audio state
     let mut audio_pos = start_pos;
-    let audio_chain_at = |p: &mut Planner, t: u64, pos: f64, until: f64| -> f64 {
-        // fetch audio from `pos` for audio_chain_s, returns the new audio position
-        let Some(af) = audio_file else { return until };
+    // a skimming session's audio: one fast burst of audio_chain_s from `pos`
+    let audio_burst = |p: &mut Planner, t: u64, pos: f64| {
+        let Some(af) = audio_file else { return };
         let a = draw(&n.audio_chain_s, &mut p.r);
         if audio_open {
-            p.open_read(af, t, pos, a, n.audio_speed).1
+            p.open_read(af, t, pos, a, n.audio_speed);
         } else {
             let chain = p.new_chain();
-            p.chunk_run(af, t, pos, a, audio_req_s, n.audio_speed, chain)
+            p.chunk_run(af, t, pos, a, audio_req_s, n.audio_speed, chain);
+        }
+    };
+    // a watching session's audio: one paced chain from `pos` (audio_open_s
+    // open-ended, audio_chain_s of chunk requests) at audio_pace x, no
+    // further than `cap` (the next pause or the end of viewing, so a pause
+    // stays a time without requests); returns the new audio position
+    let audio_chain_at = |p: &mut Planner, t: u64, pos: f64, cap: f64| -> f64 {
+        let Some(af) = audio_file else { return pos };
+        let a = draw(
+            if audio_open {
+                &n.audio_open_s
+            } else {
+                &n.audio_chain_s
+            },
+            &mut p.r,
+        )
+        .min(cap - pos);
+        if a < 1.0 {
+            return pos;
+        }
+        if audio_open {
+            p.open_read(af, t, pos, a, n.audio_pace).1
+        } else {
+            let chain = p.new_chain();
+            p.chunk_run(af, t, pos, a, audio_req_s, n.audio_pace, chain)
                 .1
         }
     };
@@ -417,7 +455,7 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
                         end = p.transient(end + 500, q, &probes, open, req_s);
                     }
                 } else {
-                    let _ = audio_chain_at(&mut p, t + 1000, pos, pos);
+                    audio_burst(&mut p, t + 1000, pos);
                 }
                 if kind == NetflixSessionKind::Browse {
                     // a browsing player fetches a little audio with its probes
@@ -449,7 +487,6 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
             let count = draw(&n.probe_rates, &mut p.r);
             let probes = probes_below(&mut p, rung, count);
             let mut t = p.transient(200, start_pos, &probes, open, req_s);
-            audio_pos = audio_chain_at(&mut p, 1000, audio_pos, audio_pos);
             let mut play = start_pos;
             let mut play_t = t; // wall time at which `play` is the playback position
             let mut dl = start_pos; // downloaded position of the current chain
@@ -469,6 +506,15 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
             };
             let (mut ev_in, mut ev_pause) = next_event(&mut p.r);
             let mut ev_at = play + ev_in;
+            // audio goes no further than the next pause or the end of viewing
+            let audio_cap = |ev_at: f64, ev_pause: bool| {
+                if ev_pause {
+                    ev_at.min(view_end)
+                } else {
+                    view_end
+                }
+            };
+            audio_pos = audio_chain_at(&mut p, 1000, audio_pos, audio_cap(ev_at, ev_pause));
             loop {
                 let f = ladder[rung];
                 let now_play = play + t.saturating_sub(play_t) as f64 / 1000.0;
@@ -486,7 +532,7 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
                         let u: f64 = p.r.random();
                         let s = &n.rate_steps;
                         let new_rung = if u < s.up {
-                            (rung + 1).min(ladder.len() - 1)
+                            (rung + 1).min(top.max(rung))
                         } else if u < s.up + s.down {
                             rung.saturating_sub(1)
                         } else {
@@ -529,7 +575,9 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
                 }
                 // audio running low?
                 if audio_file.is_some() && audio_pos < view_end && audio_pos - now_play < 30.0 {
-                    audio_pos = audio_chain_at(&mut p, t, audio_pos, audio_pos);
+                    // after a pause playback may have passed the audio fetched
+                    audio_pos = audio_pos.max(now_play);
+                    audio_pos = audio_chain_at(&mut p, t, audio_pos, audio_cap(ev_at, ev_pause));
                 }
                 let f_now = ladder[rung];
                 debug_assert_eq!(f, f_now);
@@ -554,8 +602,25 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
                         o.min(buffer.max(2.0 * n.fill_factor))
                     } else {
                         o
+                    }
+                    .min(view_end - dl);
+                    // one open-ended read is paced by TCP flow control: it
+                    // fills at fill_factor x until `buffer` s are ahead of
+                    // playback, and the rest of it arrives at 1x
+                    let speed = if filling && n.fill_factor > 1.0 {
+                        let ahead = (dl - now_play).max(0.0);
+                        let fill_s = ((buffer - ahead) / (n.fill_factor - 1.0)).max(0.0);
+                        let fill_content = fill_s * n.fill_factor;
+                        if o > fill_content {
+                            filling = false;
+                            o / (fill_s + (o - fill_content))
+                        } else {
+                            speed
+                        }
+                    } else {
+                        speed
                     };
-                    let (te, pos) = p.open_read(f, t, dl, o.min(view_end - dl), speed);
+                    let (te, pos) = p.open_read(f, t, dl, o, speed);
                     // the next read restarts at the segment the client stopped in
                     dl = ((pos / 2.0).floor() * 2.0).max(dl + 1.0).min(pos);
                     if pos >= view_end - 1e-6 {

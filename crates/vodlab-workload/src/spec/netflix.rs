@@ -132,6 +132,10 @@ pub struct NetflixSpec {
     pub successor_probe_rates: Distribution,
     /// Seconds of content fetched from each probed rate.
     pub probe_s: Distribution,
+    /// A transient phase probes its rates one after another (each probe
+    /// 400 ms after the previous one ends: the rate search of Fig. 5.16,
+    /// 6 rates in 0.75 min [T1619]); without it they start 400 ms apart.
+    pub sequential_probes: bool,
     /// Bytes of a chunk read of a file's offset table (at offset 0)
     /// [T1535: 49 % < 16 KB, 98 % < 128 KB].
     pub table_read_bytes: Distribution,
@@ -152,11 +156,21 @@ pub struct NetflixSpec {
     pub open_s: Distribution,
     /// Seconds of content per open-ended combined request [Table 5.4: 148.5 s].
     pub open_combined_s: Distribution,
-    /// Seconds of audio content per audio chain (fetched in one burst)
-    /// [Table 5.4: 534 s open, 135 s chunk].
+    /// Seconds of audio content per chunk audio chain of a watching session,
+    /// and per audio burst of a browsing or skimming one [Table 5.4: 134.7 s
+    /// per chunk audio chain].
     pub audio_chain_s: Distribution,
-    /// Audio is fetched this many times faster than real time.
+    /// Seconds of audio content per open-ended audio chain of a watching
+    /// session (one `range=A-` request) [Table 5.4: 534.1 s].
+    pub audio_open_s: Distribution,
+    /// Audio bursts of browsing and skimming sessions are fetched this many
+    /// times faster than real time.
     pub audio_speed: f64,
+    /// A watching session's audio chains are fetched at this multiple of
+    /// real time: paced, so each lasts well over 40 s (a long chain, as
+    /// Table 5.4's audio chains are) and the next starts more than 40 s
+    /// after it (a new chain).
+    pub audio_pace: f64,
     /// A stable phase fills at this multiple of the bit rate [T1454].
     pub fill_factor: f64,
     /// Seconds of content buffered before pacing at 1x.
@@ -165,6 +179,12 @@ pub struct NetflixSpec {
     pub rate_changes_per_hour: f64,
     /// Where the next stable rate goes [T1639].
     pub rate_steps: RateSteps,
+    /// A rate change never goes above the session's first stable rate (the
+    /// drawn rate is what its device and link sustain; an "up" step at the
+    /// top stays). Without it, sessions drift up the ladder to rates the
+    /// thesis says almost no session holds (4,500, 6,500 and 10,000
+    /// kbit/s: 0.05 % of sessions [T1635]).
+    pub cap_at_first_rate: bool,
     /// Pauses per hour of play.
     pub pauses_per_hour: f64,
     /// Pause length, seconds (an inactive phase is >= 40 s [T1671]).
@@ -193,6 +213,7 @@ impl Default for NetflixSpec {
             probe_rates: uniform(1.0, 5.0),
             successor_probe_rates: uniform(0.0, 2.0),
             probe_s: uniform(2.0, 8.0),
+            sequential_probes: false,
             table_read_bytes: Distribution::Empirical {
                 points: vec![[0.49, 16_000.0], [0.98, 128_000.0], [1.0, 512_000.0]],
                 min: Some(1_000.0),
@@ -204,12 +225,15 @@ impl Default for NetflixSpec {
             audio_chunk_s: uniform(8.0, 16.0),
             open_s: uniform(45.0, 85.0),
             open_combined_s: uniform(120.0, 180.0),
-            audio_chain_s: uniform(120.0, 300.0),
+            audio_chain_s: uniform(80.0, 190.0),
+            audio_open_s: uniform(300.0, 770.0),
             audio_speed: 40.0,
+            audio_pace: 1.5,
             fill_factor: 5.0,
             buffer_s: uniform(60.0, 200.0),
             rate_changes_per_hour: 5.0,
             rate_steps: RateSteps::default(),
+            cap_at_first_rate: false,
             pauses_per_hour: 1.0,
             pause_s: Distribution::Exponential {
                 mean: 600.0,
@@ -298,6 +322,10 @@ impl NetflixSpec {
             p.push(k("fill_factor"), "must be at least 1 (real time)");
         }
         positive(p, &k("audio_speed"), self.audio_speed, 1000.0);
+        positive(p, &k("audio_pace"), self.audio_pace, 1000.0);
+        if self.audio_pace.is_finite() && self.audio_pace < 1.0 {
+            p.push(k("audio_pace"), "must be at least 1 (real time)");
+        }
         for (n, v) in [
             ("rate_changes_per_hour", self.rate_changes_per_hour),
             ("pauses_per_hour", self.pauses_per_hour),
@@ -319,7 +347,7 @@ impl NetflixSpec {
             );
         }
         // distributions: positive ones and their bounds
-        let dists: [(&str, &Distribution, f64, f64); 14] = [
+        let dists: [(&str, &Distribution, f64, f64); 15] = [
             ("probe_rates", &self.probe_rates, 0.0, 64.0),
             (
                 "successor_probe_rates",
@@ -334,6 +362,7 @@ impl NetflixSpec {
             ("open_s", &self.open_s, 0.1, 86_400.0),
             ("open_combined_s", &self.open_combined_s, 0.1, 86_400.0),
             ("audio_chain_s", &self.audio_chain_s, 1.0, 86_400.0),
+            ("audio_open_s", &self.audio_open_s, 1.0, 86_400.0),
             ("buffer_s", &self.buffer_s, 0.0, 86_400.0),
             ("pause_s", &self.pause_s, 0.0, 86_400.0),
             ("browse_s", &self.browse_s, 0.0, 86_400.0),
