@@ -29,7 +29,9 @@ use crate::hwbox::is_root;
 #[derive(Debug, Error)]
 pub enum ServerError {
     /// An unknown server name.
-    #[error("unknown server `{0}` (known: vodlab-vanilla, vodlab-asap, nginx, apache2, lighttpd)")]
+    #[error(
+        "unknown server `{0}` (known: vodlab-vanilla, vodlab-asap, nginx, apache2, lighttpd, nghttpx)"
+    )]
     Unknown(String),
     /// The program is not installed.
     #[error(
@@ -96,16 +98,20 @@ pub enum ServerKind {
     Apache2,
     /// lighttpd (Debian lighttpd).
     Lighttpd,
+    /// nghttpx (Debian nghttp2-proxy, the BBC's server) in front of
+    /// `vodlab serve --io asap` over HTTP/1.1 on a second loopback port.
+    Nghttpx,
 }
 
 impl ServerKind {
     /// Every server, in the order the comparison table lists them.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::VodlabAsap,
         Self::VodlabVanilla,
         Self::Nginx,
         Self::Apache2,
         Self::Lighttpd,
+        Self::Nghttpx,
     ];
 
     /// Its command-line name.
@@ -116,6 +122,7 @@ impl ServerKind {
             Self::Nginx => "nginx",
             Self::Apache2 => "apache2",
             Self::Lighttpd => "lighttpd",
+            Self::Nghttpx => "nghttpx",
         }
     }
 
@@ -132,6 +139,18 @@ impl ServerKind {
         matches!(self, Self::VodlabVanilla | Self::VodlabAsap)
     }
 
+    /// Runs a `vodlab serve --io asap` (itself, or behind it as its
+    /// backend): takes a prefetch policy and `--serve-arg`s.
+    pub fn runs_asap(self) -> bool {
+        matches!(self, Self::VodlabAsap | Self::Nghttpx)
+    }
+
+    /// A proxy in front of a backend ([`backend_command`]) on
+    /// [`ServerSetup::backend`].
+    pub fn needs_backend(self) -> bool {
+        self == Self::Nghttpx
+    }
+
     /// Why this server cannot be compared over `p` on this machine (`None`:
     /// it can). Checked before the server is started, so the row is
     /// skipped with the reason instead of failing.
@@ -141,7 +160,8 @@ impl ServerKind {
                 .then(|| format!("{what} needs {file} (Debian {package}), not installed"))
         };
         match (self, p) {
-            (_, Protocol::H1) | (Self::VodlabAsap | Self::VodlabVanilla | Self::Nginx, _) => None,
+            (_, Protocol::H1)
+            | (Self::VodlabAsap | Self::VodlabVanilla | Self::Nginx | Self::Nghttpx, _) => None,
             (Self::Apache2, Protocol::H2c) => missing("apache2 over h2c", APACHE_HTTP2, "apache2"),
             (Self::Apache2, Protocol::Https) => {
                 missing("apache2 over https", APACHE_SSL, "apache2")
@@ -166,6 +186,7 @@ impl ServerKind {
             Self::Nginx => Some(("/usr/sbin/nginx", "nginx-light")),
             Self::Apache2 => Some(("/usr/sbin/apache2", "apache2")),
             Self::Lighttpd => Some(("/usr/sbin/lighttpd", "lighttpd")),
+            Self::Nghttpx => Some(("/usr/sbin/nghttpx", "nghttp2-proxy")),
             _ => None,
         }
     }
@@ -196,6 +217,9 @@ pub struct ServerSetup {
     pub protocol: Protocol,
     /// Its certificate and key (needed for https and h2).
     pub tls: Option<TlsFiles>,
+    /// Where a proxy's backend listens (nghttpx's `vodlab serve`), a
+    /// loopback port of its own.
+    pub backend: Option<SocketAddr>,
 }
 
 /// Lets the servers' unprivileged workers (www-data) write their logs.
@@ -300,7 +324,7 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
                 ""
             },
         ),
-        ServerKind::VodlabVanilla | ServerKind::VodlabAsap => return None,
+        ServerKind::VodlabVanilla | ServerKind::VodlabAsap | ServerKind::Nghttpx => return None,
     })
 }
 
@@ -398,26 +422,31 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
                     package: package.into(),
                 });
             }
-            let text = config_text(s).expect("Debian servers have a configuration");
             let mut c = Command::new(program);
-            match kind {
-                ServerKind::Nginx => {
-                    let p = conf_path("nginx.conf");
-                    write(&p, &text)?;
-                    c.arg("-p").arg(&s.workdir).arg("-c").arg(p);
+            if kind == ServerKind::Nghttpx {
+                nghttpx_args(s, &mut c)?;
+                c
+            } else {
+                let text = config_text(s).expect("Debian servers have a configuration");
+                match kind {
+                    ServerKind::Nginx => {
+                        let p = conf_path("nginx.conf");
+                        write(&p, &text)?;
+                        c.arg("-p").arg(&s.workdir).arg("-c").arg(p);
+                    }
+                    ServerKind::Apache2 => {
+                        let p = conf_path("apache2.conf");
+                        write(&p, &text)?;
+                        c.arg("-f").arg(p).arg("-DFOREGROUND");
+                    }
+                    _ => {
+                        let p = conf_path("lighttpd.conf");
+                        write(&p, &text)?;
+                        c.arg("-D").arg("-f").arg(p);
+                    }
                 }
-                ServerKind::Apache2 => {
-                    let p = conf_path("apache2.conf");
-                    write(&p, &text)?;
-                    c.arg("-f").arg(p).arg("-DFOREGROUND");
-                }
-                _ => {
-                    let p = conf_path("lighttpd.conf");
-                    write(&p, &text)?;
-                    c.arg("-D").arg("-f").arg(p);
-                }
+                c
             }
-            c
         }
     };
     cmd.stdin(Stdio::null())
@@ -429,6 +458,92 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
             })?,
         ));
     Ok(cmd)
+}
+
+/// nghttpx's arguments (no configuration file): one frontend on the
+/// setup's address (cleartext for h1 and h2c — it takes both — or TLS with
+/// ALPN h2 and http/1.1), the backend over HTTP/1.1 with enough
+/// connections that the proxy does not queue sessions (its default is 8
+/// per worker), 60 s keep-alive as the other servers.
+fn nghttpx_args(s: &ServerSetup, c: &mut Command) -> Result<(), ServerError> {
+    let b = s.backend.ok_or_else(|| ServerError::NotListening {
+        server: "nghttpx".into(),
+        addr: s.addr,
+        secs: 0,
+        detail: " (no backend address: ServerSetup::backend)".into(),
+    })?;
+    let wd = s.workdir.display();
+    let tls = s.protocol.is_tls();
+    c.arg("--conf=/dev/null")
+        .arg(format!(
+            "--frontend={},{}{}",
+            s.addr.ip(),
+            s.addr.port(),
+            if tls { "" } else { ";no-tls" }
+        ))
+        .arg(format!("--backend={},{}", b.ip(), b.port()))
+        .arg(format!("--workers={}", s.workers.max(1)))
+        .arg("--backend-connections-per-host=4096")
+        .arg("--frontend-keep-alive-timeout=60s")
+        .arg("--no-ocsp")
+        .arg(format!("--pid-file={wd}/nghttpx.pid"))
+        .arg(format!("--errorlog-file={wd}/error.log"))
+        .arg("--accesslog-file=/dev/null");
+    if tls {
+        let t = s.tls.as_ref().expect("checked: TLS has files");
+        c.arg(&t.key).arg(&t.cert);
+    }
+    Ok(())
+}
+
+/// The backend of a proxy row (`None` for the others): `vodlab serve --io
+/// asap` on [`ServerSetup::backend`] over HTTP/1.1, with the row's
+/// `vodlab serve` arguments; its output goes to `backend.log`.
+pub fn backend_command(s: &ServerSetup) -> Result<Option<Command>, ServerError> {
+    if !s.kind.needs_backend() {
+        return Ok(None);
+    }
+    let b = s.backend.ok_or_else(|| ServerError::NotListening {
+        server: format!("{} backend", s.kind.name()),
+        addr: s.addr,
+        secs: 0,
+        detail: " (no backend address: ServerSetup::backend)".into(),
+    })?;
+    std::fs::create_dir_all(&s.workdir).map_err(|e| ServerError::Io {
+        path: s.workdir.clone(),
+        err: e,
+    })?;
+    let log = s.workdir.join("backend.log");
+    let mut c = Command::new(&s.vodlab);
+    c.arg("serve")
+        .arg("--root")
+        .arg(&s.root)
+        .arg("--listen")
+        .arg(b.to_string())
+        .arg("--io")
+        .arg("asap")
+        .arg("--stats-interval")
+        .arg("0")
+        .args(&s.vodlab_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).map_err(|e| {
+            ServerError::Io {
+                path: log.clone(),
+                err: e,
+            }
+        })?));
+    Ok(Some(c))
+}
+
+/// The setup of a proxy's backend (for [`wait_listening`]).
+pub fn backend_setup(s: &ServerSetup) -> Option<ServerSetup> {
+    s.backend.map(|b| ServerSetup {
+        kind: ServerKind::VodlabAsap,
+        addr: b,
+        protocol: Protocol::H1,
+        ..s.clone()
+    })
 }
 
 /// Waits until `addr` accepts connections, or the child exits, or `timeout` passes.
@@ -496,6 +611,7 @@ mod tests {
             vodlab_args: vec![],
             protocol: Protocol::H1,
             tls: None,
+            backend: None,
         }
     }
 
@@ -598,6 +714,74 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("no certificate"), "{e}");
+    }
+
+    #[test]
+    fn nghttpx_fronts_a_vodlab_backend() {
+        let d = tempfile::tempdir().unwrap();
+        let tls = TlsFiles {
+            ca: "/c/ca.pem".into(),
+            cert: "/c/cert.pem".into(),
+            key: "/c/key.pem".into(),
+        };
+        let s = ServerSetup {
+            kind: ServerKind::Nghttpx,
+            workdir: d.path().into(),
+            backend: Some("127.0.0.1:18081".parse().unwrap()),
+            vodlab_args: vec!["--prefetch-policy".into(), "fixed:2M".into()],
+            ..setup(ServerKind::Nghttpx)
+        };
+        let mut c = Command::new("nghttpx");
+        nghttpx_args(&s, &mut c).unwrap();
+        let args: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        for want in [
+            "--frontend=127.0.0.1,18080;no-tls",
+            "--backend=127.0.0.1,18081",
+            "--workers=2",
+        ] {
+            assert!(args.iter().any(|a| a == want), "{want}: {args:?}");
+        }
+        let mut c = Command::new("nghttpx");
+        nghttpx_args(
+            &ServerSetup {
+                protocol: Protocol::H2,
+                tls: Some(tls),
+                ..s.clone()
+            },
+            &mut c,
+        )
+        .unwrap();
+        let args: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.iter().any(|a| a == "--frontend=127.0.0.1,18080"),
+            "{args:?}"
+        );
+        assert_eq!(args[args.len() - 2..], ["/c/key.pem", "/c/cert.pem"]);
+        // the backend: vodlab serve asap on its own port with the row's policy
+        let b = backend_command(&s).unwrap().unwrap();
+        let bargs: Vec<String> = b
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            bargs
+                .windows(2)
+                .any(|w| w == ["--listen", "127.0.0.1:18081"]),
+            "{bargs:?}"
+        );
+        assert!(bargs.windows(2).any(|w| w == ["--io", "asap"]));
+        assert!(bargs
+            .windows(2)
+            .any(|w| w == ["--prefetch-policy", "fixed:2M"]));
+        assert!(backend_command(&setup(ServerKind::Nginx))
+            .unwrap()
+            .is_none());
     }
 
     #[test]

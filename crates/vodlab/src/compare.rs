@@ -4,6 +4,7 @@
 //! a server or a configuration of `vodlab serve` (`vodlab-asap:fixed:2M`),
 //! and every server listens for the comparison's `--protocol`.
 
+mod procs;
 mod rows;
 
 use std::cell::RefCell;
@@ -11,14 +12,14 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use vodlab_lab::compare::{add_box_figures, EmulatedDisk, COMPARE_FORMAT, COMPARE_VERSION};
 use vodlab_lab::hwbox::{BoxSpec, HwBox};
 use vodlab_lab::runner::unix_now;
-use vodlab_lab::servers::{self, ServerSetup, ServerSpec};
+use vodlab_lab::servers::{ServerSetup, ServerSpec};
 use vodlab_lab::{
     Answer, CompareFile, Figures, ProfileInfo, Search, SearchOutcome, SeqRead, ServerRow, Stop,
 };
@@ -294,7 +295,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         let kind = row.kind;
         let dir = row.dir_name();
         let policy = rows::canonical_policy(row);
-        let serve_args = if kind.is_vodlab() {
+        let serve_args = if kind.is_vodlab() || kind.runs_asap() {
             a.serve_args.clone()
         } else {
             Vec::new()
@@ -491,24 +492,11 @@ fn one_server(
             .collect(),
         protocol: proto.protocol,
         tls: proto.tls.clone(),
+        backend: rows::backend_addr(kind)?,
     };
-    let mut cmd = servers::command(&setup)?;
     vodlab_fileset::cool(root, catalog)?;
     let b = spec.map(HwBox::create).transpose()?;
-    if let Some(b) = &b {
-        b.command(&mut cmd);
-    }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting {}", row.label))?;
-    struct Stop<'a>(&'a mut std::process::Child);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            servers::stop(self.0, Duration::from_secs(10));
-        }
-    }
-    let guard = Stop(&mut child);
-    servers::wait_listening(&setup, guard.0, Duration::from_secs(15))?;
+    let procs = RefCell::new(procs::Procs::start(&setup, b.as_ref(), &row.label)?);
     let mut runner = capacity::runner(&a.workload, &proto.target, false, &proto.search, sdir)?;
     let mut search = Search::new(cfg)?;
     let dev = vodlab_lab::Dev::of_path(root).ok();
@@ -516,18 +504,11 @@ fn one_server(
     let before = std::cell::Cell::new((None, None));
     let mut printer = Printer::new(&format!("  {:<15} ", row.label), &a.search);
     let res: anyhow::Result<Answer> = {
-        let child_ref = &mut *guard.0;
         runner.run_search(
             &mut search,
             &mut printer,
             || {
-                if let Some(st) = child_ref.try_wait()? {
-                    bail!(
-                        "{} exited ({st}); see {}",
-                        row.label,
-                        setup.workdir.display()
-                    );
-                }
+                procs.borrow_mut().check()?;
                 vodlab_fileset::cool(root, catalog)?;
                 before.set((box_usage(&b)?, dev.and_then(|d| d.stat().ok())));
                 Ok(())
@@ -544,7 +525,7 @@ fn one_server(
             },
         )
     };
-    drop(guard);
+    drop(procs);
     let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
     runner.write_capacity(&search, stop.as_ref(), Some(row.label.clone()), started)?;
     runner.finish();
@@ -621,14 +602,14 @@ fn add_disk_figures(e: &mut vodlab_lab::RunExtra, secs: f64, k: f64, r: &vodlab_
 
 /// A server and its emulated drive, restarted before every run.
 struct Live {
-    server: Option<std::process::Child>,
+    server: Option<procs::Procs>,
     daemon: Option<DiskDaemon>,
 }
 
 impl Live {
     fn stop(&mut self) {
-        if let Some(mut c) = self.server.take() {
-            servers::stop(&mut c, Duration::from_secs(10));
+        if let Some(mut p) = self.server.take() {
+            p.stop();
         }
         // the server's processes are gone: the unmount drops its pages
         self.daemon.take();
@@ -677,6 +658,7 @@ fn one_server_disk(
             .collect(),
         protocol: proto.protocol,
         tls: proto.tls.clone(),
+        backend: rows::backend_addr(kind)?,
     };
     let b = spec.map(HwBox::create).transpose()?;
     let live = RefCell::new(Live {
@@ -687,16 +669,8 @@ fn one_server_disk(
         let mut l = live.borrow_mut();
         l.stop();
         l.daemon = Some(DiskDaemon::start(d, Some(mnt))?);
-        let mut cmd = servers::command(&setup)?;
-        if let Some(b) = &b {
-            b.command(&mut cmd);
-        }
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("starting {}", row.label))?;
-        let r = servers::wait_listening(&setup, &mut child, Duration::from_secs(15));
-        l.server = Some(child);
-        Ok(r?)
+        l.server = Some(procs::Procs::start(&setup, b.as_ref(), &row.label)?);
+        Ok(())
     };
     // up once before the runner asks whether the target is a vodlab serve
     restart()?;
@@ -715,12 +689,8 @@ fn one_server_disk(
         },
         |m, o| {
             let mut l = live.borrow_mut();
-            if let Some(st) = l.server.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                bail!(
-                    "{} exited ({st}); see {}",
-                    row.label,
-                    setup.workdir.display()
-                );
+            if let Some(p) = l.server.as_mut() {
+                p.check()?;
             }
             let daemon = l.daemon.as_mut().context("no emulated drive")?;
             daemon.check()?;

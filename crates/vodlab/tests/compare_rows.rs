@@ -160,12 +160,14 @@ fn two_prefetch_sizes_are_two_rows_searched_additively() {
     }
 }
 
-/// `--protocol h2`: vodlab serve and nginx listen for TLS with the run's
-/// certificate and ALPN h2 (the client trusts the run's CA), lighttpd is
-/// skipped with the reason.
+/// `--protocol h2`: vodlab serve, nginx and nghttpx (in front of a
+/// `vodlab serve` backend with the row's policy) listen for TLS with the
+/// run's certificate and ALPN h2 (the client trusts the run's CA), lighttpd
+/// is skipped with the reason.
 #[test]
-fn h2_over_vodlab_serve_and_nginx() {
+fn h2_over_vodlab_serve_nginx_and_nghttpx() {
     require("nginx", "nginx-light");
+    require("nghttpx", "nghttp2-proxy");
     let d = readable_tempdir();
     let (w, root) = tiny(d.path());
     let out = d.path().join("cmp");
@@ -173,7 +175,7 @@ fn h2_over_vodlab_serve_and_nginx() {
     let mut a = args(&w, &root, &port, out.to_str().unwrap());
     a.extend([
         "--servers",
-        "vodlab-asap,nginx,lighttpd",
+        "vodlab-asap,nginx,nghttpx:fixed:1M,lighttpd",
         "--protocol",
         "h2",
         "--start",
@@ -187,7 +189,7 @@ fn h2_over_vodlab_serve_and_nginx() {
     let cmp = json(&out.join("compare.json"));
     assert_schema("compare.schema.json", &cmp);
     assert_eq!(cmp["protocol"], "h2");
-    for name in ["vodlab-asap", "nginx"] {
+    for name in ["vodlab-asap", "nginx", "nghttpx:fixed:1M"] {
         let r = row(&cmp, name);
         assert!(r["error"].is_null(), "{name}: {r}");
         assert_eq!(r["answer"]["capacity"], 2.0, "{name}: {r}");
@@ -196,7 +198,11 @@ fn h2_over_vodlab_serve_and_nginx() {
             .as_str()
             .unwrap()
             .to_string();
-        let res = json(&out.join(name).join(run).join("results.json"));
+        let dir = r["capacity_json"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches("/capacity.json");
+        let res = json(&out.join(dir).join(run).join("results.json"));
         assert_eq!(res["protocol"], "h2", "{name}");
         assert!(
             res["transport"]["tls_handshakes"].as_u64().unwrap() > 0,
@@ -208,6 +214,17 @@ fn h2_over_vodlab_serve_and_nginx() {
     let nginx_conf =
         std::fs::read_to_string(out.join("nginx").join("server").join("nginx.conf")).unwrap();
     assert!(nginx_conf.contains(" ssl http2;"), "{nginx_conf}");
+    // nghttpx's backend ran the row's policy
+    let ng = row(&cmp, "nghttpx:fixed:1M");
+    assert_eq!(ng["kind"], "nghttpx");
+    assert_eq!(ng["prefetch_policy"], "fixed:1M");
+    let backend = std::fs::read_to_string(
+        out.join("nghttpx_fixed_1M")
+            .join("server")
+            .join("backend.log"),
+    )
+    .unwrap();
+    assert!(backend.contains("prefetch policy fixed:1M"), "{backend}");
     let l = row(&cmp, "lighttpd");
     assert_eq!(l["outcome"]["kind"], "skipped");
     assert!(l["outcome"]["reason"]

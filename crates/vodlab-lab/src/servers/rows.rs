@@ -5,8 +5,8 @@
 //! Grammar (one row):
 //!
 //! ```text
-//! ROW    := SERVER | "vodlab-asap:" POLICY
-//! SERVER := vodlab-asap | vodlab-vanilla | nginx | apache2 | lighttpd
+//! ROW    := SERVER | "vodlab-asap:" POLICY | "nghttpx:" POLICY
+//! SERVER := vodlab-asap | vodlab-vanilla | nginx | apache2 | lighttpd | nghttpx
 //! POLICY := fixed:SIZE[,KEY=VALUE...]    fixed size (2M, 512K, ...)
 //!         | sqrt:SIZE,ref=KBPS[,...]     square-root sizes around KBPS
 //!                                        (= fixed:SIZE,ref=KBPS)
@@ -32,9 +32,9 @@ pub struct ServerSpec {
     pub label: String,
     /// The server program.
     pub kind: ServerKind,
-    /// `vodlab serve --prefetch-policy` of a `vodlab-asap:POLICY` row
-    /// (`sqrt:` spelled as the server's `fixed:`); `None`: the server's
-    /// default.
+    /// `vodlab serve --prefetch-policy` of a `vodlab-asap:POLICY` row (or
+    /// of nghttpx's backend, `nghttpx:POLICY`; `sqrt:` spelled as the
+    /// server's `fixed:`); `None`: the server's default.
     pub policy: Option<String>,
 }
 
@@ -56,10 +56,10 @@ impl ServerSpec {
         let kind = ServerKind::parse(name).map_err(|e| bad(e.to_string()))?;
         let policy = match policy {
             None => None,
-            Some(_) if kind != ServerKind::VodlabAsap => {
+            Some(_) if !kind.runs_asap() => {
                 return Err(bad(format!(
-                    "{name} takes no prefetch policy (only vodlab-asap:POLICY rows do; \
-                     vodlab-vanilla never prefetches)"
+                    "{name} takes no prefetch policy (only vodlab-asap:POLICY and \
+                     nghttpx:POLICY rows do; vodlab-vanilla never prefetches)"
                 )))
             }
             Some(p) => Some(Self::policy_text(p).map_err(bad)?),

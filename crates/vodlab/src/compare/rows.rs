@@ -90,6 +90,15 @@ impl Proto {
     }
 }
 
+/// A free loopback port for a proxy row's backend (`None`: the row has none).
+pub(super) fn backend_addr(kind: ServerKind) -> anyhow::Result<Option<std::net::SocketAddr>> {
+    if !kind.needs_backend() {
+        return Ok(None);
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("a port for the backend")?;
+    Ok(Some(l.local_addr()?))
+}
+
 /// The row of a server that was not run, with the reason.
 pub(super) fn skipped(r: &ServerSpec, reason: String) -> ServerRow {
     ServerRow {
