@@ -278,6 +278,8 @@ pub struct PointRunner {
     interrupter: Interrupter,
     runs: usize,
     vodlab_stats: bool,
+    /// Where `/vodlab/stats` is fetched: the target, or a proxy's backend.
+    stats_addr: SocketAddr,
 }
 
 impl PointRunner {
@@ -347,7 +349,18 @@ impl PointRunner {
             interrupter,
             runs: 0,
             vodlab_stats,
+            stats_addr: target.addr,
         })
+    }
+
+    /// Fetches the server statistics from `addr` instead of the target (the
+    /// `vodlab serve` behind a proxy such as nghttpx, whose TLS frontend
+    /// the plain-HTTP fetch cannot pass); gives whether a `vodlab serve`
+    /// answers there (else no statistics are recorded).
+    pub fn stats_from(&mut self, addr: SocketAddr) -> bool {
+        self.stats_addr = addr;
+        self.vodlab_stats = fetch_vodlab_stats(addr).is_some();
+        self.vodlab_stats
     }
 
     /// The workload's name.
@@ -400,7 +413,7 @@ impl PointRunner {
         obs.started(&live, n as u64);
         let stats_before = self
             .vodlab_stats
-            .then(|| fetch_vodlab_stats(self.base.addr))
+            .then(|| fetch_vodlab_stats(self.stats_addr))
             .flatten();
         let t = Instant::now();
         let processes = crate::procs::processes_for(&self.settings, n);
@@ -433,7 +446,7 @@ impl PointRunner {
         let unfinished = started.saturating_sub(ended);
         let stats_after = stats_before
             .is_some()
-            .then(|| fetch_vodlab_stats(self.base.addr))
+            .then(|| fetch_vodlab_stats(self.stats_addr))
             .flatten();
         let (server_stats_before, server_stats_after) = match (stats_before, stats_after) {
             (Some(b), Some(a)) => (Some(b), Some(a)),

@@ -498,6 +498,10 @@ fn one_server(
     let b = spec.map(HwBox::create).transpose()?;
     let procs = RefCell::new(procs::Procs::start(&setup, b.as_ref(), &row.label)?);
     let mut runner = capacity::runner(&a.workload, &proto.target, false, &proto.search, sdir)?;
+    if let Some(backend) = setup.backend {
+        // a proxy's statistics are its vodlab serve backend's
+        runner.stats_from(backend);
+    }
     let mut search = Search::new(cfg)?;
     let dev = vodlab_lab::Dev::of_path(root).ok();
     let started = unix_now();
@@ -675,6 +679,10 @@ fn one_server_disk(
     // up once before the runner asks whether the target is a vodlab serve
     restart()?;
     let mut runner = capacity::runner(&a.workload, &proto.target, false, &proto.search, sdir)?;
+    if let Some(backend) = setup.backend {
+        // a proxy's statistics are its vodlab serve backend's
+        runner.stats_from(backend);
+    }
     let mut search = Search::new(cfg)?;
     let started = unix_now();
     let before = std::cell::Cell::new(None);

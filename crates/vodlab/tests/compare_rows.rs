@@ -225,6 +225,10 @@ fn h2_over_vodlab_serve_nginx_and_nghttpx() {
     )
     .unwrap();
     assert!(backend.contains("prefetch policy fixed:1M"), "{backend}");
+    // and its statistics were fetched from the backend past the TLS proxy
+    let cap = json(&out.join("nghttpx_fixed_1M").join("capacity.json"));
+    let stats = &cap["search"]["points"][0]["runs"][0]["extra"]["server_stats_after"];
+    assert_eq!(stats["prefetch_policy"], "fixed:1M", "{stats}");
     let l = row(&cmp, "lighttpd");
     assert_eq!(l["outcome"]["kind"], "skipped");
     assert!(l["outcome"]["reason"]
