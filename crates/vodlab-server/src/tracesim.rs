@@ -110,8 +110,27 @@ pub struct SimResult {
     pub mean_utilisation: f64,
     /// Peak prefetch-buffer memory over buckets, bytes.
     pub peak_memory_bytes: u64,
+    /// Mean prefetch-buffer memory over buckets with any, bytes.
+    #[serde(default)]
+    pub mean_memory_bytes: u64,
     /// Buckets the trace covered.
     pub buckets: u64,
+}
+
+/// One device read a policy made (a prefetch), for a drive model that
+/// needs the reads themselves (`vodlab simulate --disk mechanical`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeviceRead {
+    /// When it was issued, seconds (the trace's time).
+    pub t_s: f64,
+    /// Drive holding the file.
+    pub drive: u32,
+    /// File key.
+    pub file: u64,
+    /// First byte within the file.
+    pub offset: u64,
+    /// Bytes.
+    pub bytes: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -133,6 +152,8 @@ pub struct TraceSim {
     /// Per-chain scratch: bucket → largest buffer.
     held: Vec<(i64, u64)>,
     session: String,
+    /// Device reads kept for [`TraceSim::take_reads`], when asked for.
+    reads: Option<Vec<DeviceRead>>,
 }
 
 impl TraceSim {
@@ -146,7 +167,19 @@ impl TraceSim {
             result: SimResult::default(),
             held: Vec::new(),
             session: String::new(),
+            reads: None,
         }
+    }
+
+    /// Keeps every device read (prefetch) from now on, in the order the
+    /// chains are added (not time order), for [`TraceSim::take_reads`].
+    pub fn keep_reads(&mut self) {
+        self.reads.get_or_insert_with(Vec::new);
+    }
+
+    /// The device reads kept so far (empty unless [`TraceSim::keep_reads`]).
+    pub fn take_reads(&mut self) -> Vec<DeviceRead> {
+        self.reads.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     fn bucket(&self, t: f64) -> i64 {
@@ -222,6 +255,15 @@ impl TraceSim {
             }
             bk.drives[drive].0 += n;
             bk.drives[drive].1 += 1;
+            if let Some(r) = self.reads.as_mut() {
+                r.push(DeviceRead {
+                    t_s: t,
+                    drive: c.drive,
+                    file: c.file,
+                    offset: off,
+                    bytes: n,
+                });
+            }
             if let Some((t0, size)) = last {
                 self.hold(t0, t, size);
             }
@@ -241,8 +283,13 @@ impl TraceSim {
         let mut r = self.result;
         let m = self.cfg.model;
         let (mut sum, mut n) = (0.0, 0u64);
+        let (mut mem_sum, mut mem_n) = (0u128, 0u64);
         for b in self.buckets.values() {
             r.peak_memory_bytes = r.peak_memory_bytes.max(b.memory);
+            if b.memory > 0 {
+                mem_sum += b.memory as u128;
+                mem_n += 1;
+            }
             for &(bytes, seeks) in &b.drives {
                 if bytes == 0 && seeks == 0 {
                     continue;
@@ -255,6 +302,7 @@ impl TraceSim {
             }
         }
         r.mean_utilisation = if n > 0 { sum / n as f64 } else { 0.0 };
+        r.mean_memory_bytes = (mem_sum / mem_n.max(1) as u128) as u64;
         r.buckets = self.buckets.len() as u64;
         r
     }
@@ -282,6 +330,31 @@ mod tests {
     }
 
     #[test]
+    fn kept_reads_are_the_prefetches() {
+        let mut s = TraceSim::new(
+            SimConfig::default(),
+            Box::new(Fixed(4_000_000)),
+            Instant::now(),
+        );
+        s.add(&chain(1, 0.0, 10_000_000, 100.0));
+        assert!(s.take_reads().is_empty(), "not kept unless asked");
+        s.keep_reads();
+        s.add(&chain(2, 10.0, 10_000_000, 100.0));
+        let r = s.take_reads();
+        let at: Vec<(f64, u64, u64)> = r.iter().map(|d| (d.t_s, d.offset, d.bytes)).collect();
+        assert_eq!(
+            at,
+            vec![
+                (10.0, 0, 4_000_000),
+                (50.0, 4_000_000, 4_000_000),
+                (90.0, 8_000_000, 4_000_000)
+            ]
+        );
+        assert!(r.iter().all(|d| d.file == 2 && d.drive == 0));
+        assert!(s.take_reads().is_empty(), "taken");
+    }
+
+    #[test]
     fn the_thesis_seek_rate() {
         let m = UtilModel::default();
         assert!((m.seeks_per_s - 39.4).abs() < 0.05, "{}", m.seeks_per_s);
@@ -305,6 +378,7 @@ mod tests {
         assert!((r.peak_utilisation - want).abs() < 1e-9, "{r:?}");
         // the 4 MB buffer is held from 0 to 140 s: buckets 0, 1 and 2
         assert_eq!(r.peak_memory_bytes, 4_000_000);
+        assert_eq!(r.mean_memory_bytes, 4_000_000);
         assert_eq!(r.buckets, 3);
     }
 

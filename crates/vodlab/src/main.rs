@@ -20,6 +20,7 @@ mod run;
 mod script;
 mod serve;
 mod simulate;
+mod simulate_disk;
 mod simulate_prefetch;
 
 fn main() -> ExitCode {

@@ -20,6 +20,8 @@ use vodlab_server::chainpf::{FirstGrow, REFERENCE_BPS};
 use vodlab_server::controller::{Fixed, PrefetchController};
 use vodlab_server::tracesim::{SimChain, SimConfig, SimResult, TraceSim, UtilModel};
 
+use crate::simulate_disk::{replay, DiskChoice, MechResult, Placed};
+
 /// Options of the prefetch mode.
 #[derive(Debug, Args)]
 pub struct PrefetchSimArgs {
@@ -64,6 +66,15 @@ pub struct PrefetchSimArgs {
     /// Chain window, seconds (thesis: 40).
     #[arg(long, default_value_t = 40.0, value_name = "S")]
     pub chain_window: f64,
+    /// Drive model: `linear` (the thesis's t/125.5 MB/s + s/39.4 seeks/s
+    /// per bucket) or `mechanical[:PROFILE]`: also replay every prefetch on
+    /// vodlab-disk's mechanical model (default profile hitachi-5k3000, the
+    /// thesis's drive; any `vodlab disk` profile name or file), the files
+    /// placed on each drive as `vodlab fileset` places them; needs the
+    /// workload (--workload or --trace-workload) and holds the prefetch
+    /// reads in memory (32 B each).
+    #[arg(long, default_value = "linear", value_name = "MODEL")]
+    pub disk: String,
     /// Write results.json and results.csv here.
     #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -164,11 +175,16 @@ pub struct Row {
     /// What the simulation measured.
     #[serde(flatten)]
     pub result: SimResult,
+    /// What the mechanical drive model measured (`--disk mechanical`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mechanical: Option<MechResult>,
 }
 
 struct Files {
     sizes: HashMap<u64, u64>,
     rates: HashMap<u64, f64>,
+    /// (key, size) in creation order, as a file set places them.
+    order: Vec<(u64, u64)>,
 }
 
 fn catalog_files(dir: &Path) -> anyhow::Result<Files> {
@@ -176,6 +192,10 @@ fn catalog_files(dir: &Path) -> anyhow::Result<Files> {
     let mut f = Files {
         sizes: HashMap::new(),
         rates: HashMap::new(),
+        order: c
+            .files()
+            .map(|(rel, size)| (key(&format!("/{rel}")), size))
+            .collect(),
     };
     for t in &c.titles {
         for tr in &t.representations {
@@ -209,9 +229,21 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         bail!("--bucket must be > 0 s");
     }
     let policies = plan(a)?;
+    let disk = DiskChoice::parse(&a.disk)?;
     let files = match a.workload.as_ref().or(a.trace_workload.as_ref()) {
         Some(d) => Some(catalog_files(d)?),
         None => None,
+    };
+    let placed = match (&disk, &files) {
+        (DiskChoice::Linear, _) => None,
+        (DiskChoice::Mechanical(_), None) => bail!(
+            "--disk mechanical places the workload's files on the drives: give --workload DIR or --trace-workload DIR"
+        ),
+        (DiskChoice::Mechanical(p), Some(f)) => {
+            let profile = vodlab_disk::Profile::resolve(p)
+                .map_err(|e| anyhow::anyhow!("--disk mechanical:{p}: {e}"))?;
+            Some(Placed::new(profile, a.drives, f.order.iter().copied())?)
+        }
     };
     let mut model = UtilModel {
         transfer_bytes_per_s: a.transfer_mb_s * 1e6,
@@ -231,7 +263,13 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
     let base = Instant::now();
     let mut sims: Vec<TraceSim> = policies
         .iter()
-        .map(|(k, s)| Ok(TraceSim::new(cfg, controller(k, *s)?, base)))
+        .map(|(k, s)| {
+            let mut sim = TraceSim::new(cfg, controller(k, *s)?, base);
+            if placed.is_some() {
+                sim.keep_reads();
+            }
+            Ok(sim)
+        })
         .collect::<anyhow::Result<_>>()?;
     let mut det = ChainDetector::new(a.chain_window, 120.0);
     let (mut done, mut files_done) = (Vec::new(), Vec::new());
@@ -338,12 +376,19 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
     let rows: Vec<Row> = policies
         .into_iter()
         .zip(sims)
-        .map(|((policy, size), s)| Row {
-            policy,
-            size,
-            result: s.finish(),
+        .map(|((policy, size), mut s)| {
+            let mechanical = match &placed {
+                Some(p) => Some(replay(p, &mut s.take_reads(), a.bucket)?),
+                None => None,
+            };
+            Ok(Row {
+                policy,
+                size,
+                result: s.finish(),
+                mechanical,
+            })
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -352,20 +397,50 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         rows.len(),
         lines as f64 / secs.max(1e-9)
     )?;
-    writeln!(
-        out,
-        "  {:<14} {:>10}  {:>9} {:>9} {:>11} {:>12} {:>10}",
-        "policy", "size MB", "peak util", "mean util", "peak mem GB", "device GB", "prefetches"
-    )?;
-    for r in &rows {
+    if let Some(p) = &placed {
         writeln!(
             out,
-            "  {:<14} {:>10.3}  {:>8.1}% {:>8.1}% {:>11.3} {:>12.3} {:>10}",
+            "  utilisation: linear model (thesis) and mechanical model ({}), busiest drive in its busiest {} s bucket",
+            p.profile_name(),
+            a.bucket
+        )?;
+    }
+    let mech_head = if placed.is_some() {
+        format!(" {:>9} {:>9} {:>8}", "mech peak", "mech mean", "svc ms")
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "  {:<14} {:>10}  {:>9} {:>9} {:>11} {:>11} {:>12} {:>10}{mech_head}",
+        "policy",
+        "size MB",
+        "peak util",
+        "mean util",
+        "peak mem GB",
+        "mean mem GB",
+        "device GB",
+        "prefetches"
+    )?;
+    for r in &rows {
+        let mech = match &r.mechanical {
+            Some(m) => format!(
+                " {:>8.1}% {:>8.1}% {:>8.2}",
+                100.0 * m.peak_utilisation,
+                100.0 * m.mean_utilisation,
+                m.mean_service_ms
+            ),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "  {:<14} {:>10.3}  {:>8.1}% {:>8.1}% {:>11.3} {:>11.3} {:>12.3} {:>10}{mech}",
             r.policy,
             r.size as f64 / 1e6,
             100.0 * r.result.peak_utilisation,
             100.0 * r.result.mean_utilisation,
             r.result.peak_memory_bytes as f64 / 1e9,
+            r.result.mean_memory_bytes as f64 / 1e9,
             r.result.device_bytes as f64 / 1e9,
             r.result.prefetches
         )?;
@@ -375,11 +450,20 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         let p = dir.join("results.json");
         std::fs::write(&p, serde_json::to_string_pretty(&rows)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
-        let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains\n");
+        let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains,mean_memory_bytes,mech_peak_utilisation,mech_mean_utilisation\n");
         for r in &rows {
             let s = &r.result;
+            let (mp, mm) = r
+                .mechanical
+                .as_ref()
+                .map_or((String::new(), String::new()), |m| {
+                    (
+                        format!("{:.6}", m.peak_utilisation),
+                        format!("{:.6}", m.mean_utilisation),
+                    )
+                });
             csv.push_str(&format!(
-                "{},{},{:.6},{:.6},{},{},{},{},{}\n",
+                "{},{},{:.6},{:.6},{},{},{},{},{},{},{mp},{mm}\n",
                 r.policy,
                 r.size,
                 s.peak_utilisation,
@@ -388,7 +472,8 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
                 s.device_bytes,
                 s.wasted_bytes,
                 s.prefetches,
-                s.chains
+                s.chains,
+                s.mean_memory_bytes
             ));
         }
         let p = dir.join("results.csv");

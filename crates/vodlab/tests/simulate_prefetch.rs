@@ -145,3 +145,98 @@ fn a_netflix_workload_is_its_own_trace() {
     // First-Grow-SR holds far less memory than a fixed 7 MB per chain
     assert!(rows[1]["peak_memory_bytes"].as_u64() < rows[0]["peak_memory_bytes"].as_u64());
 }
+
+#[test]
+fn the_mechanical_drive_model_replays_the_prefetches() {
+    let d = tempfile::tempdir().unwrap();
+    let w = d.path().join("nf");
+    vodlab_ok(&[
+        "gen",
+        "--preset",
+        "netflix-2014",
+        "--sessions",
+        "60",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let out = d.path().join("sim");
+    let args = |disk: &str| {
+        vec![
+            "simulate".to_string(),
+            "--prefetch".into(),
+            "--trace-workload".into(),
+            w.to_str().unwrap().into(),
+            // the preset's 1,000 titles are about 18 TB: 12 drives of 3 TB
+            "--drives".into(),
+            "12".into(),
+            "--policy".into(),
+            "fixed:1MB".into(),
+            "--policy".into(),
+            "fixed:64MB".into(),
+            "--disk".into(),
+            disk.into(),
+            "--out".into(),
+            out.to_str().unwrap().into(),
+        ]
+    };
+    let a = args("mechanical");
+    let text = vodlab_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(text.contains("mechanical model (hitachi-5k3000)"), "{text}");
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    for r in rows {
+        let m = &r["mechanical"];
+        // every prefetch became one read of the model, none lost
+        assert_eq!(m["reads"], r["prefetches"], "{r}");
+        assert_eq!(m["unplaced"], 0, "{r}");
+        let (peak, mean) = (
+            m["peak_utilisation"].as_f64().unwrap(),
+            m["mean_utilisation"].as_f64().unwrap(),
+        );
+        assert!(peak > 0.0 && peak <= 1.0 && mean <= peak, "{r}");
+    }
+    // 64 MB reads take far longer to serve than 1 MB reads
+    let svc = |i: usize| rows[i]["mechanical"]["mean_service_ms"].as_f64().unwrap();
+    assert!(svc(1) > 10.0 * svc(0), "{} {}", svc(0), svc(1));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("mech_mean_utilisation"));
+    // the linear model alone has no mechanical figures
+    let a = args("linear");
+    vodlab_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert!(rows[0].get("mechanical").is_none());
+    // a profile that does not exist, and a log without the workload, are named
+    let mut a = args("mechanical:no-such-drive");
+    a.truncate(12);
+    let o = vodlab(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no-such-drive"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let log = d.path().join("t.csv");
+    std::fs::write(
+        &log,
+        "start_s,end_s,session,file,offset,bytes,form,bitrate_kbps\n0,1,s,/f,0,1000,chunk,1750\n",
+    )
+    .unwrap();
+    let o = vodlab(&[
+        "simulate",
+        "--prefetch",
+        "--log",
+        log.to_str().unwrap(),
+        "--policy",
+        "fixed:1MB",
+        "--disk",
+        "mechanical",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--workload"));
+}
