@@ -37,9 +37,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "DIR", required_unless_present = "disk")]
     pub root: Option<PathBuf>,
     /// Rows to compare, comma-separated (repeatable): a server
-    /// (vodlab-asap, vodlab-vanilla, nginx, apache2, lighttpd) or a
-    /// configuration of `vodlab serve --io asap`, `vodlab-asap:POLICY`, with
-    /// POLICY as `vodlab serve --prefetch-policy` takes it: `fixed:SIZE`
+    /// (vodlab-asap, vodlab-vanilla, nginx, apache2, lighttpd, or nghttpx in
+    /// front of a `vodlab serve --io asap` backend) or a configuration of
+    /// `vodlab serve --io asap`, `vodlab-asap:POLICY` (`nghttpx:POLICY` for
+    /// its backend), with POLICY as `vodlab serve --prefetch-policy` takes
+    /// it: `fixed:SIZE`
     /// (vodlab-asap:fixed:2M), `sqrt:SIZE,ref=KBPS` (square-root sizes,
     /// = fixed:SIZE,ref=KBPS), `auto[:KEY=VALUE,...]`, `first-grow:MAX`,
     /// `first-grow-sr:MAX`. Each row is its own server process and its own
