@@ -22,10 +22,20 @@
 # Environment: VODLAB (binary, default target/release/vodlab), WORK (scratch,
 # default /var/tmp/vodlab-pacing), GROUPS_OVERRIDE ("N:EGRESS ..."),
 # CONFIGS_OVERRIDE (names below), PORT (default 8080), LAB_NAME (default pace).
+# KERNEL_TUNE (kernel-* runs; set inside the server's namespace only, which the
+# lab creates and removes): `none`; `tso` (net.ipv4.tcp_min_tso_segs=1 and
+# the veth's TSO/GSO off: one MSS per paced packet); `mss` (default: `tso`
+# plus a route MTU of 177 B, i.e. 125 B segments = 2.5 ms of 400 kbit/s, the
+# size the user pacer's chunk rule picks). PCAP=1: also capture the server's
+# packets on the client host's interface and compute the windows from the
+# capture (pcap_windows.json, pacing-pcap.sh; the capture is deleted unless
+# KEEP_PCAP=1, which keeps it as WORK/CONFIG.pcap).
 #
 # Per run OUT_DIR/nN-EGRESS/CONFIG/ holds results.json, summary.txt,
 # requests.csv, server_cpu.json (CPU of the server's process group when the
-# clients finished) and, for vodlab serve, stats.json (/vodlab/stats).
+# clients finished), system_cpu.json (the whole machine's CPU by kind over
+# the client's run, and the client's own: pacing-system-cpu.sh) and, for
+# vodlab serve, stats.json (/vodlab/stats).
 # OUT_DIR/pacing.json lists the runs; `vodlab report OUT_DIR` draws them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,7 +59,7 @@ VL=$WORK/vodlab
 
 # the paper's workload (Sec. 4): 1,000,000 B = 400 kbit/s x 20 s; B = 4 s = 200 KB
 SIZE=1000000 KBPS=400 BUFFER=4 BURST=4
-ALL="unpaced user-noburst user-burst user-burst-c512 kernel-noburst kernel-burst nginx apache2"
+ALL="unpaced user-noburst user-burst user-burst-c250 user-burst-c512 user-noburst-c64k kernel-noburst kernel-burst nginx apache2"
 case $MODE in
   full)  GROUPS_=${GROUPS_OVERRIDE:-"100:1gbit 100:50mbit 1000:1gbit 1000:500mbit"}; CONFIGS=${CONFIGS_OVERRIDE:-$ALL} ;;
   quick) GROUPS_=${GROUPS_OVERRIDE:-"100:1gbit"}; CONFIGS=${CONFIGS_OVERRIDE:-"unpaced user-burst kernel-burst nginx apache2"} ;;
@@ -144,7 +154,9 @@ server_cmd() {
     unpaced) echo "$serve" ;;
     user-noburst) echo "$serve $paced --pace-mode user --pace-burst 0" ;;
     user-burst) echo "$serve $paced --pace-mode user --pace-burst $BURST" ;;
+    user-burst-c250) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-chunk 250" ;;
     user-burst-c512) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-chunk 512" ;;
+    user-noburst-c64k) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-chunk 64K" ;;
     kernel-noburst) echo "$serve $paced --pace-mode kernel --pace-burst 0" ;;
     kernel-burst) echo "$serve $paced --pace-mode kernel --pace-burst $BURST" ;;
     nginx) nginx_conf "$wd" > "$wd/nginx.conf"; echo "/usr/sbin/nginx -p $wd -c $wd/nginx.conf" ;;
@@ -158,7 +170,9 @@ label() {
     unpaced) echo "vodlab unpaced" ;;
     user-noburst) echo "user, no burst" ;;
     user-burst) echo "user, burst" ;;
+    user-burst-c250) echo "user, burst, 250 B chunks" ;;
     user-burst-c512) echo "user, burst, 512 B chunks" ;;
+    user-noburst-c64k) echo "user, no burst, 64 KiB chunks" ;;
     kernel-noburst) echo "kernel, no burst" ;;
     kernel-burst) echo "kernel, burst" ;;
     nginx) echo "nginx limit_rate" ;;
@@ -175,14 +189,30 @@ for g in $GROUPS_; do
     rm -rf "$dir" "$wd"; mkdir -p "$dir" "$wd"
     chown www-data "$wd" 2>/dev/null || true
     srv=$(server_cmd "$cfg" "$egress" "$wd")
+    # kernel pacing's packet size, set in the server's namespace (see KERNEL_TUNE)
+    tune=true
+    case $cfg:${KERNEL_TUNE:-mss} in
+      kernel-*:none | *:none) ;;
+      kernel-*:tso) tune="sysctl -qw net.ipv4.tcp_min_tso_segs=1 net.ipv4.tcp_tso_rtt_log=0 && ethtool -K eth0 tso off gso off > /dev/null" ;;
+      kernel-*:mss) tune="sysctl -qw net.ipv4.tcp_min_tso_segs=1 net.ipv4.tcp_tso_rtt_log=0 && ethtool -K eth0 tso off gso off > /dev/null \
+        && ip route change 10.77.0.0/24 dev eth0 proto kernel scope link src 10.77.0.1 mtu lock 177" ;;
+      kernel-*:*) echo "pacing.sh: KERNEL_TUNE is none, tso or mss" >&2; exit 2 ;;
+    esac
     # the server's PID (= its process group: the lab starts it in its own) for the CPU reading
-    server="echo \$\$ > $wd/pid; exec $srv 2> $wd/stderr.log"
-    client="$VL run $script --target http://\$VODLAB_LAB_SERVER:$PORT --allow-remote -q \
+    server="$tune; echo \$\$ > $wd/pid; exec $srv 2> $wd/stderr.log"
+    # PCAP=1: the server's packets as they reach the client host
+    cap_on=true cap_off=true
+    if [ "${PCAP:-0}" = 1 ]; then
+      cap_on="tcpdump -Z root -i eth0 -nn -s 80 -U -w $WORK/cap.pcap 'tcp src port $PORT' 2> /dev/null & tp=\$!; sleep 1"
+      cap_off="sleep 0.5; kill \$tp; wait \$tp"
+    fi
+    client="$cap_on; s0=\$(head -1 /proc/stat); $VL run $script --target http://\$VODLAB_LAB_SERVER:$PORT --allow-remote -q \
       --arrivals constant --rate 2000 --no-shaping --check-bytes 0 --requests-csv \
       --playback-buffer $BUFFER --pace-target 1 --interval 1 -o $dir > $dir/run.log 2>&1; rc=\$?; \
+      $HERE/pacing-system-cpu.sh \"\$s0\" \"\$(head -1 /proc/stat)\" \$\$ > $dir/system_cpu.json; \
       $HERE/pacing-server-cpu.sh \$(cat $wd/pid) > $dir/server_cpu.json; \
       curl -s -m 2 http://\$VODLAB_LAB_SERVER:$PORT/vodlab/stats > $dir/stats.json || rm -f $dir/stats.json; \
-      exit \$rc"
+      $cap_off; exit \$rc"
     echo "== $rel: $srv" >&2
     t0=$(date +%s.%N)
     if ! "$VL" lab run --name "${LAB_NAME:-pace}" --server-egress "$egress" --port "$PORT" --timeout 150 \
@@ -191,6 +221,12 @@ for g in $GROUPS_; do
     fi
     t1=$(date +%s.%N)
     [ -s "$dir/stats.json" ] && grep -q '^{' "$dir/stats.json" || rm -f "$dir/stats.json"
+    if [ -s "$WORK/cap.pcap" ]; then
+      "$HERE/pacing-pcap.sh" "$WORK/cap.pcap" "$(awk -v s="$BPS" -v b="$BUFFER" 'BEGIN{printf "%d", s*b/8}')" \
+        "$(awk -v s="$BPS" 'BEGIN{printf "%d", s*0.1/8}')" > "$dir/pcap_windows.json" || true
+      if [ "${KEEP_PCAP:-0}" = 1 ]; then mv "$WORK/cap.pcap" "$WORK/$cfg.pcap"; else rm -f "$WORK/cap.pcap"; fi
+      sed 's/^/   capture: /' "$dir/pcap_windows.json" >&2
+    fi
     cpu=$(sed -n 's/.*"cpu_s": \([0-9.]*\).*/\1/p' "$dir/server_cpu.json" 2>/dev/null || true)
     printf '   %.1f s wall, server CPU %s s\n' "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "${cpu:-?}" >&2
     [ -s "$dir/summary.txt" ] && grep -iE "playback|download|within" "$dir/summary.txt" | sed 's/^/   /' >&2 || true
