@@ -241,6 +241,55 @@ fn h2_over_vodlab_serve_nginx_and_nghttpx() {
     );
 }
 
+/// `--protocol h2c`: every server compare knows takes HTTP/2 by prior
+/// knowledge on its plain port (nginx 1.22's `listen ... http2`, apache2's
+/// mod_http2 with H2Direct, lighttpd's h2c feature flag, nghttpx's
+/// cleartext frontend) and serves the point.
+#[test]
+fn h2c_over_every_server() {
+    for (p, pkg) in [
+        ("nginx", "nginx-light"),
+        ("apache2", "apache2"),
+        ("lighttpd", "lighttpd"),
+        ("nghttpx", "nghttp2-proxy"),
+    ] {
+        require(p, pkg);
+    }
+    let d = readable_tempdir();
+    let (w, root) = tiny(d.path());
+    let out = d.path().join("cmp");
+    let port = common::free_port().to_string();
+    let mut a = args(&w, &root, &port, out.to_str().unwrap());
+    a.extend([
+        "--servers",
+        "vodlab-asap,vodlab-vanilla,nginx,apache2,lighttpd,nghttpx",
+        "--protocol",
+        "h2c",
+        "--start",
+        "2",
+        "--max-points",
+        "1",
+    ]);
+    vodlab_ok(&a);
+    let cmp = json(&out.join("compare.json"));
+    assert_schema("compare.schema.json", &cmp);
+    assert_eq!(cmp["protocol"], "h2c");
+    assert_eq!(cmp["servers"].as_array().unwrap().len(), 6);
+    for r in cmp["servers"].as_array().unwrap() {
+        let name = r["server"].as_str().unwrap();
+        assert!(r["error"].is_null(), "{name}: {r}");
+        assert_eq!(r["answer"]["capacity"], 2.0, "{name}: {r}");
+        let cap = json(&out.join(r["capacity_json"].as_str().unwrap()));
+        let run = cap["search"]["points"][0]["runs"][0]["extra"]["results"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let res = json(&out.join(name).join(run).join("results.json"));
+        assert_eq!(res["protocol"], "h2c", "{name}");
+        assert!(res["completed_requests"].as_u64().unwrap() > 0, "{name}");
+    }
+}
+
 /// Bad rows are refused before anything runs, naming the row.
 #[test]
 fn bad_rows_are_named() {
