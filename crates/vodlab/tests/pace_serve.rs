@@ -4,7 +4,7 @@
 //! 3 s: the paper's 1 MB at 400 kbit/s (20 s) is scaled up in rate, not
 //! down in size (2 MB at 8 Mbit/s = 1 MB/s lasts 2 s).
 //!
-//! Tolerance of the curve: one chunk (the chunk rule's r × 5 ms = 5 KB at
+//! Tolerance of the curve: one chunk (the chunk rule's r × 2.5 ms = 2.5 KB at
 //! 1 MB/s) plus 30 ms of scheduling (30 KB at 1 MB/s): the server's timer,
 //! the driver task and this client's reads run on a shared 2-core machine.
 
@@ -20,8 +20,8 @@ use vodlab_server::PaceMode;
 /// 8 Mbit/s in bytes per second.
 const RATE: f64 = 1_000_000.0;
 const SIZE: usize = 2_000_000;
-/// One chunk of the chunk rule at RATE (r × 5 ms) plus 30 ms of scheduling.
-const SLACK: f64 = 5_000.0 + RATE * 0.030;
+/// One chunk of the chunk rule at RATE (r × 2.5 ms) plus 30 ms of scheduling.
+const SLACK: f64 = 2_500.0 + RATE * 0.030;
 
 /// The tests measure delivery against the clock within ±30 ms: they run one
 /// at a time, so another test's server and client do not take the cores
@@ -145,9 +145,10 @@ fn user_pacing_follows_r_t_without_burst() {
     let st = stats(s.addr);
     assert_eq!(st["pacing"]["paced_responses"], 1);
     assert_eq!(st["pacing"]["burst_bytes"], 0);
-    // one grant per chunk: about SIZE / 5 KB
+    // one grant per 2.5 KB slot (800), fewer when a late wake-up sends
+    // the slots fired since the last one together
     let grants = st["pacing"]["grants"].as_u64().unwrap();
-    assert!((380..=440).contains(&grants), "{grants} grants");
+    assert!((300..=801).contains(&grants), "{grants} grants");
     assert!(st["pacing"]["max_grant_lateness_us"].as_u64().is_some());
 }
 
