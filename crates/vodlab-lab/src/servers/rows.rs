@@ -16,8 +16,9 @@
 //!
 //! POLICY is `vodlab serve --prefetch-policy`'s own syntax (docs/serve.md),
 //! which the binary checks with the server's parser. A list splits on
-//! commas, except that a piece holding `=` (a policy's `KEY=VALUE`) belongs
-//! to the row before it: `vodlab-asap:fixed:6M,ref=2095,nginx` is two rows.
+//! commas, except that a `KEY=VALUE` piece (no colon before the `=`: a
+//! policy option) belongs to the row before it:
+//! `vodlab-asap:fixed:6M,ref=2095,nginx` is two rows.
 
 use super::{ServerError, ServerKind};
 
@@ -100,20 +101,21 @@ impl ServerSpec {
     }
 
     /// Parses `--servers` values: each split on commas, a `KEY=VALUE` piece
-    /// joined to the row before it; two rows of one label are refused.
+    /// joined to the row before it (also across values, so a list a caller
+    /// already split on commas, as `vodlab bench` does, parses the same);
+    /// two rows of one label are refused.
     pub fn parse_list<S: AsRef<str>>(values: &[S]) -> Result<Vec<Self>, ServerError> {
         let mut rows: Vec<String> = Vec::new();
         for v in values {
-            let mut first = true;
             for piece in v.as_ref().split(',') {
                 match rows.last_mut() {
-                    Some(last) if !first && piece.contains('=') => {
+                    // KEY=VALUE (no colon before the `=`): a policy option
+                    Some(last) if piece.split_once('=').is_some_and(|(k, _)| !k.contains(':')) => {
                         last.push(',');
                         last.push_str(piece.trim());
                     }
                     _ => rows.push(piece.trim().to_string()),
                 }
-                first = false;
             }
         }
         let mut out: Vec<Self> = Vec::new();
@@ -255,7 +257,22 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(e.contains("directory name"), "{e}");
-        // a KEY=VALUE piece at the start of a value has no row to join
+        // a list already split on commas parses the same
+        let split = ServerSpec::parse_list(&[
+            "vodlab-asap:fixed:6M",
+            "ref=2095",
+            "nginx",
+            "vodlab-asap:auto:interval=20",
+            "step=1M",
+        ])
+        .unwrap();
+        assert_eq!(split[0].policy.as_deref(), Some("fixed:6M,ref=2095"));
+        assert_eq!(split[2].policy.as_deref(), Some("auto:interval=20,step=1M"));
+        assert_eq!(split.len(), 3);
+        // in one value too
+        let one = ServerSpec::parse_list(&["nginx,vodlab-asap:auto:busy=0.5,evict=0.1"]).unwrap();
+        assert_eq!(one[1].policy.as_deref(), Some("auto:busy=0.5,evict=0.1"));
+        // a KEY=VALUE piece first has no row to join
         let e = ServerSpec::parse_list(&["ref=2095"])
             .unwrap_err()
             .to_string();
