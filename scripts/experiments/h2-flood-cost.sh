@@ -24,8 +24,16 @@
 # SETTINGS, close: no flood) is the floor any attack on new connections
 # pays.
 #
+# The attacker connects from ATTACK_BIND (127.0.0.2; loopback takes all of
+# 127/8) and h2load from 127.0.0.1, so the server's per-address penalty
+# (`--h2-abuse-ban`, on by default) bans the attacker's address only.
+# `closed` is the connections the server closed for the flood, `refused`
+# those it reset at accept for the ban or probation. SERVE_ARGS="--h2-abuse-ban 0"
+# measures without the penalty.
+#
 #   scripts/experiments/h2-flood-cost.sh [VODLAB_BIN]
 #   env: PAIRS=5 N=2000 C=4 M=10 ATTACK_THREADS=2 SERVER_CPU=0 CLIENT_CPU=1
+#        ATTACK_BIND=127.0.0.2
 #        FLOODS="rapid_reset ..." SERVE_ARGS="" (extra `vodlab serve` flags)
 #        ATTACK_ONLY=SECONDS: no benign client; per flood, the attacker alone
 #        for SECONDS against one server: its connections/s, the server's CPU
@@ -40,6 +48,7 @@ m=${M:-10}
 athreads=${ATTACK_THREADS:-2}
 scpu=${SERVER_CPU:-0}
 ccpu=${CLIENT_CPU:-1}
+abind=${ATTACK_BIND:-127.0.0.2}
 floods=${FLOODS:-"connect_only rapid_reset continuation_flood settings_flood ping_flood window_update_flood small_data_flood"}
 py=/usr/bin/python3 # Debian's, with python3-h2's hpack
 hz=$(getconf CLK_TCK)
@@ -89,7 +98,7 @@ round() {
 }
 attack_start() {
   taskset -c "$ccpu" $py "$here/scripts/h2probe/h2probe.py" 127.0.0.1 "$port" \
-    --loop 3600 --threads "$athreads" "$1" >>"$work/attack" 2>/dev/null &
+    --bind "$abind" --loop 3600 --threads "$athreads" "$1" >>"$work/attack" 2>/dev/null &
   apid=$!
   sleep 0.3
 }
@@ -106,7 +115,7 @@ if [ -n "${ATTACK_ONLY:-}" ]; then
   for f in $floods; do
     t0=$(cpu_ticks)
     out=$(taskset -c "$ccpu" $py "$here/scripts/h2probe/h2probe.py" 127.0.0.1 "$port" \
-      --loop "$ATTACK_ONLY" --threads "$athreads" "$f")
+      --bind "$abind" --loop "$ATTACK_ONLY" --threads "$athreads" "$f")
     t1=$(cpu_ticks)
     $py -c 'import json,sys; d=json.loads(sys.argv[1]); t=int(sys.argv[2])/int(sys.argv[3])
 print("%-20s conn/s %7.1f  server core %5.1f %%  us/conn %6.0f" % (d["flood"], d["connections_per_s"], 100*t/d["seconds"], 1e6*t/max(1, d["connections"])))' \
@@ -118,8 +127,8 @@ fi
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# server on CPU $scpu (--threads 1), h2load and attacker on CPU $ccpu; $pairs ABBA pairs;" \
   "h2load -n $n -c $c -m $m -p h2c 1 MiB; attacker: 1 Python process, $athreads threads"
-printf '%-20s %9s %9s %6s %11s %11s %6s %9s %9s %9s %8s %8s\n' flood alone_MB/s flood_MB/s ratio \
-  cpu_s/GB_a cpu_s/GB_f B/cpu kB_rss_a kB_rss_f atk_conn/s us/conn closed
+printf '%-20s %9s %9s %6s %11s %11s %6s %9s %9s %9s %8s %8s %8s\n' flood alone_MB/s flood_MB/s ratio \
+  cpu_s/GB_a cpu_s/GB_f B/cpu kB_rss_a kB_rss_f atk_conn/s us/conn closed refused
 for f in $floods; do
   start_server
   : >"$work/alone"
@@ -135,8 +144,8 @@ for f in $floods; do
       round >>"$work/alone"
     fi
   done
-  closed=$(curl -s "http://127.0.0.1:$port/vodlab/stats" |
-    $py -c "import json,sys; print(json.load(sys.stdin)['h2'].get('$f', '-'))" 2>/dev/null || echo "?")
+  read -r closed refused < <(curl -s "http://127.0.0.1:$port/vodlab/stats" |
+    $py -c "import json,sys; h=json.load(sys.stdin)['h2']; print(h.get('$f', '-'), h.get('refused_banned', 0) + h.get('refused_throttled', 0))" 2>/dev/null || echo "? ?")
   stop_server
   if [ -n "${KEEP:-}" ]; then cp "$work/alone" "$KEEP.$f.alone"; cp "$work/flood" "$KEEP.$f.flood"; cp "$work/attack" "$KEEP.$f.attack"; fi
   a_mbs=$(awk '{print $1}' "$work/alone" | median)
@@ -149,9 +158,9 @@ for f in $floods; do
   us=$($py -c 'import json,sys; print("\n".join(str(json.loads(l)["connections_per_s"]) for l in open(sys.argv[1]) if l.strip()))' "$work/attack" |
     paste -d' ' "$work/flood" - |
     awk -v a="$a_cpu" '{x = $3 - $2 / 1e9 * a; k = $6 * $2 / ($1 * 1e6); if (k > 0) print x / k * 1e6}' | median)
-  printf '%-20s %9.1f %9.1f %6.3f %11.3f %11.3f %6.3f %9d %9d %9s %8.0f %8s\n' "$f" "$a_mbs" "$f_mbs" \
+  printf '%-20s %9.1f %9.1f %6.3f %11.3f %11.3f %6.3f %9d %9d %9s %8.0f %8s %8s\n' "$f" "$a_mbs" "$f_mbs" \
     "$(awk -v a="$a_mbs" -v b="$f_mbs" 'BEGIN{print b/a}')" "$a_cpu" "$f_cpu" \
-    "$(awk -v a="$a_cpu" -v b="$f_cpu" 'BEGIN{print a/b}')" "$a_rss" "$f_rss" "$atk" "${us:-0}" "$closed"
+    "$(awk -v a="$a_cpu" -v b="$f_cpu" 'BEGIN{print a/b}')" "$a_rss" "$f_rss" "$atk" "${us:-0}" "$closed" "$refused"
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# ratio = flood/alone benign MB/s; B/cpu = benign bytes per server CPU-second, flood/alone"

@@ -175,6 +175,13 @@ pub struct ProtoArgs {
     /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.
     #[arg(long, value_name = "N", default_value_t = vodlab_server::h2::defaults::MAX_CONCURRENT_STREAMS)]
     pub h2_max_streams: u32,
+    /// First ban, ms, of an address whose HTTP/2 connection was closed for
+    /// a flood: its new connections are reset at accept; the ban doubles
+    /// with each abuse remembered (up to 300 s), then 60 s of probation at
+    /// 4 new connections/s. 0 turns the per-address penalty off (e.g.
+    /// clients behind one NAT address).
+    #[arg(long, value_name = "MS", default_value_t = vodlab_server::h2::defaults::ABUSE_BAN_MS)]
+    pub h2_abuse_ban: u64,
     /// HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE (also bounds CONTINUATION).
     #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::MAX_HEADER_LIST as u64, value_parser = vodlab_server::config::parse_size)]
     pub h2_max_header_list: u64,
@@ -209,6 +216,8 @@ impl ProtoArgs {
             max_frame_size: u32_of("h2-max-frame-size", self.h2_max_frame_size)?,
             max_concurrent_streams: self.h2_max_streams,
             max_header_list_size: u32_of("h2-max-header-list", self.h2_max_header_list)?,
+            abuse_ban_ms: self.h2_abuse_ban,
+            abuse_max_ban_ms: vodlab_server::h2::defaults::ABUSE_MAX_BAN_MS.max(self.h2_abuse_ban),
             ..vodlab_server::h2::H2Settings::default()
         };
         Ok((tls, h2))

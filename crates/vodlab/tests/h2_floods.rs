@@ -3,16 +3,23 @@
 //! in-process `vodlab serve`, over h2c and TLS: each is stopped, counted,
 //! and leaves the server serving a benign curl. Its own test binary, so
 //! that the process's resident memory is the server's and the floods'
-//! alone.
+//! alone. Also the per-address penalty of the accept path: an address
+//! closed for abuse is refused at accept while another is served.
 
 mod common;
 mod h2common;
 
 use std::fs;
+use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::{wait_until, Running};
-use h2common::{curl, https, probe, root_with_files, stats, tls};
+use h2common::{curl, https, probe, python, root_with_files, script, stats, tls};
+
+/// The tests of this binary one at a time: the first measures the
+/// process's memory, the second floods.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Resident memory of this process (the in-process server's), bytes.
 fn rss() -> u64 {
@@ -27,11 +34,15 @@ fn rss() -> u64 {
 
 #[test]
 fn each_flood_is_stopped_counted_and_leaves_the_server_serving() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let root = root_with_files();
     let file = fs::read(root.path().join("seg.m4s")).unwrap();
     let s = Running::start(root.path(), |c| {
         tls(c);
         c.send_timeout = Duration::from_secs(1);
+        // every flood and the benign curl come from 127.0.0.1: this test is
+        // about each connection's limits, the address penalty is the next one's
+        c.h2.abuse_ban_ms = 0;
     });
     let rss0 = rss();
     let floods = [
@@ -78,4 +89,63 @@ fn each_flood_is_stopped_counted_and_leaves_the_server_serving() {
     assert!(grew < 64 << 20, "RSS grew {grew} bytes over the floods");
     let st = stats(&s);
     assert_eq!(st["open_connections"], 1, "only the stats request: {st}");
+}
+
+#[test]
+fn an_abusive_address_is_refused_at_accept_while_another_is_served() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = root_with_files();
+    let file = fs::read(root.path().join("seg.m4s")).unwrap();
+    let s = Running::start(root.path(), |c| {
+        tls(c);
+        // long enough that the ban cannot end during the test
+        c.h2.abuse_ban_ms = 120_000;
+        c.h2.abuse_max_ban_ms = 120_000;
+    });
+    let port = s.addr.port();
+    // the attacker on 127.0.0.2 (loopback takes all of 127/8), over TLS
+    let got = probe(
+        port,
+        &["--tls", "--bind", "127.0.0.2", "--wait", "8", "rapid_reset"],
+    );
+    assert!(got[0].1, "the flood is stopped: {}", got[0].3);
+    wait_until("the ban", Duration::from_secs(5), || {
+        stats(&s)["h2"]["abuse_bans"].as_u64().unwrap() >= 1
+    });
+    let before = stats(&s)["h2"].clone();
+    assert_eq!(before["penalty_addresses"], 1, "{before}");
+    // the banned address is refused at accept, even for a benign request...
+    let got = probe(port, &["--bind", "127.0.0.2", "server_settings"]);
+    assert!(!got[0].1, "served while banned: {}", got[0].3);
+    // ...and an attacker reconnecting as fast as it can for a second is
+    // refused at accept each time: no connection reaches the h2 layer
+    let out = Command::new(python())
+        .arg(script("h2probe.py"))
+        .args(["127.0.0.1", &port.to_string(), "--bind", "127.0.0.2"])
+        .args(["--loop", "1", "--threads", "2", "rapid_reset"])
+        .output()
+        .unwrap();
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let attempts = line["connections"].as_u64().unwrap();
+    assert!(attempts >= 10, "{line}");
+    let after = stats(&s)["h2"].clone();
+    let refused = after["refused_banned"].as_u64().unwrap();
+    assert!(
+        refused > attempts,
+        "every attempt refused ({refused} of {attempts} + 1): {after}"
+    );
+    for k in ["rapid_reset", "h2c_connections", "connections"] {
+        assert_eq!(after[k], before[k], "{k}: {after}");
+    }
+    // other addresses are served: curl from 127.0.0.1 over h2c and h2, the
+    // prober from 127.0.0.3
+    let (b, w) = curl(&["--http2-prior-knowledge", &s.url("/seg.m4s")]);
+    assert_eq!((w.as_str(), b.len()), ("2 200", file.len()));
+    let (b, w) = curl(&["--http2", "-k", &https(&s, "/seg.m4s")]);
+    assert_eq!((w.as_str(), b.len()), ("2 200", file.len()));
+    let got = probe(port, &["--bind", "127.0.0.3", "server_settings"]);
+    assert!(got[0].1, "{}", got[0].3);
+    let st = stats(&s);
+    assert_eq!(st["h2"]["abuse_bans"], 1, "{st}");
+    assert_eq!(st["h2"]["refused_throttled"], 0, "{st}");
 }
