@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::files::{parse_versioned, read_with, write_pretty, FileError};
-use crate::search::{Answer, Ending, Search, Verdict};
+use crate::search::{Answer, Ending, Search, SearchMode, Verdict};
 use crate::stats::MeanCi;
 
 /// The `format` of a capacity.json.
@@ -328,7 +328,12 @@ impl CapacityFile {
 
     /// The answer in one sentence.
     pub fn answer_line(&self) -> String {
-        answer_line(&self.criterion, &self.answer, &self.outcome)
+        answer_line(
+            &self.criterion,
+            &self.answer,
+            &self.outcome,
+            self.search.config.mode,
+        )
     }
 }
 
@@ -362,9 +367,18 @@ fn upgrade_v1(v: &mut Value) {
 pub const CLIENT_LIMITED_ADVICE: &str = "to measure higher, give the load generator more room: fewer sessions per client process and more client hosts (or the server on another machine than the client)";
 
 /// The answer in one sentence (with a newline), from the criterion in words,
-/// the answer and the outcome.
-pub fn answer_line(criterion: &str, a: &Answer, outcome: &SearchOutcome) -> String {
+/// the answer, the outcome and the search's mode.
+pub fn answer_line(
+    criterion: &str,
+    a: &Answer,
+    outcome: &SearchOutcome,
+    mode: SearchMode,
+) -> String {
     let ending = match outcome {
+        // an additive search does not bisect: its bracket is one step
+        SearchOutcome::Found if mode == SearchMode::Additive => {
+            "additive search: the next step failed".to_string()
+        }
         SearchOutcome::Found => "converged".to_string(),
         SearchOutcome::AboveMaxRate => {
             "capacity is at least the maximum rate tried (raise --max-rate)".into()
@@ -400,5 +414,43 @@ pub fn answer_line(criterion: &str, a: &Answer, outcome: &SearchOutcome) -> Stri
             format!("capacity ({criterion}): below {f:.3} sessions/s; {ending}\n")
         }
         (None, None, _) => format!("capacity: no point measured; {ending}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_says_how_an_additive_search_ended() {
+        let a = Answer {
+            capacity: Some(30.0),
+            lowest_failed: Some(40.0),
+            ending: Some(Ending::Converged),
+            non_monotone: false,
+            client_limited_at: None,
+        };
+        let bisect = answer_line("c", &a, &SearchOutcome::Found, SearchMode::Bisect);
+        assert!(
+            bisect.contains("30.000 sessions/s (failed at 40.000); converged"),
+            "{bisect}"
+        );
+        let add = answer_line("c", &a, &SearchOutcome::Found, SearchMode::Additive);
+        assert!(
+            add.contains("(failed at 40.000); additive search: the next step failed"),
+            "{add}"
+        );
+        let skipped = SearchOutcome::Skipped {
+            reason: "no TLS".into(),
+        };
+        let none = Answer {
+            capacity: None,
+            lowest_failed: None,
+            ending: None,
+            ..a
+        };
+        let s = answer_line("c", &none, &skipped, SearchMode::Bisect);
+        assert!(s.contains("not run: no TLS"), "{s}");
+        assert_eq!(skipped.kind(), "skipped");
     }
 }
