@@ -29,7 +29,8 @@
 # size the user pacer's chunk rule picks). PCAP=1: also capture the server's
 # packets on the client host's interface and compute the windows from the
 # capture (pcap_windows.json, pacing-pcap.sh; the capture is deleted unless
-# KEEP_PCAP=1, which keeps it as WORK/CONFIG.pcap).
+# KEEP_PCAP=1, which keeps it as WORK/CONFIG.pcap). SERVER_NICE=N: run the
+# server at nice N (a negative N puts the pacer's driver ahead of other work).
 #
 # Per run OUT_DIR/nN-EGRESS/CONFIG/ holds results.json, summary.txt,
 # requests.csv, server_cpu.json (CPU of the server's process group when the
@@ -199,6 +200,8 @@ for g in $GROUPS_; do
       kernel-*:*) echo "pacing.sh: KERNEL_TUNE is none, tso or mss" >&2; exit 2 ;;
     esac
     # the server's PID (= its process group: the lab starts it in its own) for the CPU reading
+    # SERVER_NICE=N runs the server at nice N (e.g. -10: ahead of other work on a shared machine)
+    [ -n "${SERVER_NICE:-}" ] && srv="nice -n $SERVER_NICE $srv"
     server="$tune; echo \$\$ > $wd/pid; exec $srv 2> $wd/stderr.log"
     # PCAP=1: the server's packets as they reach the client host
     cap_on=true cap_off=true
