@@ -102,8 +102,26 @@ pub fn fill(seed: u64, key: u64, offset: u64, buf: &mut [u8]) {
     if cfg!(debug_assertions) {
         vodlab_workload::content::fill(seed, key, offset, buf);
     } else {
-        fill_with(variant(), seed, key, offset, buf);
+        fill_with(chosen(), seed, key, offset, buf);
     }
+}
+
+/// The variant [`fill`] uses: the widest this CPU runs, or the one named
+/// by the environment variable `VODLAB_DISK_SYNTH` (`avx512`, `avx2`,
+/// `baseline`; a benchmark's peer), read once. A debug build says
+/// `content::fill`.
+pub fn chosen() -> &'static str {
+    if cfg!(debug_assertions) {
+        return "content::fill";
+    }
+    static CHOSEN: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        match std::env::var("VODLAB_DISK_SYNTH").as_deref() {
+            Ok("baseline") => "baseline",
+            Ok("avx2") if variant() != "baseline" => "avx2",
+            _ => variant(),
+        }
+    })
 }
 
 /// [`fill`] with a given variant (`avx512`, `avx2`, anything else:

@@ -197,7 +197,7 @@ fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
     let m = vodlab_diskfs::mount(set, &a.mountpoint, &cfg)?;
     let r = m.report();
     println!(
-        "mounted {} files, {:.2} GiB ({label}) at {} on {} (k = {}, {:?}, placement {}: bytes {}..{} of the drive); read-ahead {} KiB (/sys/class/bdi/{}/read_ahead_kb); statistics in {}/{STATS_FILE}; Ctrl-C to unmount",
+        "mounted {} files, {:.2} GiB ({label}) at {} on {} (k = {}, {:?}, placement {}: bytes {}..{} of the drive); read-ahead {} KiB (/sys/class/bdi/{}/read_ahead_kb); statistics in {}/{STATS_FILE}; synthesized bytes made with {}; Ctrl-C to unmount",
         files,
         gib(bytes),
         a.mountpoint.display(),
@@ -210,6 +210,7 @@ fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
         m.readahead_kib(),
         m.bdi(),
         a.mountpoint.display(),
+        vodlab_diskfs::synth::chosen(),
     );
     let _ = std::io::stdout().flush();
     let stats = a.stats.clone();
