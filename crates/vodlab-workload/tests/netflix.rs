@@ -197,6 +197,14 @@ fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
         assert_eq!(s.requests.len() as u32, g.requests);
         for (r, q) in s.requests.iter().zip(&plan.requests) {
             let range = r.range.expect("every request has a range");
+            // a request may take its nominal transfer time (a paced
+            // open-ended audio read lasts minutes) plus the session timeout
+            let timeout = r.timeout_s.expect("every request has a timeout");
+            assert!(
+                timeout >= w.spec.sessions.timeout_s + q.dur_ms as f64 / 1000.0 - 1e-9,
+                "{timeout} s for a {} ms transfer",
+                q.dur_ms
+            );
             assert_eq!(range.start, q.offset);
             if q.open {
                 open += 1;

@@ -724,7 +724,9 @@ impl Workload {
             requests.push(Request {
                 path,
                 range: Some(range),
-                timeout_s: Some(timeout),
+                // the session's timeout beyond the request's nominal
+                // transfer: a paced open-ended read lasts minutes
+                timeout_s: Some(timeout + q.dur_ms as f64 / 1000.0),
                 wait,
                 burst,
                 conn: conn as u32,
