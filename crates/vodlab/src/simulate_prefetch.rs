@@ -72,7 +72,7 @@ pub struct PrefetchSimArgs {
     /// thesis's drive; any `vodlab disk` profile name or file), the files
     /// placed on each drive as `vodlab fileset` places them; needs the
     /// workload (--workload or --trace-workload) and holds the prefetch
-    /// reads in memory (32 B each).
+    /// reads in memory (40 B each, every policy at once).
     #[arg(long, default_value = "linear", value_name = "MODEL")]
     pub disk: String,
     /// Write results.json and results.csv here.
