@@ -6,8 +6,9 @@
 //! pauses of at most 2 minutes) is replayed on loopback against `vodlab
 //! serve --access-log` and against nginx with the `vodlab_analyze`
 //! log_format. To keep the run within a minute, time is compressed by
-//! [`SPEED`]: every `pacing=` of the script is divided by it and every
-//! `read_kbps=` multiplied by it, and the analyzer's time settings (chain
+//! [`SPEED`] with `vodlab_workload::TimeCompression` (every `pacing=` and
+//! deadline of the script divided by it, every `read_kbps=` and bit rate
+//! multiplied by it), and the analyzer's time settings (chain
 //! window, long chain, cluster gap, inactive gap, reorder, session idle)
 //! are divided by it. Chains (which depend on offsets and on arrivals
 //! within the window) and phase *shares* (ratios of times) are invariant
@@ -28,6 +29,7 @@ use vodlab_workload::construct::{try_construct, Workload};
 use vodlab_workload::dist::Distribution;
 use vodlab_workload::presets;
 use vodlab_workload::spec::Spec;
+use vodlab_workload::TimeCompression;
 
 /// Time compression of the replay.
 const SPEED: f64 = 20.0;
@@ -114,36 +116,13 @@ fn analyse_plan(w: &Workload, f: f64) -> Analysis {
     a.finish()
 }
 
-/// The script with its time compressed by `f`.
+/// The script with its time compressed by `f`: the library's
+/// [`TimeCompression`] (pacing, think times and deadlines / f; `read_kbps=`
+/// and the session bit rate x f), the same function `vodlab run
+/// --time-compression` applies.
 fn compress(script: &str, f: f64) -> String {
-    let mut out = String::with_capacity(script.len());
-    for line in script.lines() {
-        if line.trim_start().starts_with('#') {
-            out.push_str(line);
-            out.push('\n');
-            continue;
-        }
-        let indent = &line[..line.len() - line.trim_start().len()];
-        let words: Vec<String> = line
-            .split_whitespace()
-            .map(|w| {
-                if let Some(v) = w.strip_prefix("pacing=") {
-                    format!("pacing={}", v.parse::<f64>().unwrap() / f)
-                } else if let Some(v) = w.strip_prefix("read_kbps=") {
-                    format!(
-                        "read_kbps={}",
-                        (v.parse::<f64>().unwrap() * f).round() as u64
-                    )
-                } else {
-                    w.to_string()
-                }
-            })
-            .collect();
-        out.push_str(indent);
-        out.push_str(&words.join(" "));
-        out.push('\n');
-    }
-    out
+    let s = vodlab_workload::script::parse_script(script).unwrap();
+    vodlab_workload::script::write_vodlab(&TimeCompression::new(f).unwrap().script(&s))
 }
 
 fn analysis(dir: &Path) -> Analysis {
