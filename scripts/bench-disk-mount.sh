@@ -17,8 +17,11 @@
 # from tmpfs. The daemon's CPU is the sum of its threads'
 # /proc/PID/task/*/schedstat run times (ns resolution) over the misses.
 #
-# Environment: ROUNDS, READERS, RA (mount read-ahead KiB for the misses,
-# default "128 1024": both), CPU_PROFILE (default hitachi-5k3000),
+# Environment: ROUNDS, READERS, CONFIGS (zero-time mounts to measure, each
+# READ_AHEAD_KIB:SYNTH, SYNTH `best` or a VODLAB_DISK_SYNTH value; default
+# "128:best 1024:best 128:baseline": a Linux disk's read-ahead, 1 MiB, and
+# the content function compiled for baseline x86-64 as the peer of the
+# vectorized one), CPU_PROFILE (default hitachi-5k3000),
 # SCALE (workload scale, default 0.002: 20 files, 0.33 GiB), SKIP_BUILD=1,
 # VODLAB (binary), DIR (work directory, default a new one under /tmp).
 # Needs /dev/fuse and fusermount3; run as root or a user allowed to mount.
@@ -26,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 READERS=${READERS:-4}
-RA=${RA:-128 1024}
+CONFIGS=${CONFIGS:-128:best 1024:best 128:baseline}
 CPU_PROFILE=${CPU_PROFILE:-hitachi-5k3000}
 SCALE=${SCALE:-0.002}
 # st1000dm003's 2 MB sequential rate on the model, MB/s (docs/disk.md,
@@ -57,7 +60,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 "$VODLAB" fileset create "$DIR/wu" --root "$SHM" >/dev/null
 
 mount_it() { # args of vodlab disk mount after the workload and mount point
-    "$VODLAB" disk mount "$DIR/wu" "$MNT" "$@" >"$DIR/mount.log" 2>&1 &
+    VODLAB_DISK_SYNTH=${SYNTH:-} "$VODLAB" disk mount "$DIR/wu" "$MNT" "$@" >"$DIR/mount.log" 2>&1 &
     DAEMON=$!
     for _ in $(seq 100); do
         [[ -f $MNT/fileset.json ]] && grep -q " $MNT " /proc/mounts && break
@@ -120,14 +123,18 @@ FASTEST=$FASTEST_HDD_MB_S
 x() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
 echo "workload: $(find "$SHM" -name '*.mp4' | wc -l) files, $(du -sm --apparent-size "$SHM" | cut -f1) MiB;" \
     "readers: $READERS threads reading into 1 MiB buffers; $ROUNDS rounds"
-for ra in $RA; do
+for c in $CONFIGS; do
+    ra=${c%%:*} SYNTH=${c#*:}
+    [[ $SYNTH == best ]] && SYNTH=
     mount_it --zero-time --readahead-kib "$ra"
     read -r M S W SW G _ < <(python3 "$DIR/rounds.py" "$DAEMON" "$MNT" "$SHM" "$READERS" "$ROUNDS" | tee /dev/stderr | tail -1)
-    echo "zero-time misses, read-ahead $ra KiB: $M MB/s = $(x "$M" "$FASTEST") x st1000dm003's model rate ($FASTEST MB/s; target >= 10 x);" \
+    made=$(grep -o 'made with [a-z0-9:_]*' "$DIR/mount.log" | head -1)
+    echo "zero-time misses, read-ahead $ra KiB, bytes $made: $M MB/s = $(x "$M" "$FASTEST") x st1000dm003's model rate ($FASTEST MB/s; target >= 10 x);" \
         "$(x "$M" "$S") x the same reads from tmpfs ($S MB/s); the daemon makes $G GB per CPU-second = $(x "$G * 1000" "$FASTEST") x that rate per core (medians)"
-    echo "cached reads, read-ahead $ra KiB: $W MB/s, tmpfs $SW MB/s: ratio $(x "$W" "$SW") (target >= 0.90)"
+    echo "cached reads, read-ahead $ra KiB, bytes $made: $W MB/s, tmpfs $SW MB/s: ratio $(x "$W" "$SW") (target >= 0.90)"
     unmount_it
 done
+SYNTH=
 
 # the daemon's CPU while one reader streams at the modelled drive's rate
 mount_it --profile "$CPU_PROFILE"

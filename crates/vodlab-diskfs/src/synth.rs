@@ -115,12 +115,10 @@ pub fn chosen() -> &'static str {
         return "content::fill";
     }
     static CHOSEN: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
-    CHOSEN.get_or_init(|| {
-        match std::env::var("VODLAB_DISK_SYNTH").as_deref() {
-            Ok("baseline") => "baseline",
-            Ok("avx2") if variant() != "baseline" => "avx2",
-            _ => variant(),
-        }
+    CHOSEN.get_or_init(|| match std::env::var("VODLAB_DISK_SYNTH").as_deref() {
+        Ok("baseline") => "baseline",
+        Ok("avx2") if variant() != "baseline" => "avx2",
+        _ => variant(),
     })
 }
 
