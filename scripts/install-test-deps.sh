@@ -13,18 +13,20 @@
 #                   nghttp2-client's nghttp and h2load are the h2 peers
 #   ffmpeg          encodes real media (`vodlab fileset create --media real`; ffprobe in tests)
 #   chromium        the headless browser `vodlab record` drives (dash.js over DevTools)
-# and, with npm, dash.js and puppeteer-core (which drives the system Chromium,
+# and, with npm, dash.js, hls.js and puppeteer-core (which drives the system Chromium,
 # downloads no browser) for `vodlab record`, into ${VODLAB_RECORD_DIR:-~/.cache/vodlab-record}
 # (outside the repository: never committed).
 set -euo pipefail
 record_dir="${VODLAB_RECORD_DIR:-${HOME:-/root}/.cache/vodlab-record}"
 install_record_npm() {
-  [ -f "$record_dir/node_modules/dashjs/package.json" ] && [ -f "$record_dir/node_modules/puppeteer-core/package.json" ] && return 0
+  local m="$record_dir/node_modules"
+  [ -f "$m/dashjs/package.json" ] && [ -f "$m/puppeteer-core/package.json" ] \
+    && grep -q '"version": "1.7.4"' "$m/hls.js/package.json" 2>/dev/null && return 0
   command -v npm >/dev/null 2>&1 || { echo 'install-test-deps: npm missing: vodlab record needs node and npm (Debian: nodejs npm)' >&2; return 0; }
   mkdir -p "$record_dir"
   [ -f "$record_dir/package.json" ] || echo '{"name":"vodlab-record-cache","private":true}' > "$record_dir/package.json"
-  # versions pinned: the record script uses dash.js 4's API
-  PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$record_dir" --no-audit --no-fund --loglevel=error dashjs@4.7.4 puppeteer-core@24 >/dev/null \
+  # versions pinned: the record script uses dash.js 4's and hls.js 1.7's API
+  PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$record_dir" --no-audit --no-fund --loglevel=error dashjs@4.7.4 hls.js@1.7.4 puppeteer-core@24 >/dev/null 2>&1 \
     || echo "install-test-deps: npm install into $record_dir failed: tests/record.rs will say what is missing" >&2
 }
 python3 -c 'import kubernetes_validate' 2>/dev/null || PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q kubernetes-validate || echo 'install-test-deps: kubernetes-validate (PyPI) not installed: tests/k8s.rs validates vodlab k8s manifests with it' >&2

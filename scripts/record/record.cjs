@@ -1,32 +1,61 @@
 // vodlab record's browser side (run by `vodlab record`, which embeds this file;
 // see docs/record.md). Drives the system Chromium with puppeteer-core, plays
-// an MPD with dash.js through Chromium's own network emulation, and writes
-// every request the page made (from DevTools Network events) and dash.js's
-// metrics as JSON.
+// a manifest with dash.js (an MPD) or hls.js (a multivariant playlist),
+// through Chromium's own network emulation when asked (else the link is
+// whatever the host or network namespace has), and writes every request the
+// page made (from DevTools Network events) and the player's metrics as JSON.
 //
 // usage: NODE_PATH=<dir>/node_modules node record.cjs CONFIG.json
-// CONFIG: { chromium, origin, mpd, seconds, down_kbps, up_kbps, latency_ms,
-//           dashjs, out, no_sandbox }
+// CONFIG: { chromium, origin, manifest, player: "dash"|"hls", player_js,
+//           settings (dash.js updateSettings object / hls.js config, or null),
+//           seconds, down_kbps, up_kbps, latency_ms, out, no_sandbox }
 'use strict';
 const fs = require('fs');
 const puppeteer = require('puppeteer-core');
 
 const PREFIX = '/__vodlab_record/';
 
-function page_html(mpd) {
-  return `<!doctype html><html><head><meta charset="utf-8"><title>vodlab record</title></head>
-<body><video id="v" muted autoplay playsinline width="640" height="360"></video>
-<script src="${PREFIX}dash.all.min.js"></script>
-<script>
+// Shared by both pages: the metrics object, stalls from the video element,
+// a buffer sample every 250 ms (`sample()` gives the player-specific part).
+const COMMON = `
 const m = { switches: [], stalls: [], buffer: [], errors: [], events: [], started_s: null,
             levels: { video: [], audio: [] } };
 window.__vodlab = m;
 const now = () => performance.now() / 1000;
 const v = document.getElementById('v');
+let stall = null;
+v.addEventListener('playing', () => {
+  if (m.started_s === null) m.started_s = now();
+  if (stall) { stall.end_s = now(); m.stalls.push(stall); stall = null; }
+});
+v.addEventListener('waiting', () => {
+  if (m.started_s !== null && !stall && !v.ended) stall = { start_s: now(), end_s: null, at_media_s: v.currentTime };
+});
+function ahead() {
+  const b = v.buffered, t = v.currentTime;
+  for (let i = 0; i < b.length; i++) if (b.start(i) <= t + 0.1 && t < b.end(i)) return b.end(i) - t;
+  return 0;
+}
+window.__vodlab_finish = () => { if (stall) { m.stalls.push(stall); stall = null; } return m; };
+`;
+
+function page(body) {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>vodlab record</title></head>
+<body><video id="v" muted autoplay playsinline width="640" height="360"></video>
+${body}</body></html>`;
+}
+
+function dash_page(mpd, settings) {
+  return page(`<script src="${PREFIX}player.js"></script>
+<script>
+${COMMON}
 const p = dashjs.MediaPlayer().create();
 p.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING } });
+const settings = ${JSON.stringify(settings || null)};
+if (settings) p.updateSettings(settings);
+m.settings = p.getSettings().streaming;
+m.player = 'dash.js ' + p.getVersion();
 const E = dashjs.MediaPlayer.events;
-let stall = null;
 p.on(E.STREAM_INITIALIZED, () => {
   for (const t of ['video', 'audio']) {
     try { m.levels[t] = p.getBitrateInfoListFor(t).map(b => ({ index: b.qualityIndex, bitrate: b.bitrate, width: b.width, height: b.height })); } catch (e) {}
@@ -39,35 +68,73 @@ p.on(E.QUALITY_CHANGE_RENDERED, e => {
                     bitrate: list[e.newQuality] ? list[e.newQuality].bitrate : null });
 });
 p.on(E.PLAYBACK_STARTED, () => m.events.push({ t: now(), e: 'playback_started' }));
-v.addEventListener('playing', () => {
-  if (m.started_s === null) m.started_s = now();
-  if (stall) { stall.end_s = now(); m.stalls.push(stall); stall = null; }
-});
-v.addEventListener('waiting', () => {
-  if (m.started_s !== null && !stall && !v.ended) stall = { start_s: now(), end_s: null, at_media_s: v.currentTime };
-});
 p.on(E.ERROR, e => m.errors.push({ t: now(), error: JSON.stringify(e.error || e) }));
 p.on(E.PLAYBACK_ERROR, e => m.errors.push({ t: now(), error: 'playback: ' + JSON.stringify(e.error || '') }));
 setInterval(() => {
-  let bv = null, ba = null, q = null;
+  let bv = null, ba = null, q = null, tp = null;
   try { bv = p.getDashMetrics().getCurrentBufferLevel('video'); } catch (e) {}
   try { ba = p.getDashMetrics().getCurrentBufferLevel('audio'); } catch (e) {}
   try { q = p.getQualityFor('video'); } catch (e) {}
-  m.buffer.push({ t: now(), video_s: bv, audio_s: ba, quality: q, position_s: v.currentTime });
+  try { tp = p.getAverageThroughput('video'); } catch (e) {}
+  m.buffer.push({ t: now(), video_s: bv, audio_s: ba, quality: q, position_s: v.currentTime,
+                  throughput_kbps: Number.isFinite(tp) ? tp : null });
 }, 250);
-window.__vodlab_finish = () => { if (stall) { m.stalls.push(stall); stall = null; } return m; };
 m.t0_s = now(); m.t0_wall_s = Date.now() / 1000;
 p.initialize(v, ${JSON.stringify(mpd)}, true);
-</script></body></html>`;
+</script>`);
+}
+
+function hls_page(url, settings) {
+  return page(`<script src="${PREFIX}player.js"></script>
+<script>
+${COMMON}
+const h = new Hls(Object.assign({ debug: false }, ${JSON.stringify(settings || {})}));
+m.settings = {};
+for (const k of ['abrEwmaFastVoD', 'abrEwmaSlowVoD', 'abrEwmaDefaultEstimate', 'abrBandWidthFactor',
+                 'abrBandWidthUpFactor', 'maxBufferLength', 'maxMaxBufferLength', 'maxBufferSize',
+                 'startLevel', 'capLevelToPlayerSize', 'maxStarvationDelay', 'maxLoadingDelay'])
+  m.settings[k] = h.config[k];
+m.player = 'hls.js ' + Hls.version;
+let level = null;
+h.on(Hls.Events.MANIFEST_PARSED, () => {
+  m.levels.video = h.levels.map((l, i) => ({ index: i, bitrate: l.bitrate, width: l.width, height: l.height }));
+  m.events.push({ t: now(), e: 'manifest_parsed' });
+  v.play().catch(e => m.errors.push({ t: now(), error: 'play: ' + e, fatal: false }));
+});
+h.on(Hls.Events.LEVEL_SWITCHED, (_, d) => {
+  const l = m.levels.video[d.level];
+  m.switches.push({ t: now(), media: 'video', from: level, to: d.level, bitrate: l ? l.bitrate : null });
+  level = d.level;
+});
+h.on(Hls.Events.ERROR, (_, d) => {
+  if (m.errors.length < 100) m.errors.push({ t: now(), error: d.type + ': ' + d.details, fatal: !!d.fatal });
+});
+setInterval(() => {
+  const tp = h.bandwidthEstimate;
+  m.buffer.push({ t: now(), video_s: ahead(), audio_s: null, quality: h.currentLevel,
+                  position_s: v.currentTime, throughput_kbps: Number.isFinite(tp) ? tp / 1000 : null });
+}, 250);
+m.t0_s = now(); m.t0_wall_s = Date.now() / 1000;
+h.loadSource(${JSON.stringify(url)});
+h.attachMedia(v);
+</script>`);
 }
 
 async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-  const dash = fs.readFileSync(cfg.dashjs);
+  const player_js = fs.readFileSync(cfg.player_js);
+  const html = cfg.player === 'hls' ? hls_page(cfg.manifest, cfg.settings) : dash_page(cfg.manifest, cfg.settings);
   const args = ['--autoplay-policy=no-user-gesture-required', '--mute-audio', '--disable-gpu',
     '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check',
     '--disable-background-networking', '--disable-component-update'];
   if (cfg.no_sandbox) args.push('--no-sandbox');
+  // the page comes from DevTools interception (no address space of its own):
+  // a private server (a `vodlab lab` host, 10.77.0.1) would be refused by
+  // Chromium's private/local network access checks ("the request client is
+  // not a secure context and the resource is in more-private address
+  // space"); the server's address is declared public, nothing else changes
+  const host = new URL(cfg.origin).host;
+  if (!/^(127\.|localhost|\[::1\])/.test(host)) args.push('--ip-address-space-overrides=' + host + '=public');
   const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args,
     protocolTimeout: (cfg.seconds + 60) * 1000 });
   const out = { chromium: await browser.version(), requests: [], metrics: null, console: [] };
@@ -110,14 +177,14 @@ async function main() {
     });
     await cdp.send('Network.enable');
     await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
-    // the page and dash.js come from this script (Fetch interception of
+    // the page and the player come from this script (Fetch interception of
     // PREFIX only); every other request goes to the server as it is
     await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*' + PREFIX + '*', requestStage: 'Request' }] });
     cdp.on('Fetch.requestPaused', async e => {
       const path = new URL(e.request.url).pathname;
       let body, type;
-      if (path.endsWith('dash.all.min.js')) { body = dash; type = 'application/javascript'; }
-      else { body = Buffer.from(page_html(cfg.mpd)); type = 'text/html; charset=utf-8'; }
+      if (path.endsWith('player.js')) { body = player_js; type = 'application/javascript'; }
+      else { body = Buffer.from(html); type = 'text/html; charset=utf-8'; }
       await cdp.send('Fetch.fulfillRequest', { requestId: e.requestId, responseCode: 200,
         responseHeaders: [{ name: 'Content-Type', value: type }, { name: 'Cache-Control', value: 'no-store' }],
         body: body.toString('base64') });

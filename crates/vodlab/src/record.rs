@@ -1,10 +1,11 @@
-//! `vodlab record`: a real player (dash.js in headless Chromium) plays a
-//! real-media file set through Chromium's network emulation; what it
+//! `vodlab record`: a real player (dash.js or hls.js in headless Chromium)
+//! plays a real-media file set through Chromium's network emulation or a
+//! kernel-shaped link (`--netns`, a `vodlab lab` client host); what it
 //! requested becomes a vodlab session script and an h2load timing script,
-//! with dash.js's own metrics beside them (docs/record.md).
+//! with the player's own metrics beside them (docs/record.md).
 //!
 //! The browser side is `scripts/record/record.cjs` (embedded here), run by
-//! node with puppeteer-core and dash.js from the npm cache that
+//! node with puppeteer-core, dash.js and hls.js from the npm cache that
 //! `scripts/install-test-deps.sh` fills (`~/.cache/vodlab-record`, or
 //! `$VODLAB_RECORD_DIR`). This file starts `vodlab serve` (unless --target),
 //! runs the script, and turns its JSON into the outputs; the conversion is
@@ -26,6 +27,54 @@ use vodlab_workload::script::{
 const RECORD_JS: &str = include_str!("../../../scripts/record/record.cjs");
 /// A title's MPD file name (`vodlab_manifest::MPD_NAME`).
 const MPD_NAME: &str = "manifest.mpd";
+/// A title's HLS multivariant playlist.
+const MASTER_NAME: &str = "master.m3u8";
+
+/// The player `vodlab record` drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecordPlayer {
+    /// dash.js 4.7.4 playing `/{title}/manifest.mpd`.
+    Dash,
+    /// hls.js 1.7.4 playing `/{title}/master.m3u8`.
+    Hls,
+}
+
+impl RecordPlayer {
+    /// The manifest file name of a title.
+    fn manifest_name(self) -> &'static str {
+        match self {
+            RecordPlayer::Dash => MPD_NAME,
+            RecordPlayer::Hls => MASTER_NAME,
+        }
+    }
+    /// The player's script under `node_modules`.
+    fn script(self) -> &'static str {
+        match self {
+            RecordPlayer::Dash => "dashjs/dist/dash.all.min.js",
+            RecordPlayer::Hls => "hls.js/dist/hls.min.js",
+        }
+    }
+    /// The npm package (pinned version) the script comes from.
+    fn package(self) -> &'static str {
+        match self {
+            RecordPlayer::Dash => "dashjs@4.7.4",
+            RecordPlayer::Hls => "hls.js@1.7.4",
+        }
+    }
+    /// File name of the player's metrics.
+    fn metrics_file(self) -> &'static str {
+        match self {
+            RecordPlayer::Dash => "dashjs-metrics.json",
+            RecordPlayer::Hls => "hlsjs-metrics.json",
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            RecordPlayer::Dash => "dash",
+            RecordPlayer::Hls => "hls",
+        }
+    }
+}
 /// Per-request timeout written into the session script, seconds.
 const TIMEOUT_S: f64 = 30.0;
 
@@ -36,19 +85,37 @@ pub struct RecordArgs {
     /// served by a `vodlab serve` started on a free loopback port.
     #[arg(long, value_name = "DIR", required_unless_present = "target")]
     pub root: Option<PathBuf>,
-    /// Play from this server (`http://HOST:PORT`, loopback only) instead of
-    /// starting `vodlab serve`.
+    /// Play from this server (`http://HOST:PORT`) instead of starting
+    /// `vodlab serve`: loopback only, or with --netns also a private IPv4
+    /// address (a `vodlab lab` server, 10.77.0.1).
     #[arg(long, value_name = "URL", conflicts_with = "root")]
     pub target: Option<String>,
-    /// Path of the MPD to play (default: the first title's
-    /// `/{title}/manifest.mpd` under --root).
-    #[arg(long, value_name = "PATH")]
-    pub mpd: Option<String>,
+    /// The player: dash (dash.js, an MPD) or hls (hls.js, a multivariant
+    /// playlist).
+    #[arg(long, value_enum, default_value = "dash")]
+    pub player: RecordPlayer,
+    /// Path of the manifest to play (default: the first title's
+    /// `/{title}/manifest.mpd`, or `/{title}/master.m3u8` with --player hls,
+    /// under --root).
+    #[arg(long, alias = "mpd", value_name = "PATH")]
+    pub manifest: Option<String>,
+    /// Player settings as a JSON object: given to dash.js's
+    /// `updateSettings` (e.g. '{"streaming":{"buffer":{"stableBufferTime":20}}}')
+    /// or merged into hls.js's config (e.g. '{"maxBufferLength":20}');
+    /// default: the player's own defaults.
+    #[arg(long, value_name = "JSON")]
+    pub player_settings: Option<String>,
+    /// Run the browser in this network namespace (`ip netns exec`), e.g. a
+    /// `vodlab lab` client host `vl-NAME-c0`, so that it reaches --target
+    /// over the lab's kernel-shaped link; give no --down-kbps/--latency-ms
+    /// to leave Chromium's own emulation off. Needs root and --target.
+    #[arg(long, value_name = "NAME", requires = "target")]
+    pub netns: Option<String>,
     /// Seconds to play (from page load) before the recording stops.
     #[arg(long, default_value_t = 30.0)]
     pub seconds: f64,
     /// Emulated downlink, kbit/s (Chromium's Network.emulateNetworkConditions,
-    /// per request; 0 = not limited).
+    /// per request; 0 = not limited; all three 0 = no emulation).
     #[arg(long, default_value_t = 0.0)]
     pub down_kbps: f64,
     /// Emulated uplink, kbit/s (default: as --down-kbps).
@@ -63,12 +130,12 @@ pub struct RecordArgs {
     /// node binary.
     #[arg(long, default_value = "node")]
     pub node: PathBuf,
-    /// Directory holding node_modules with dashjs and puppeteer-core
+    /// Directory holding node_modules with dashjs, hls.js and puppeteer-core
     /// (default: $VODLAB_RECORD_DIR or ~/.cache/vodlab-record).
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
     /// Output directory: recording.vsl, recording.h2load.txt, requests.json,
-    /// dashjs-metrics.json, raw.json.
+    /// dashjs-metrics.json (hlsjs-metrics.json with --player hls), raw.json.
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
 }
@@ -104,7 +171,7 @@ pub struct RawRecording {
     pub chromium: String,
     /// Requests in issue order.
     pub requests: Vec<RawRequest>,
-    /// dash.js metrics (switches, stalls, buffer levels, errors).
+    /// The player's metrics (switches, stalls, buffer levels, errors).
     pub metrics: serde_json::Value,
     /// Console messages of the page.
     #[serde(default)]
@@ -222,8 +289,15 @@ fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
-/// `http://HOST:PORT` → (origin as given without a trailing `/`, address).
-fn parse_target(t: &str) -> anyhow::Result<(String, SocketAddr)> {
+/// A private IPv4 address (RFC 1918), as a `vodlab lab` host has.
+fn is_private(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V4(v) if v.is_private())
+}
+
+/// `http://HOST:PORT` → (origin as given without a trailing `/`, address);
+/// loopback only, or also private addresses when the browser runs in a
+/// network namespace (`in_netns`).
+fn parse_target(t: &str, in_netns: bool) -> anyhow::Result<(String, SocketAddr)> {
     let origin = t.trim_end_matches('/');
     let Some(hostport) = origin.strip_prefix("http://") else {
         bail!("--target {t}: expected http://HOST:PORT");
@@ -236,30 +310,34 @@ fn parse_target(t: &str) -> anyhow::Result<(String, SocketAddr)> {
         .with_context(|| format!("--target {t}: cannot resolve"))?
         .next()
         .with_context(|| format!("--target {t}: no address"))?;
-    if !is_loopback(addr.ip()) {
+    if !(is_loopback(addr.ip()) || in_netns && is_private(addr.ip())) {
         bail!(
-            "--target {t} resolves to {}, not a loopback address: record plays from this machine only",
-            addr.ip()
+            "--target {t} resolves to {}, not a loopback address{}: record plays from this machine only",
+            addr.ip(),
+            if in_netns {
+                " nor a private one"
+            } else {
+                " (a lab's private address needs --netns)"
+            }
         );
     }
     Ok((origin.to_string(), addr))
 }
 
-/// The first title directory (sorted) under `root` with an MPD.
-fn first_mpd(root: &Path) -> anyhow::Result<String> {
+/// The first title directory (sorted) under `root` with a manifest `name`.
+fn first_manifest(root: &Path, name: &str) -> anyhow::Result<String> {
     let mut dirs: Vec<String> = std::fs::read_dir(root)
         .with_context(|| format!("reading {}", root.display()))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().join(MPD_NAME).is_file())
+        .filter(|e| e.path().join(name).is_file())
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
     dirs.sort();
     match dirs.first() {
-        Some(d) => Ok(format!("/{d}/{}", MPD_NAME)),
+        Some(d) => Ok(format!("/{d}/{name}")),
         None => bail!(
-            "{}: no {{title}}/{} (create the set with `vodlab fileset create --media real`)",
+            "{}: no {{title}}/{name} (create the set with `vodlab fileset create --media real`)",
             root.display(),
-            MPD_NAME
         ),
     }
 }
@@ -336,16 +414,38 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
             bail!("{k} {v}: expected a number >= 0");
         }
     }
+    let settings: Option<serde_json::Value> = match &a.player_settings {
+        None => None,
+        Some(t) => match serde_json::from_str(t) {
+            Ok(v @ serde_json::Value::Object(_)) => Some(v),
+            Ok(_) => bail!("--player-settings: expected a JSON object"),
+            Err(e) => bail!("--player-settings: not JSON: {e}"),
+        },
+    };
     // a target is checked before anything is looked for or started
-    let target = a.target.as_deref().map(parse_target).transpose()?;
+    let target = a
+        .target
+        .as_deref()
+        .map(|t| parse_target(t, a.netns.is_some()))
+        .transpose()?;
+    if let Some(ns) = &a.netns {
+        if ns.is_empty() || ns.contains('/') || !Path::new("/run/netns").join(ns).exists() {
+            bail!("--netns {ns}: no such network namespace (ip netns list; vodlab lab up makes vl-NAME-c0..)");
+        }
+    }
     let dir = record_dir(&a);
     let modules = dir.join("node_modules");
-    let dashjs = modules.join("dashjs/dist/dash.all.min.js");
-    if !dashjs.is_file() || !modules.join("puppeteer-core/package.json").is_file() {
+    let player_js = modules.join(a.player.script());
+    if !player_js.is_file() || !modules.join("puppeteer-core/package.json").is_file() {
+        let what = match a.player {
+            RecordPlayer::Dash => "dashjs",
+            RecordPlayer::Hls => "hls.js",
+        };
         bail!(
-            "{}: dashjs and puppeteer-core are not installed there; run scripts/install-test-deps.sh (npm install --prefix {} dashjs@4.7.4 puppeteer-core@24)",
+            "{}: {what} and puppeteer-core are not installed there; run scripts/install-test-deps.sh (npm install --prefix {} {} puppeteer-core@24)",
             modules.display(),
-            dir.display()
+            dir.display(),
+            a.player.package()
         );
     }
     if !a.chromium.is_file() {
@@ -371,10 +471,10 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => bail!("give --root DIR or --target URL"),
     };
-    let mpd = match (&a.mpd, &a.root) {
+    let mpd = match (&a.manifest, &a.root) {
         (Some(m), _) => format!("/{}", m.trim_start_matches('/')),
-        (None, Some(root)) => first_mpd(root)?,
-        (None, None) => bail!("--target needs --mpd PATH"),
+        (None, Some(root)) => first_manifest(root, a.player.manifest_name())?,
+        (None, None) => bail!("--target needs --manifest PATH"),
     };
     let raw_path = a.output.join("raw.json");
     let _ = std::fs::remove_file(&raw_path);
@@ -383,19 +483,29 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let cfg = serde_json::json!({
         "chromium": a.chromium,
         "origin": origin,
-        "mpd": mpd,
+        "manifest": mpd,
+        "player": a.player.name(),
+        "player_js": player_js,
+        "settings": settings,
         "seconds": a.seconds,
         "down_kbps": a.down_kbps,
         "up_kbps": a.up_kbps.unwrap_or(a.down_kbps),
         "latency_ms": a.latency_ms,
-        "dashjs": dashjs,
         "out": raw_path,
         // Chromium refuses to run as root with its sandbox
         "no_sandbox": unsafe { libc::geteuid() } == 0,
     });
     let cfg_path = a.output.join(".record-config.json");
     std::fs::write(&cfg_path, serde_json::to_vec_pretty(&cfg)?)?;
-    let status = Command::new(&a.node)
+    let mut cmd = match &a.netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&a.node);
+            c
+        }
+        None => Command::new(&a.node),
+    };
+    let status = cmd
         .arg(&js)
         .arg(&cfg_path)
         .env("NODE_PATH", &modules)
@@ -407,6 +517,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     if !status.success() {
         bail!("the browser side failed ({status}); its message is above");
     }
+    let emulated = a.down_kbps > 0.0 || a.latency_ms > 0.0 || a.up_kbps.is_some_and(|u| u > 0.0);
     let raw: RawRecording = serde_json::from_slice(
         &std::fs::read(&raw_path).with_context(|| format!("reading {}", raw_path.display()))?,
     )
@@ -431,19 +542,26 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         a.output.join("requests.json"),
         serde_json::to_vec_pretty(&serde_json::json!({
             "origin": origin,
-            "mpd": mpd,
+            "manifest": mpd,
+            "player": raw.metrics.get("player").cloned().unwrap_or(a.player.name().into()),
+            "player_settings": settings,
             "chromium": raw.chromium,
-            "emulation": {
-                "kind": "chromium Network.emulateNetworkConditions (per request, not TCP)",
-                "down_kbps": a.down_kbps,
-                "up_kbps": a.up_kbps.unwrap_or(a.down_kbps),
-                "latency_ms": a.latency_ms,
+            "netns": a.netns,
+            "emulation": if emulated {
+                serde_json::json!({
+                    "kind": "chromium Network.emulateNetworkConditions (per request, not TCP)",
+                    "down_kbps": a.down_kbps,
+                    "up_kbps": a.up_kbps.unwrap_or(a.down_kbps),
+                    "latency_ms": a.latency_ms,
+                })
+            } else {
+                serde_json::json!({"kind": "none (the host's or --netns's own link)"})
             },
             "requests": rec,
         }))?,
     )?;
     std::fs::write(
-        a.output.join("dashjs-metrics.json"),
+        a.output.join(a.player.metrics_file()),
         serde_json::to_vec_pretty(&raw.metrics)?,
     )?;
     // summary
@@ -456,13 +574,14 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let n = |k: &str| raw.metrics[k].as_array().map_or(0, |v| v.len());
     let errors = n("errors");
     println!(
-        "{}: {} requests ({} media segments, {} failed or cancelled), {:.1} MiB; segment download rate {} kbit/s; dash.js: {} rendition switches, {} stalls, {} errors ({})",
+        "{}: {} requests ({} media segments, {} failed or cancelled), {:.1} MiB; segment download rate {} kbit/s; {}: {} rendition switches, {} stalls, {} errors ({})",
         a.output.display(),
         rec.len(),
         media.len(),
         rec.iter().filter(|r| r.failed.is_some()).count(),
         bytes as f64 / 1048576.0,
         rate.map_or("-".into(), |r| format!("{r:.0}")),
+        raw.metrics["player"].as_str().unwrap_or(a.player.name()),
         n("switches"),
         n("stalls"),
         errors,
@@ -568,11 +687,23 @@ mod tests {
 
     #[test]
     fn targets_are_loopback_only() {
-        assert!(parse_target("http://127.0.0.1:8080").is_ok());
-        assert!(parse_target("http://[::1]:8080/").is_ok());
-        assert!(parse_target("https://127.0.0.1:8080").is_err());
-        assert!(parse_target("http://127.0.0.1:8080/x").is_err());
-        let e = parse_target("http://192.0.2.1:80").unwrap_err().to_string();
+        assert!(parse_target("http://127.0.0.1:8080", false).is_ok());
+        assert!(parse_target("http://[::1]:8080/", false).is_ok());
+        assert!(parse_target("https://127.0.0.1:8080", false).is_err());
+        assert!(parse_target("http://127.0.0.1:8080/x", false).is_err());
+        let e = parse_target("http://192.0.2.1:80", false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a loopback"), "{e}");
+        // a lab's server: only from inside a namespace
+        let e = parse_target("http://10.77.0.1:8080", false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs --netns"), "{e}");
+        assert!(parse_target("http://10.77.0.1:8080", true).is_ok());
+        let e = parse_target("http://192.0.2.1:80", true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nor a private"), "{e}");
     }
 }

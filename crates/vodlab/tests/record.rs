@@ -1,22 +1,29 @@
-//! `vodlab record` with a real player: dash.js in headless Chromium (Debian's
-//! `chromium`, driven by puppeteer-core from `scripts/install-test-deps.sh`)
-//! plays a tiny real-media set for 25 s through Chromium's network
-//! emulation (2 Mbit/s, 20 ms); the recording holds the MPD, the init
-//! segments and the media segments in order. Replayed with `vodlab run`
-//! against `vodlab serve`, it reproduces 100 % of the recorded (URL, Range)
-//! sequence with a median timing error of at most 20 ms (issue 17's round
-//! trip).
+//! `vodlab record` with a real player: dash.js (and hls.js) in headless
+//! Chromium (Debian's `chromium`, driven by puppeteer-core from
+//! `scripts/install-test-deps.sh`) plays a tiny real-media set for 25 s
+//! (15 s) through Chromium's network emulation (2 Mbit/s, 20 ms); the
+//! recording holds the manifest(s), the init segments and the media segments
+//! in order. Replayed with `vodlab run` against `vodlab serve`, it reproduces
+//! 100 % of the recorded (URL, Range) sequence with a median timing error of
+//! at most 20 ms (issue 17's round trip). The browser tests run one at a time
+//! (two Chromiums on a 2-core CI machine would disturb each other's timing).
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use common::{require, results, vodlab_ok, Running};
 
 const SPEC: &str = include_str!("data/dash-vod-tiny.toml");
-/// Seconds of playback recorded (CI budget: at most 60).
+/// Seconds of dash.js playback recorded (CI budget: at most 60).
 const SECONDS: &str = "25";
+/// Seconds of hls.js playback recorded (a shorter title: the test stays
+/// under 40 s).
+const HLS_SECONDS: &str = "15";
+/// One browser test at a time.
+static BROWSER: Mutex<()> = Mutex::new(());
 /// The issue's bound on the replay's median timing error, ms.
 const MAX_MEDIAN_ERROR_MS: f64 = 20.0;
 
@@ -30,10 +37,11 @@ fn record_dir() -> PathBuf {
         })
 }
 
-/// A 40 s title (ten 4 s segments: a whole number of AAC frames, the case
-/// in which the audio encoder's priming used to add a segment), real media.
-fn real_set(dir: &Path) -> PathBuf {
-    let spec = SPEC.replace("value = 14.0", "value = 40.0");
+/// A title of `seconds` (4 s segments; 40 s: a whole number of AAC frames,
+/// the case in which the audio encoder's priming used to add a segment),
+/// real media.
+fn real_set(dir: &Path, seconds: u32) -> PathBuf {
+    let spec = SPEC.replace("value = 14.0", &format!("value = {seconds}.0"));
     assert_ne!(spec, SPEC);
     let p = dir.join("spec.toml");
     std::fs::write(&p, spec).unwrap();
@@ -66,18 +74,89 @@ fn media_segment(path: &str) -> Option<(String, u32)> {
     Some((rep.to_string(), n))
 }
 
+/// Replays `rec/recording.vsl` against `vodlab serve` on `root` and checks
+/// that every recorded request is replayed with its path and range, at a
+/// median timing error of at most 20 ms.
+fn replay_reproduces(root: &Path, rec: &Path, reqs: &[serde_json::Value], work: &Path) {
+    let s = Running::start(root, |_| {});
+    let rep = work.join("replay");
+    vodlab_ok(&[
+        "run",
+        rec.join("recording.vsl").to_str().unwrap(),
+        "--target",
+        &s.url(""),
+        "--rate",
+        "100",
+        "--arrivals",
+        "constant",
+        "--check-bytes",
+        "0",
+        "--late-pacing",
+        "burst",
+        "--requests-csv",
+        "--quiet",
+        "-o",
+        rep.to_str().unwrap(),
+    ]);
+    drop(s);
+    assert_eq!(results(&rep)["failed_sessions"], 0);
+    let csv = std::fs::read_to_string(rep.join("requests.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |k: &str| head.iter().position(|h| *h == k).unwrap();
+    let (cp, cr, cs) = (col("path"), col("range"), col("sent_s"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), reqs.len(), "every recorded request is replayed");
+    let sent0: f64 = rows[0][cs].parse().unwrap();
+    let mut errors = Vec::new();
+    for (row, r) in rows.iter().zip(reqs) {
+        assert_eq!(row[cp], r["path"].as_str().unwrap());
+        let range = match r["range"].as_array() {
+            Some(a) => format!(
+                "{}-{}",
+                a[0],
+                a[1].as_u64().map_or(String::new(), |b| b.to_string())
+            ),
+            None => String::new(),
+        };
+        assert_eq!(row[cr], range, "{}", row[cp]);
+        let sent: f64 = row[cs].parse().unwrap();
+        let off = r["offset_ms"].as_f64().unwrap();
+        errors.push(((sent - sent0) * 1e3 - off).abs());
+    }
+    errors.sort_by(f64::total_cmp);
+    let median = errors[errors.len() / 2];
+    eprintln!(
+        "replay of {} requests: timing error median {median:.2} ms, max {:.2} ms",
+        errors.len(),
+        errors[errors.len() - 1]
+    );
+    assert!(
+        median <= MAX_MEDIAN_ERROR_MS,
+        "median {median} ms: {errors:?}"
+    );
+}
+
+/// Checks the npm packages `vodlab record` needs (package directory names).
+fn require_npm(packages: &[&str]) {
+    let modules = record_dir().join("node_modules");
+    for p in packages.iter().chain(&["puppeteer-core"]) {
+        assert!(
+            modules.join(p).is_dir(),
+            "{}: {p} missing: run scripts/install-test-deps.sh",
+            modules.display()
+        );
+    }
+}
+
 #[test]
 fn a_recorded_dashjs_session_replays_with_its_urls_and_timing() {
     require("ffmpeg", "ffmpeg");
     let chromium = require("chromium", "chromium");
-    let modules = record_dir().join("node_modules");
-    assert!(
-        modules.join("dashjs").is_dir() && modules.join("puppeteer-core").is_dir(),
-        "{}: dash.js and puppeteer-core missing: run scripts/install-test-deps.sh",
-        modules.display()
-    );
+    require_npm(&["dashjs"]);
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
-    let root = real_set(d.path());
+    let root = real_set(d.path(), 40);
     let rec = d.path().join("rec");
     let out = vodlab_ok(&[
         "record",
@@ -153,64 +232,111 @@ fn a_recorded_dashjs_session_replays_with_its_urls_and_timing() {
     let h2 = std::fs::read_to_string(rec.join("recording.h2load.txt")).unwrap();
     assert_eq!(h2.lines().count(), reqs.len());
 
-    // replay the session script against vodlab serve
-    let s = Running::start(&root, |_| {});
-    let rep = d.path().join("replay");
-    vodlab_ok(&[
-        "run",
-        rec.join("recording.vsl").to_str().unwrap(),
-        "--target",
-        &s.url(""),
-        "--rate",
-        "100",
-        "--arrivals",
-        "constant",
-        "--check-bytes",
-        "0",
-        "--late-pacing",
-        "burst",
-        "--requests-csv",
-        "--quiet",
+    replay_reproduces(&root, &rec, reqs, d.path());
+}
+
+#[test]
+fn a_recorded_hlsjs_session_replays_with_its_urls_and_timing() {
+    require("ffmpeg", "ffmpeg");
+    let chromium = require("chromium", "chromium");
+    require_npm(&["hls.js"]);
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    // 24 s: six 4 s segments, all fetched within 15 s at 2 Mbit/s
+    let root = real_set(d.path(), 24);
+    let rec = d.path().join("rec");
+    let out = vodlab_ok(&[
+        "record",
+        "--player",
+        "hls",
+        "--root",
+        root.to_str().unwrap(),
+        "--seconds",
+        HLS_SECONDS,
+        "--down-kbps",
+        "2000",
+        "--latency-ms",
+        "20",
+        "--chromium",
+        chromium.to_str().unwrap(),
         "-o",
-        rep.to_str().unwrap(),
+        rec.to_str().unwrap(),
     ]);
-    drop(s);
-    assert_eq!(results(&rep)["failed_sessions"], 0);
-    let csv = std::fs::read_to_string(rep.join("requests.csv")).unwrap();
-    let mut lines = csv.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |k: &str| head.iter().position(|h| *h == k).unwrap();
-    let (cp, cr, cs) = (col("path"), col("range"), col("sent_s"));
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    assert_eq!(rows.len(), reqs.len(), "every recorded request is replayed");
-    let sent0: f64 = rows[0][cs].parse().unwrap();
-    let mut errors = Vec::new();
-    for (row, r) in rows.iter().zip(reqs) {
-        assert_eq!(row[cp], r["path"].as_str().unwrap());
-        let range = match r["range"].as_array() {
-            Some(a) => format!(
-                "{}-{}",
-                a[0],
-                a[1].as_u64().map_or(String::new(), |b| b.to_string())
-            ),
-            None => String::new(),
-        };
-        assert_eq!(row[cr], range, "{}", row[cp]);
-        let sent: f64 = row[cs].parse().unwrap();
-        let off = r["offset_ms"].as_f64().unwrap();
-        errors.push(((sent - sent0) * 1e3 - off).abs());
-    }
-    errors.sort_by(f64::total_cmp);
-    let median = errors[errors.len() / 2];
-    eprintln!(
-        "replay of {} requests: timing error median {median:.2} ms, max {:.2} ms",
-        errors.len(),
-        errors[errors.len() - 1]
-    );
+    eprintln!("{out}");
+    let requests: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("requests.json")).unwrap()).unwrap();
     assert!(
-        median <= MAX_MEDIAN_ERROR_MS,
-        "median {median} ms: {errors:?}"
+        requests["player"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("hls.js 1.7")),
+        "{}",
+        requests["player"]
     );
+    let reqs = requests["requests"].as_array().unwrap();
+    let paths: Vec<&str> = reqs.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    // the multivariant playlist first, a media playlist before its
+    // rendition's init, an init before its media, media in order
+    assert_eq!(paths[0], "/t00000/master.m3u8", "{paths:?}");
+    let mut playlists = BTreeMap::new();
+    let mut inits = BTreeMap::new();
+    let mut last: BTreeMap<bool, u32> = BTreeMap::new();
+    let mut video_segments = 0u32;
+    for (i, p) in paths.iter().enumerate().skip(1) {
+        if let Some(rep) = p.strip_suffix(".m3u8") {
+            playlists.entry(rep.to_string()).or_insert(i);
+        } else if let Some(rep) = p.strip_suffix("/init.mp4") {
+            assert!(
+                playlists.get(rep).is_some_and(|&k| k < i),
+                "{p} before its playlist: {paths:?}"
+            );
+            inits.entry(rep.to_string()).or_insert(i);
+        } else if let Some((rep, n)) = media_segment(p) {
+            let init = inits.get(&format!("/t00000/{rep}"));
+            assert!(
+                init.is_some_and(|&k| k < i),
+                "{p} before its init: {paths:?}"
+            );
+            let audio = rep == "audio";
+            let next = last.get(&audio).map_or(0, |&hi| hi + 1);
+            assert!(n <= next, "{p} skips ahead of segment {next}: {paths:?}");
+            last.insert(audio, next.max(n + 1) - 1);
+            video_segments += u32::from(!audio);
+        } else {
+            panic!("unexpected request {p}: {paths:?}");
+        }
+    }
+    // hls.js buffers up to 30 s ahead: the whole 24 s title in 15 s
+    assert_eq!(last.get(&false), Some(&5), "{paths:?}");
+    assert_eq!(last.get(&true), Some(&5), "{paths:?}");
+    assert!(video_segments >= 6, "{paths:?}");
+    assert!(playlists.contains_key("/t00000/audio"), "{paths:?}");
+    for r in reqs {
+        assert_eq!(r["status"], 200, "{r}");
+    }
+    // hls.js's metrics: no fatal error, the level it switched to, buffer
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("hlsjs-metrics.json")).unwrap()).unwrap();
+    let fatal: Vec<&serde_json::Value> = m["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["fatal"] == true)
+        .collect();
+    assert!(fatal.is_empty(), "{fatal:?}");
+    assert_eq!(m["levels"]["video"].as_array().unwrap().len(), 3);
+    assert!(
+        !m["switches"].as_array().unwrap().is_empty(),
+        "{}",
+        m["switches"]
+    );
+    assert!(m["started_s"].is_number(), "hls.js never played");
+    assert!(
+        m["buffer"].as_array().unwrap().len() > 25,
+        "a sample every 250 ms"
+    );
+    let h2 = std::fs::read_to_string(rec.join("recording.h2load.txt")).unwrap();
+    assert_eq!(h2.lines().count(), reqs.len());
+    replay_reproduces(&root, &rec, reqs, d.path());
 }
 
 #[test]
@@ -253,4 +379,54 @@ fn record_refuses_what_it_cannot_do_by_name() {
     assert!(e.contains("--seconds 0"), "{e}");
     let e = err(&["record", "-o", o]);
     assert!(e.contains("--root"), "{e}");
+    // settings that are not a JSON object; a namespace that does not exist
+    let e = err(&["record", "--root", ".", "--player-settings", "{x", "-o", o]);
+    assert!(e.contains("--player-settings: not JSON"), "{e}");
+    let e = err(&["record", "--root", ".", "--player-settings", "[1]", "-o", o]);
+    assert!(
+        e.contains("--player-settings: expected a JSON object"),
+        "{e}"
+    );
+    let e = err(&[
+        "record",
+        "--target",
+        "http://10.77.0.1:8080",
+        "--manifest",
+        "/t/master.m3u8",
+        "--netns",
+        "vl-nosuchlab-c0",
+        "-o",
+        o,
+    ]);
+    assert!(
+        e.contains("--netns vl-nosuchlab-c0: no such network namespace"),
+        "{e}"
+    );
+    // a lab address without --netns
+    let e = err(&[
+        "record",
+        "--target",
+        "http://10.77.0.1:8080",
+        "--manifest",
+        "/t/manifest.mpd",
+        "-o",
+        o,
+    ]);
+    assert!(e.contains("needs --netns"), "{e}");
+    // hls.js missing where it is looked for
+    let e = err(&[
+        "record",
+        "--player",
+        "hls",
+        "--root",
+        d.path().to_str().unwrap(),
+        "--record-dir",
+        d.path().join("none").to_str().unwrap(),
+        "-o",
+        o,
+    ]);
+    assert!(
+        e.contains("hls.js and puppeteer-core are not installed") && e.contains("hls.js@1.7.4"),
+        "{e}"
+    );
 }
