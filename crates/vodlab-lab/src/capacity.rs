@@ -232,6 +232,11 @@ pub struct CapacityFile {
     /// files written before it: 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_processes: Option<u32>,
+    /// Time compression k of every point (`--time-compression`; absent: 1):
+    /// rates and figures here are nominal, each point's results.json is in
+    /// wall-clock time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_compression: Option<f64>,
     /// Settings and every point with its runs.
     pub search: Search,
     /// The answer.
@@ -265,6 +270,8 @@ pub struct CapacityMeta {
     pub late_threshold_ms: Option<f64>,
     /// Client processes per point (`--client-processes`).
     pub client_processes: Option<u32>,
+    /// Time compression k (`None` for 1).
+    pub time_compression: Option<f64>,
     /// Wall-clock start, Unix seconds.
     pub started_at_unix_s: f64,
 }
@@ -299,6 +306,7 @@ impl CapacityFile {
             shaping: meta.shaping,
             late_threshold_ms: meta.late_threshold_ms,
             client_processes: meta.client_processes,
+            time_compression: meta.time_compression,
             search: search.clone(),
             answer: search.answer(),
             rows: rows(search),

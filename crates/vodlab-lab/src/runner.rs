@@ -644,6 +644,8 @@ impl PointRunner {
             pacing: self.settings.pacing,
             shaping: self.settings.shaping,
             late_threshold_ms: Some(self.settings.late_threshold_ms),
+            time_compression: (!self.settings.time_compression.is_none())
+                .then(|| self.settings.time_compression.k()),
             client_processes: Some(self.settings.client_processes),
             started_at_unix_s: started,
         };

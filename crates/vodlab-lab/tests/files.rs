@@ -88,6 +88,7 @@ fn meta() -> CapacityMeta {
         shaping: false,
         late_threshold_ms: Some(10.0),
         client_processes: Some(2),
+        time_compression: Some(10.0),
         started_at_unix_s: 1000.0,
     }
 }
