@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use h2::client::SendRequest;
 use http::{HeaderName, HeaderValue, Method, Request};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -265,41 +266,73 @@ pub async fn exchange_limited(
     let mut body = resp.into_body();
     let mut got = 0u64;
     let mut stopped = false;
-    loop {
+    let fail_read = |e: h2::Error| {
+        if e.is_go_away() || e.is_io() {
+            h.alive.store(false, Ordering::Relaxed);
+        }
+        let mut f = h2_failure(&e, false, "read");
+        if f.kind == ErrorKind::Reset {
+            f.kind = ErrorKind::ShortBody;
+        }
+        f
+    };
+    // body bytes consumed but not yet given back to the flow-control
+    // windows: released once per wake-up (every DATA frame already
+    // received is taken first), and always before waiting for more, so a
+    // small window never stalls on bytes held here
+    let mut unreleased = 0usize;
+    let paced = limits.read_kbps.is_some_and(|r| r > 0);
+    'body: loop {
         if limits.done(got) {
             stopped = true;
             break;
         }
+        if unreleased > 0 {
+            let _ = body.flow_control().release_capacity(unreleased);
+            unreleased = 0;
+        }
         let Some(chunk) = body.data().await else {
             break;
         };
-        let chunk = chunk.map_err(|e| {
-            if e.is_go_away() || e.is_io() {
-                h.alive.store(false, Ordering::Relaxed);
+        let mut chunk = chunk.map_err(fail_read)?;
+        // the frames this wake-up found: one `arrived` for all of them
+        // (they arrived together), one clock read, one release
+        let mut batch = 0u64;
+        let mut at = Instant::now();
+        loop {
+            let n = chunk.len();
+            let take = limits
+                .stop_after
+                .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
+            // read_kbps: the bytes are the reader's no earlier than the rate
+            // allows, and the window opens only then (one frame at a time)
+            if let Some(due) = limits.due(sent, got + take as u64) {
+                if due > at {
+                    tokio::time::sleep(due - at).await;
+                    at = Instant::now();
+                }
             }
-            let mut f = h2_failure(&e, false, "read");
-            if f.kind == ErrorKind::Reset {
-                f.kind = ErrorKind::ShortBody;
+            sink(got, &chunk[..take]);
+            got += take as u64;
+            batch += take as u64;
+            unreleased += n;
+            if paced || limits.done(got) {
+                break;
             }
-            f
-        })?;
-        let n = chunk.len();
-        let take = limits
-            .stop_after
-            .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
-        // read_kbps: the bytes are the reader's no earlier than the rate
-        // allows, and the window opens only then
-        if let Some(due) = limits.due(sent, got + take as u64) {
-            let now = Instant::now();
-            if due > now {
-                tokio::time::sleep(due - now).await;
+            match body.data().now_or_never() {
+                Some(Some(c)) => chunk = c.map_err(fail_read)?,
+                Some(None) => {
+                    arrived(at, batch);
+                    break 'body;
+                }
+                None => break,
             }
         }
-        let at = Instant::now();
-        sink(got, &chunk[..take]);
-        got += take as u64;
-        arrived(at, take as u64);
-        let _ = body.flow_control().release_capacity(n);
+        arrived(at, batch);
+    }
+    if unreleased > 0 {
+        // the stream may be over, but the connection's window is shared
+        let _ = body.flow_control().release_capacity(unreleased);
     }
     if let Some(want) = length {
         if req.method != "HEAD" && got != want && !stopped {
@@ -395,5 +428,129 @@ mod tests {
         assert_eq!(r.headers()["accept"], "*/*");
         assert!(r.headers().get("connection").is_none());
         assert!(r.headers().get("host").is_none());
+    }
+
+    /// An in-process h2 server over a pipe answering every request with
+    /// `body` in DATA frames of `frame` bytes, with `window` as the
+    /// client's stream and connection windows; the client's handle.
+    async fn pair(body: Vec<u8>, frame: usize, window: u32) -> H2Handle {
+        let (a, b) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            let mut conn = h2::server::handshake(b).await.unwrap();
+            while let Some(Ok((_req, mut resp))) = conn.accept().await {
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let head = http::Response::builder()
+                        .status(200)
+                        .header("content-length", body.len())
+                        .body(())
+                        .unwrap();
+                    let mut tx = resp.send_response(head, false).unwrap();
+                    for piece in body.chunks(frame) {
+                        tx.reserve_capacity(piece.len());
+                        // wait for window: the client must release it
+                        while tx.capacity() < piece.len() {
+                            match std::future::poll_fn(|cx| tx.poll_capacity(cx)).await {
+                                Some(Ok(_)) => {}
+                                _ => return,
+                            }
+                        }
+                        if tx.send_data(Bytes::copy_from_slice(piece), false).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = tx.send_data(Bytes::new(), true);
+                });
+            }
+        });
+        let s = H2Settings {
+            stream_window: window,
+            connection_window: window.max(65_535),
+            ..H2Settings::default()
+        };
+        let (h, driver) = handshake(a, &s).await.unwrap();
+        tokio::spawn(driver);
+        h
+    }
+
+    fn get(path: &str) -> Outgoing<'_> {
+        Outgoing {
+            method: "GET",
+            path,
+            range: None,
+            headers: &[],
+            body: None,
+            session: 1,
+            http10: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn batched_reads_release_the_window_and_count_every_byte() {
+        // 1 MiB through a 64 KiB window in 16 KiB frames: the client must
+        // give the window back as it reads, or this stalls (timeout)
+        let body: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        let h = pair(body.clone(), 16_384, 65_535).await;
+        let mut got = Vec::new();
+        let mut calls = 0;
+        for _ in 0..3 {
+            got.clear();
+            let mut arrived_total = 0u64;
+            let r = tokio::time::timeout(
+                std::time::Duration::from_secs(20),
+                exchange(
+                    &h,
+                    &get("/f"),
+                    "http",
+                    "x",
+                    &mut |at, d| {
+                        assert_eq!(at as usize, got.len());
+                        got.extend_from_slice(d)
+                    },
+                    &mut |_, n| {
+                        arrived_total += n;
+                        calls += 1;
+                    },
+                ),
+            )
+            .await
+            .expect("not stalled on flow control")
+            .unwrap();
+            assert_eq!(r.body_bytes, body.len() as u64);
+            assert_eq!(arrived_total, body.len() as u64);
+            assert!(got == body, "bytes in order");
+        }
+        assert!(calls > 0);
+        // stop_after cuts the body where asked, counted once
+        let mut n = 0u64;
+        let mut arrived_cut = 0u64;
+        let r = exchange_limited(
+            &h,
+            &get("/f"),
+            ReadLimits {
+                stop_after: Some(100_000),
+                read_kbps: None,
+            },
+            "http",
+            "x",
+            &mut |_, d| n += d.len() as u64,
+            &mut |_, b| arrived_cut += b,
+        )
+        .await
+        .unwrap();
+        assert_eq!((r.body_bytes, n, arrived_cut), (100_000, 100_000, 100_000));
+        // and the connection still serves whole bodies after the cut stream
+        let mut m = 0u64;
+        let r = exchange(
+            &h,
+            &get("/f"),
+            "http",
+            "x",
+            &mut |_, d| m += d.len() as u64,
+            &mut |_, _| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!((r.body_bytes, m), (body.len() as u64, body.len() as u64));
     }
 }
