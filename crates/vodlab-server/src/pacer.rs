@@ -66,7 +66,11 @@
 //!   under [`PacerConfig::low_buffer`], it gets a burst back up to B.
 //! - Budget: bytes beyond the grid (bursts and catch-up) use only spare
 //!   capacity \[M53]. Spare rate = `link_capacity` − Σ r_i of the live
-//!   sessions (paced rates are reserved first). A server-wide token bucket
+//!   sessions (paced rates are reserved first). With
+//!   [`PacerConfig::header_bytes`] set, both sides count link bytes: a
+//!   session reserves r_i × (1 + H / min(c, MSS)) and an extra release of
+//!   b bytes costs b × (1 + H / min(b, MSS)), since small chunks go as
+//!   small segments, each with its headers. A server-wide token bucket
 //!   fills at the spare rate up to a depth of `link_capacity` ×
 //!   [`PacerConfig::burst_window`] (at least one chunk); every extra release
 //!   takes its bytes from the bucket (bytes a short write did not use are
@@ -231,7 +235,7 @@ pub struct Pacer {
     seq: u64,
     live: usize,
     stale: usize,
-    /// Σ r over live sessions.
+    /// Σ reserved link rate over live sessions (r × wire factor).
     reserved: u64,
     /// Sessions wanting bytes beyond the grid.
     n_extra: usize,
@@ -246,7 +250,12 @@ impl Pacer {
     pub fn new(cfg: PacerConfig) -> Result<Self, PacerConfigError> {
         cfg.validate()?;
         let depth = cfg.link_capacity.map_or(f64::INFINITY, |l| {
-            (l as f64 * cfg.burst_window).max(cfg.chunk_size.max(cfg.burst_chunk) as f64)
+            // at least the link bytes of the largest release
+            let largest = [cfg.chunk_size, cfg.burst_chunk]
+                .map(|b| b as f64 * cfg.wire_factor(b))
+                .into_iter()
+                .fold(0.0, f64::max);
+            (l as f64 * cfg.burst_window).max(largest)
         });
         Ok(Self {
             cfg,
@@ -286,7 +295,8 @@ impl Pacer {
         self.stats
     }
 
-    /// Σ r of the live sessions (bytes/s): the reserved paced rate.
+    /// The link rate the live sessions reserve (bytes/s): Σ r, each times
+    /// its wire factor when [`PacerConfig::header_bytes`] is set.
     pub fn reserved_rate(&self) -> u64 {
         self.reserved
     }
@@ -340,10 +350,12 @@ impl Pacer {
         } else {
             0
         };
+        let reserved = (rate as f64 * self.cfg.wire_factor(chunk)).round() as u64;
         let mut s = Session {
             gen: 0,
             state: State::Queued(0),
             rate,
+            reserved,
             bitrate: p.bitrate,
             chunk,
             max_rate: p.max_rate,
@@ -373,7 +385,7 @@ impl Pacer {
         s.gen = gen;
         self.slots[slot as usize] = Some(s);
         self.live += 1;
-        self.reserved += rate;
+        self.reserved += reserved;
         self.set_extra(slot);
         self.push(slot, now);
         Ok(SessionId { slot, gen })
@@ -456,7 +468,8 @@ impl Pacer {
             Kind::Burst => self.stats.burst_bytes += written,
         }
         if kind != Kind::Paced {
-            self.tokens = (self.tokens + (bytes - written) as f64).min(self.depth);
+            let f = self.cfg.wire_factor(bytes);
+            self.tokens = (self.tokens + (bytes - written) as f64 * f).min(self.depth);
         }
         if done {
             self.free_slot(id.slot);
@@ -575,7 +588,7 @@ impl Pacer {
         if s.extra_active {
             self.n_extra -= 1;
         }
-        self.reserved -= s.rate;
+        self.reserved -= s.reserved;
         self.live -= 1;
         self.gens[slot as usize] = self.gens[slot as usize].wrapping_add(1);
         self.free.push(slot);
@@ -677,8 +690,10 @@ impl Pacer {
                 s.chunk.max(self.cfg.burst_chunk)
             };
             let want = piece.min(s.owed + s.burst_owed).min(left);
-            if self.tokens >= want as f64 {
-                self.tokens -= want as f64;
+            // link bytes of the release, headers included
+            let cost = want as f64 * self.cfg.wire_factor(want);
+            if self.tokens >= cost {
+                self.tokens -= cost;
                 let kind = if s.owed > 0 {
                     Kind::CatchUp
                 } else {
@@ -691,7 +706,7 @@ impl Pacer {
                     share = share.min(m as f64);
                 }
                 let mut gap = if share.is_finite() {
-                    Duration::from_secs_f64(want as f64 / share)
+                    Duration::from_secs_f64(cost / share)
                 } else {
                     Duration::ZERO
                 };
@@ -709,7 +724,7 @@ impl Pacer {
             }
             self.stats.budget_waits += 1;
             s.next_extra = if spare > 0.0 {
-                now + Duration::from_secs_f64(((want as f64 - self.tokens) / spare).max(1e-6))
+                now + Duration::from_secs_f64(((cost - self.tokens) / spare).max(1e-6))
             } else {
                 // No spare rate: try again at the next slot.
                 s.slot_time(s.next_slot)

@@ -242,3 +242,82 @@ fn a_burst_goes_in_burst_chunks_and_small_paced_chunks_follow_within_5_percent()
     assert!(n > 15_000);
     assert_eq!(ok, n, "worst {worst:.4}");
 }
+
+/// Sessions registered at `t` = 0, 0.5 ms, …; every release written in full;
+/// the link bytes (payload × wire factor) of burst and catch-up releases and
+/// of paced ones, and the burst payload, up to `until` seconds.
+fn flash_crowd(cfg: PacerConfig, n: usize, until: f64) -> (f64, f64, u64) {
+    let base = Instant::now();
+    let mut pacer = Pacer::new(cfg.clone()).unwrap();
+    let (mut extra_wire, mut paced_wire, mut burst) = (0.0, 0.0, 0u64);
+    let mut registered = 0;
+    let mut t = 0.0f64;
+    while t <= until {
+        while registered < n && registered as f64 * 0.0005 <= t {
+            let now = base + Duration::from_secs_f64(t);
+            pacer.register(now, SessionParams::new(R, FILE)).unwrap();
+            registered += 1;
+        }
+        let now = base + Duration::from_secs_f64(t);
+        while let Some(g) = pacer.poll_ready(now) {
+            let wire = g.bytes as f64 * cfg.wire_factor(g.bytes);
+            match g.kind {
+                Kind::Paced => paced_wire += wire,
+                _ => extra_wire += wire,
+            }
+            if g.kind == Kind::Burst {
+                burst += g.bytes;
+            }
+            pacer.on_sent(now, g.id, g.bytes).unwrap();
+        }
+        let next = pacer.next_wakeup().map(|w| (w - base).as_secs_f64());
+        let arrival = (registered < n).then_some(registered as f64 * 0.0005);
+        t = match (next, arrival) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => break,
+        }
+        .max(t);
+    }
+    (extra_wire, paced_wire, burst)
+}
+
+#[test]
+fn with_header_bytes_small_chunks_reserve_their_link_share_and_bursts_use_only_what_is_left() {
+    // 100 sessions at 400 kbit/s in 125 B chunks on 50 Mbit/s (6.25 MB/s):
+    // 5 MB/s of payload, 7.64 MB/s on the wire with 66 B per segment.
+    let link = 6_250_000u64;
+    let cfg = PacerConfig {
+        chunk_size: SMALL,
+        link_capacity: Some(link),
+        header_bytes: 66,
+        ..PacerConfig::default()
+    };
+    let wire_rate = R * (1.0 + 66.0 / SMALL as f64);
+    assert!((wire_rate - 76_400.0).abs() < 1.0);
+    let depth = (link as f64 * cfg.burst_window).max(65_536.0 * cfg.wire_factor(65_536));
+    let (extra, paced, burst) = flash_crowd(cfg.clone(), 100, 2.0);
+    // The paced load alone overfills the link: no spare once the sessions
+    // are in, so bursts get at most the bucket's depth plus the spare of the
+    // 50 ms while sessions arrive, far from their 20 MB.
+    let arrival_spare: f64 = (0..100)
+        .map(|i| (link as f64 - i as f64 * wire_rate).max(0.0) * 0.0005)
+        .sum();
+    assert!(
+        extra <= depth + arrival_spare + 1.0,
+        "{extra} link bytes of extra releases > {depth} + {arrival_spare}"
+    );
+    assert!(burst < 200_000, "{burst} B of burst");
+    assert!(paced > 0.0);
+    // Counting payload only, the same crowd bursts ~1.25 MB/s for 2 s.
+    let (extra0, _, burst0) = flash_crowd(
+        PacerConfig {
+            header_bytes: 0,
+            ..cfg
+        },
+        100,
+        2.0,
+    );
+    assert!(burst0 > 2_000_000, "{burst0} B of burst without headers");
+    assert!(extra0 > 10.0 * extra);
+}

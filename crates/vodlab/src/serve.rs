@@ -95,9 +95,10 @@ pub struct ServeArgs {
     /// Initial burst of a paced response, seconds of content (0 = none).
     #[arg(long, value_name = "SECONDS", default_value_t = defaults::PACE_BURST)]
     pub pace_burst: f64,
-    /// Spare capacity bursts may use beyond the paced rates, bytes/s with
+    /// Link capacity bursts may use beyond the paced rates, bytes/s with
     /// an optional K, M or G suffix (powers of 1024), or bits/s ending in
-    /// `bit` (`1Gbit`, `400kbit`, powers of 1000). Default: unlimited.
+    /// `bit` (`1Gbit`, `400kbit`, powers of 1000), counted on the wire (66 B
+    /// of headers per segment, as htb counts). Default: unlimited.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_capacity: Option<u64>,
     /// Fixed chunk of user-mode pacing (bytes or K/M suffix, 64 B at

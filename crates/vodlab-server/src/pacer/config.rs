@@ -39,6 +39,13 @@ pub mod defaults {
     /// at most 250 B, and less to leave room for timer jitter (the chunk
     /// rule in `crate::pacing` uses 2.5 ms of the rate, 125 B there).
     pub const MIN_CHUNK_SIZE: u64 = 64;
+    /// Header bytes a link carries per TCP segment besides its payload
+    /// (0: `link_capacity` counts payload only). A server on Ethernet sets
+    /// 66: Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12, which is what an
+    /// `htb` shaper counts; 125 B chunks then cost 1.53 × their payload.
+    pub const HEADER_BYTES: u64 = 0;
+    /// Largest TCP payload per segment (Ethernet with timestamps).
+    pub const MSS: u64 = 1448;
     /// Largest chunk size [`super::PacerConfig::validate`] accepts (16 MiB).
     pub const MAX_CHUNK_SIZE: u64 = 16 << 20;
 }
@@ -75,6 +82,14 @@ pub struct PacerConfig {
     pub catch_up: f64,
     /// Catch-up sends come at most every c/(r × this).
     pub catch_up_speed: f64,
+    /// Header bytes per TCP segment that `link_capacity` also carries (0:
+    /// it counts payload only). A session paced at r in chunks of c then
+    /// reserves r × (1 + header_bytes / min(c, mss)) of the link, and extra
+    /// releases take their bytes × (1 + header_bytes / min(piece, mss))
+    /// from the budget.
+    pub header_bytes: u64,
+    /// Largest TCP payload per segment, for `header_bytes`.
+    pub mss: u64,
 }
 
 impl Default for PacerConfig {
@@ -90,6 +105,8 @@ impl Default for PacerConfig {
             burst_window: defaults::BURST_WINDOW,
             catch_up: defaults::CATCH_UP,
             catch_up_speed: defaults::CATCH_UP_SPEED,
+            header_bytes: defaults::HEADER_BYTES,
+            mss: defaults::MSS,
         }
     }
 }
@@ -164,7 +181,23 @@ impl PacerConfig {
             self.catch_up_speed.is_finite() && (1.0..=1000.0).contains(&self.catch_up_speed),
             "catch_up_speed",
             "must be 1 to 1000",
+        )?;
+        check(
+            self.header_bytes <= 1024,
+            "header_bytes",
+            "must be 0 to 1024",
+        )?;
+        check(
+            (64..=65_535).contains(&self.mss),
+            "mss",
+            "must be 64 to 65535",
         )
+    }
+
+    /// Link bytes per payload byte for writes of `piece` bytes: 1 +
+    /// header_bytes / min(piece, mss).
+    pub fn wire_factor(&self, piece: u64) -> f64 {
+        1.0 + self.header_bytes as f64 / piece.clamp(1, self.mss) as f64
     }
 }
 
@@ -201,6 +234,8 @@ mod tests {
         assert_eq!(bad(|c| c.burst_window = 0.0), "burst_window");
         assert_eq!(bad(|c| c.catch_up = f64::INFINITY), "catch_up");
         assert_eq!(bad(|c| c.catch_up_speed = 0.5), "catch_up_speed");
+        assert_eq!(bad(|c| c.header_bytes = 5000), "header_bytes");
+        assert_eq!(bad(|c| c.mss = 10), "mss");
         let mut no_burst = PacerConfig {
             burst: false,
             low_buffer: 9.0,

@@ -17,6 +17,8 @@ pub(super) struct Session {
     pub(super) state: State,
     /// Paced rate r (bytes/s).
     pub(super) rate: u64,
+    /// Link rate this session reserves: r × the wire factor of its chunk.
+    pub(super) reserved: u64,
     pub(super) bitrate: f64,
     pub(super) chunk: u64,
     pub(super) max_rate: Option<u64>,
