@@ -115,7 +115,7 @@ for r in range(rounds):
     warm, _, _ = read_all(fm)
     tmpw, _, _ = read_all(fs)
     rows.append((miss, tmp, warm, tmpw, n / cpu / 1e9 if cpu > 0 else float('inf'), cpu / (n / miss / 1e6) * 100))
-    print(f'  round {r + 1}: misses {miss:.0f} MB/s (daemon {rows[-1][4]:.2f} GB per CPU-s, {rows[-1][5]:.0f} % of a core), tmpfs {tmp:.0f}; cached {warm:.0f}, tmpfs {tmpw:.0f}')
+    print(f'  round {r + 1}: misses {miss:.0f} MB/s (daemon {rows[-1][4]:.2f} GB per CPU-s, {rows[-1][5]:.0f} % of a core), tmpfs {tmp:.0f}; cached {warm:.0f}, tmpfs {tmpw:.0f}', file=sys.stderr)
 m = [med([x[i] for x in rows]) for i in range(6)]
 print(f'{m[0]:.0f} {m[1]:.0f} {m[2]:.0f} {m[3]:.0f} {m[4]:.2f} {m[5]:.1f}')
 PY
@@ -127,7 +127,7 @@ for c in $CONFIGS; do
     ra=${c%%:*} SYNTH=${c#*:}
     [[ $SYNTH == best ]] && SYNTH=
     mount_it --zero-time --readahead-kib "$ra"
-    read -r M S W SW G _ < <(python3 "$DIR/rounds.py" "$DAEMON" "$MNT" "$SHM" "$READERS" "$ROUNDS" | tee /dev/stderr | tail -1)
+    read -r M S W SW G _ < <(python3 "$DIR/rounds.py" "$DAEMON" "$MNT" "$SHM" "$READERS" "$ROUNDS" | tail -1)
     made=$(grep -o 'made with [a-z0-9:_]*' "$DIR/mount.log" | head -1)
     echo "zero-time misses, read-ahead $ra KiB, bytes $made: $M MB/s = $(x "$M" "$FASTEST") x st1000dm003's model rate ($FASTEST MB/s; target >= 10 x);" \
         "$(x "$M" "$S") x the same reads from tmpfs ($S MB/s); the daemon makes $G GB per CPU-second = $(x "$G * 1000" "$FASTEST") x that rate per core (medians)"
@@ -138,7 +138,7 @@ SYNTH=
 
 # the daemon's CPU while one reader streams at the modelled drive's rate
 mount_it --profile "$CPU_PROFILE"
-read -r M _ _ _ G P < <(python3 "$DIR/rounds.py" "$DAEMON" "$MNT" "$SHM" 1 "$ROUNDS" | tee /dev/stderr | tail -1)
+read -r M _ _ _ G P < <(python3 "$DIR/rounds.py" "$DAEMON" "$MNT" "$SHM" 1 "$ROUNDS" | tail -1)
 echo "daemon CPU at the modelled rate ($CPU_PROFILE, k = 1, one reader): $P % of a core at $M MB/s (medians; target < 25 % at 125 MB/s)"
 unmount_it
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
