@@ -120,12 +120,29 @@ fn requests_by_session(log: &Path) -> (BTreeMap<String, Vec<String>>, BTreeMap<u
     (by, st)
 }
 
+/// A session's requests as `/{title}/{file}`: the rendition directory
+/// left out, init segments dropped (one comes before a level's first
+/// segment, so they follow the rungs).
+fn without_rungs(paths: &[String]) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|p| !p.rsplit('/').next().unwrap_or("").starts_with("init"))
+        .map(|p| {
+            let title = p.trim_start_matches('/').split('/').next().unwrap_or("");
+            let file = p.rsplit('/').next().unwrap_or("");
+            format!("/{title}/{file}")
+        })
+        .collect()
+}
+
 /// Over h1, h2c, https (HTTP/1.1 over TLS) and h2 (ALPN) the players of a
 /// fast (unshaped loopback) link play to their end without an error and
-/// request the same manifests, init segments and segments in the same
-/// order per session: on loopback every segment after the first is at
-/// the top rung, whatever the protocol's speed (abandonment off, so no
-/// timing-driven refetch).
+/// request the same manifest and the same segment indices in the same
+/// order per session (abandonment off, so no timing-driven refetch). The
+/// rung of a segment is left out of the comparison: on loopback it is the
+/// top one after the first segment whatever the protocol, but a starved CI
+/// machine could make one run's estimate differ; how many sessions also
+/// match rung for rung is printed.
 #[test]
 fn players_over_h2c_https_and_h2_request_what_they_request_over_h1() {
     let d = tempfile::tempdir().unwrap();
@@ -182,9 +199,22 @@ fn players_over_h2c_https_and_h2_request_what_they_request_over_h1() {
         assert!(paths.len() >= 3, "{paths:?}");
     }
     for (proto, by) in &seen[1..] {
+        let mut same_rungs = 0;
         for (sess, paths) in h1 {
-            assert_eq!(by.get(sess), Some(paths), "{proto}: session {sess}");
+            let other = by
+                .get(sess)
+                .unwrap_or_else(|| panic!("{proto}: no session {sess}"));
+            assert_eq!(
+                without_rungs(other),
+                without_rungs(paths),
+                "{proto}: session {sess}: {other:?} against h1's {paths:?}"
+            );
+            same_rungs += usize::from(other == paths);
         }
+        eprintln!(
+            "{proto}: {same_rungs} of {} sessions chose h1's rungs too",
+            h1.len()
+        );
     }
 }
 
