@@ -144,6 +144,8 @@ struct State {
     pending: Pending<Action>,
     /// When the timer thread plans to wake (None: waiting for a signal).
     timer_at: Option<Duration>,
+    /// The timer thread waits for a signal with nothing to do (tests).
+    parked: bool,
     shutdown: bool,
 }
 
@@ -172,6 +174,7 @@ impl Engine {
             state: Mutex::new(State {
                 pending: Pending::new(disk),
                 timer_at: None,
+                parked: false,
                 shutdown: false,
             }),
             cv: Condvar::new(),
@@ -268,6 +271,11 @@ impl Engine {
             .unwrap_or_else(|_| g.pending.disk().stats())
     }
 
+    /// True while the timer thread waits for a signal with nothing to do.
+    pub fn timer_parked(&self) -> bool {
+        self.shared.lock().parked
+    }
+
     /// Jobs waiting for the drive.
     pub fn waiting(&self) -> usize {
         self.shared.lock().pending.len()
@@ -320,7 +328,12 @@ fn timer_loop(s: &Shared) {
             continue;
         }
         g = match next {
-            None => s.cv.wait(g).unwrap_or_else(|p| p.into_inner()),
+            None => {
+                g.parked = true;
+                let mut g = s.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                g.parked = false;
+                g
+            }
             Some(t) if t > now => {
                 s.cv.wait_timeout(g, t - now)
                     .unwrap_or_else(|p| p.into_inner())
@@ -398,6 +411,69 @@ mod tests {
         assert_eq!(a, "x");
         assert!(matches!(e, DiskError::OutOfRange { .. }));
         assert_eq!(p.disk().stats().submitted, 0, "nothing was queued");
+    }
+
+    /// A drive on which a read takes (next to) no time.
+    fn instant_disk() -> Disk {
+        let p = vodlab_disk::Profile {
+            name: "instant".into(),
+            description: String::new(),
+            mount_readahead_kib: 128,
+            hdd: None,
+            ssd: Some(vodlab_disk::SsdParams {
+                capacity_bytes: 1 << 40,
+                read_latency_us: 0.0,
+                bandwidth_mb_s: 1e12,
+                parallelism: 64,
+            }),
+        };
+        Disk::new(&p, DiskOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn a_quiet_job_the_drive_has_finished_runs_on_the_settling_thread() {
+        let e = Engine::start(instant_disk()).unwrap();
+        // bounded polling until the timer thread has started and sleeps
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !e.timer_parked() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(e.timer_parked());
+        let me = std::thread::current().id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        e.submit_quiet(
+            &[Request::new(0, 1 << 20)],
+            Box::new(move |r| tx.send((r.is_ok(), std::thread::current().id())).unwrap()),
+        );
+        // the read is served within a nanosecond of model time; make sure
+        // the engine's clock has passed that (a spin of a few ns, and the
+        // timer is asleep: submit_quiet did not wake it)
+        let t = e.now();
+        while e.now() < t + Duration::from_nanos(10) {}
+        e.settle();
+        // by the time settle returns the action has run, on this thread
+        assert_eq!(rx.try_recv(), Ok((true, me)));
+        assert_eq!(e.waiting(), 0);
+        e.stop();
+    }
+
+    #[test]
+    fn settle_wakes_the_timer_for_a_quiet_job_still_in_service() {
+        // a 2 MB random read on the 5K3000: ~40 ms of model time, so settle
+        // right after the submission finds it unfinished; the timer, woken
+        // by settle (submit_quiet did not), must run it
+        let e = Engine::start(disk("hitachi-5k3000", 1.0)).unwrap();
+        let me = std::thread::current().id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        e.submit_quiet(
+            &[Request::new(1 << 40, 2_000_000)],
+            Box::new(move |r| tx.send((r.is_ok(), std::thread::current().id())).unwrap()),
+        );
+        e.settle();
+        let (ok, who) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(ok);
+        assert_ne!(who, me, "the timer thread ran it");
+        e.stop();
     }
 
     #[test]
