@@ -1,12 +1,13 @@
 //! `--time-compression K` end to end: a paced session replayed at k = 10
 //! takes a tenth of its nominal time (flag and `VODLAB_TIME_COMPRESSION`),
+//! `vodlab box --time-compression` hands k to the drive and the command,
 //! and bad factors are refused naming the flag.
 
 mod common;
 
 use std::process::Command;
 
-use common::{results, vodlab, Running};
+use common::{results, vodlab, vodlab_ok, Running};
 
 /// One session, four requests 8 s apart (24 s of pacing, nominal), with
 /// 5 s deadlines.
@@ -112,4 +113,53 @@ fn bad_factors_are_refused_naming_the_flag() {
         "2000",
     ]);
     assert!(e.contains("--time-compression"), "{e}");
+}
+
+#[test]
+fn box_gives_k_to_the_drive_and_to_the_command() {
+    // SAFETY: no arguments, cannot fail
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/fuse").exists() {
+        eprintln!("not root or no /dev/fuse: vodlab box --disk cannot run here");
+        return;
+    }
+    common::require("fusermount3", "fuse3");
+    let d = tempfile::tempdir().unwrap();
+    let w = d.path().join("w");
+    vodlab_ok(&[
+        "gen",
+        "--preset",
+        "youtube-2011-2mb",
+        "--scale",
+        "0.002",
+        "--sessions",
+        "5",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let o = vodlab(&[
+        "box",
+        "--disk",
+        "hitachi-5k3000",
+        "--mem",
+        "256M",
+        "--workload",
+        w.to_str().unwrap(),
+        "--name",
+        "vodlab-test-tc-box",
+        "--time-compression",
+        "10",
+        "--",
+        "sh",
+        "-c",
+        "echo \"k=$VODLAB_TIME_COMPRESSION arg={k}\"",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("k=10 arg=10"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // the drive's statistics line names the drive's k
+    assert!(err.contains("(k = 10)"), "{err}");
 }
