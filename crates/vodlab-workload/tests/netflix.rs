@@ -368,3 +368,71 @@ fn extreme_netflix_knobs_still_generate() {
         "combined sessions fetch no audio"
     );
 }
+
+#[test]
+fn watching_sessions_fetch_audio_in_long_paced_chains_and_never_climb_above_their_first_rate() {
+    use std::collections::BTreeMap;
+    use vodlab_workload::construct::netflix::NetflixSessionKind;
+    use vodlab_workload::spec::RepKind;
+    let w = workload();
+    let (mut audio_chains, mut long_audio_chains) = (0u32, 0u32);
+    let (mut audio_bytes, mut long_audio_bytes) = (0u64, 0u64);
+    let mut stable_video_chains = 0u32;
+    for g in &w.sessions {
+        let plan = w.netflix_plan(g).unwrap();
+        if plan.kind != NetflixSessionKind::Watch {
+            continue;
+        }
+        let t = &w.catalog.titles[g.title as usize];
+        let rate =
+            |f: u16| w.catalog.representations[t.representations[f as usize].rep].bitrate_kbps;
+        let kind = |f: u16| w.catalog.representations[t.representations[f as usize].rep].kind;
+        let top = rate(plan.first_rate);
+        // per generator chain: file, first send, last end, bytes
+        let mut chains: BTreeMap<u32, (u16, u64, u64, u64)> = BTreeMap::new();
+        for q in &plan.requests {
+            let c = chains
+                .entry(q.chain)
+                .or_insert((q.file, q.t_ms, q.t_ms + q.dur_ms, 0));
+            c.1 = c.1.min(q.t_ms);
+            c.2 = c.2.max(q.t_ms + q.dur_ms);
+            c.3 += q.bytes;
+        }
+        for (file, start, end, bytes) in chains.into_values() {
+            let long = end - start > 40_000;
+            match kind(file) {
+                // offset-table reads at offset 0 are short by nature
+                RepKind::Audio if bytes > 100_000 => {
+                    audio_chains += 1;
+                    audio_bytes += bytes;
+                    if long {
+                        long_audio_chains += 1;
+                        long_audio_bytes += bytes;
+                    }
+                }
+                RepKind::Video | RepKind::Combined if long => {
+                    // a stable phase: never above the session's first rate
+                    // (cap_at_first_rate; probes may look above it)
+                    stable_video_chains += 1;
+                    assert!(
+                        rate(file) <= top + 1e-9,
+                        "session {}: a long chain at {} kbit/s above its first rate {top}",
+                        g.id,
+                        rate(file)
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(audio_chains > 300 && stable_video_chains > 300);
+    // Table 5.4: audio chains are long (534 s open-ended, 135 s chunk);
+    // only those cut short by a pause or the end of viewing are not
+    let long_share = long_audio_chains as f64 / audio_chains as f64;
+    let long_bytes = long_audio_bytes as f64 / audio_bytes as f64;
+    assert!(
+        long_share > 0.7 && long_bytes > 0.85,
+        "{long_audio_chains} of {audio_chains} audio chains last > 40 s ({:.1} % of their bytes)",
+        100.0 * long_bytes
+    );
+}
