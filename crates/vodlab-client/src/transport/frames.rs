@@ -60,16 +60,26 @@ impl<T> FrameReads<T> {
 /// How many bytes at the front of `data` to hand to a reader with `room`
 /// bytes of space, and how many of the last frame handed are still to come
 /// (nonzero when a frame is cut). `None`: wait for more bytes.
+///
+/// Whole frames that fit go first. A frame alone that does not fit the
+/// reader's room but fits this buffer (`cap`) goes as its 9-byte header
+/// only: the `h2` crate's reader (tokio-util's length-delimited codec)
+/// then reserves room for exactly that frame — copying the 9 bytes if its
+/// buffer is still shared with frames handed up, not a cut frame's
+/// kilobytes — and the next read brings the rest whole. A frame larger
+/// than `cap` passes in pieces of the room.
 fn take(data: &[u8], room: usize, cap: usize) -> Option<(usize, usize)> {
     let mut n = 0;
     while data.len() - n >= HEADER {
         let h = &data[n..];
         let len = HEADER + (usize::from(h[0]) << 16 | usize::from(h[1]) << 8 | usize::from(h[2]));
         if n + len > room || len > cap {
-            // it does not fit: whole frames first; a frame alone that does
-            // not fit goes in pieces
+            // it does not fit: whole frames first
             if n > 0 {
                 return Some((n, 0));
+            }
+            if len <= cap && room >= HEADER {
+                return Some((HEADER, len - HEADER));
             }
             let give = data.len().min(room);
             return Some((give, len - give));
@@ -267,5 +277,20 @@ mod tests {
         data.extend(&frame(100, 2)[..50]);
         let (got, _) = read_all(&data, 4096, 4096);
         assert_eq!(got, data);
+    }
+
+    #[test]
+    fn a_frame_past_the_room_goes_as_its_header_then_whole() {
+        // nginx's 8,201-byte frames into an 8 KiB buffer (tokio-util's
+        // first size): the header alone, so the reader reserves for the
+        // frame, then the payload in one read; never a cut payload
+        let data: Vec<u8> = (0..4).flat_map(|i| frame(8192, i)).collect();
+        let (got, reads) = read_all(&data, 8192, 1 << 20);
+        assert_eq!(got, data);
+        assert_eq!(reads, [9, 8192, 9, 8192, 9, 8192, 9, 8192]);
+        // with room for a frame and a half: whole frames, one a read
+        let (got, reads) = read_all(&data, 12_000, 1 << 20);
+        assert_eq!(got, data);
+        assert_eq!(reads, [8201; 4]);
     }
 }
