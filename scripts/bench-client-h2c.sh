@@ -6,6 +6,7 @@
 #
 #   scripts/bench-client-h2c.sh            # release binary target/release/vodlab
 #   VODLAB=path/to/vodlab CONNS=8 STREAMS=4 ROUNDS=3 scripts/bench-client-h2c.sh
+#   BASE=path/to/older/vodlab scripts/bench-client-h2c.sh   # a before/after in the same run
 #
 # vodlab's side, two shapes of CONNS sessions started at once, each with
 # STREAMS logical connections carried as STREAMS streams of one HTTP/2
@@ -70,9 +71,9 @@ with open(f, "w") as out:
 PY
 }
 
-# requests/s of one `vodlab run` of script $1 (results in $2)
+# requests/s of one `vodlab run` of script $1 (results in $2; binary $3, else $VODLAB)
 vodlab_rps() {
-  "$VODLAB" run "$1" --target "http://127.0.0.1:$port" --protocol h2c --rate 1000000 \
+  "${3:-$VODLAB}" run "$1" --target "http://127.0.0.1:$port" --protocol h2c --rate 1000000 \
     --arrivals constant --no-pacing --no-shaping --check-bytes 0 --quiet -o "$2" >/dev/null
   python3 -c '
 import json, sys
@@ -85,14 +86,16 @@ print(r["completed_requests"] / (w[1] - w[0]))' "$2/results.json"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-printf "%-6s %6s %8s %9s %12s %12s %12s %9s %9s\n" body conns streams requests "h2load r/s" "in-flight" "bursts" "ratio in" "ratio b"
+printf "%-6s %6s %8s %9s %12s %12s %12s %9s %9s" body conns streams requests "h2load r/s" "in-flight" "bursts" "ratio in" "ratio b"
+[ -n "${BASE:-}" ] && printf " %12s %12s %9s %9s" "base in" "base b" "base r in" "base r b"
+echo
 for spec in "1k 40000" "512k 4000"; do
   set -- $spec
   path=/$1; n=$2
   bursts=$(( n / CONNS / STREAMS )); n=$(( bursts * CONNS * STREAMS ))
   script "$dir/b.vsl" bursts "$bursts" "$path"
   script "$dir/i.vsl" inflight "$bursts" "$path"
-  inflight=(); burst=(); theirs=()
+  inflight=(); burst=(); theirs=(); binf=(); bbur=()
   h2load -p h2c -c "$CONNS" -m "$STREAMS" -n "$n" -t "$THREADS" "http://127.0.0.1:$port$path" >/dev/null # warm up
   for r in $(seq "$ROUNDS"); do
     out=$(h2load -p h2c -c "$CONNS" -m "$STREAMS" -n "$n" -t "$THREADS" "http://127.0.0.1:$port$path")
@@ -101,11 +104,22 @@ for spec in "1k 40000" "512k 4000"; do
     inflight+=("$(vodlab_rps "$dir/i.vsl" "$dir/i$r")")
     burst+=("$(vodlab_rps "$dir/b.vsl" "$dir/b$r")")
     echo "  round $r $1: h2load ${theirs[-1]}, vodlab in-flight ${inflight[-1]}, bursts ${burst[-1]} req/s" >&2
+    if [ -n "${BASE:-}" ]; then
+      binf+=("$(vodlab_rps "$dir/i.vsl" "$dir/bi$r" "$BASE")")
+      bbur+=("$(vodlab_rps "$dir/b.vsl" "$dir/bb$r" "$BASE")")
+      echo "  round $r $1: base in-flight ${binf[-1]}, bursts ${bbur[-1]} req/s" >&2
+    fi
   done
   mt=$(printf "%s\n" "${theirs[@]}" | median)
   mi=$(printf "%s\n" "${inflight[@]}" | median)
   mb=$(printf "%s\n" "${burst[@]}" | median)
-  printf "%-6s %6d %8d %9d %12.0f %12.0f %12.0f %9.3f %9.3f\n" "$1" "$CONNS" "$STREAMS" "$n" "$mt" "$mi" "$mb" \
+  printf "%-6s %6d %8d %9d %12.0f %12.0f %12.0f %9.3f %9.3f" "$1" "$CONNS" "$STREAMS" "$n" "$mt" "$mi" "$mb" \
     "$(echo "$mi / $mt" | bc -l)" "$(echo "$mb / $mt" | bc -l)"
+  if [ -n "${BASE:-}" ]; then
+    mbi=$(printf "%s\n" "${binf[@]}" | median)
+    mbb=$(printf "%s\n" "${bbur[@]}" | median)
+    printf " %12.0f %12.0f %9.3f %9.3f" "$mbi" "$mbb" "$(echo "$mbi / $mt" | bc -l)" "$(echo "$mbb / $mt" | bc -l)"
+  fi
+  echo
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
