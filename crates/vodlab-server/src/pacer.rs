@@ -705,10 +705,15 @@ impl Pacer {
                 if let Some(m) = s.max_rate {
                     share = share.min(m as f64);
                 }
-                let mut gap = if share.is_finite() {
+                let mut gap = if !share.is_finite() {
+                    Duration::ZERO
+                } else if share > 0.0 {
                     Duration::from_secs_f64(cost / share)
                 } else {
-                    Duration::ZERO
+                    // no spare rate (the paced sessions fill the link): this
+                    // release spent what the bucket held; the next no sooner
+                    // than the next slot
+                    s.slot_time(s.next_slot).saturating_duration_since(now)
                 };
                 if kind == Kind::CatchUp {
                     gap = gap.max(s.catch_up_gap(speed));

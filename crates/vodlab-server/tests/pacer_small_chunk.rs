@@ -321,3 +321,23 @@ fn with_header_bytes_small_chunks_reserve_their_link_share_and_bursts_use_only_w
     assert!(burst0 > 2_000_000, "{burst0} B of burst without headers");
     assert!(extra0 > 10.0 * extra);
 }
+
+#[test]
+fn a_link_the_paced_rates_already_fill_lets_bursts_spend_only_the_bucket() {
+    // One session whose paced rate alone exceeds the link: no spare rate
+    // at all, but the bucket starts full. (A division by the zero share
+    // panicked here once, in the server, with header bytes counted.)
+    for header_bytes in [0, 66] {
+        let cfg = PacerConfig {
+            chunk_size: SMALL,
+            link_capacity: Some(40_000),
+            header_bytes,
+            ..PacerConfig::default()
+        };
+        let depth = 65_536.0 * cfg.wire_factor(65_536);
+        let (extra, paced, burst) = flash_crowd(cfg, 1, 5.0);
+        assert!(extra <= depth + 1.0, "{extra} > {depth}");
+        assert!(burst > 0 && burst <= 65_536, "{burst}");
+        assert!(paced > 0.0);
+    }
+}
