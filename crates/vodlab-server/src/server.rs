@@ -196,6 +196,8 @@ pub struct State {
     pub(crate) bitrates: Option<BitrateCatalog>,
     /// The TLS acceptor (`--tls-cert`/`--tls-self-signed`).
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Addresses closed for abuse, refused at accept (`crate::penalty`).
+    pub(crate) penalty: Mutex<crate::penalty::PenaltyBox>,
 }
 
 impl State {
@@ -377,6 +379,7 @@ impl Server {
         let driver = (cfg.paced() && cfg.pace_mode == crate::config::PaceMode::User)
             .then(|| tokio::spawn(crate::pacing::drive(pacing.clone(), counters.bytes.clone())));
         let state = Arc::new(State {
+            penalty: Mutex::new(crate::penalty::PenaltyBox::new(cfg.h2.penalty())),
             tls,
             pacing,
             bitrates,
@@ -474,15 +477,18 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
         tokio::select! {
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
-                Ok((sock, _peer)) => {
+                Ok((sock, peer)) => {
                     let at = Instant::now();
+                    if !crate::accept::admit(&st, &sock, peer.ip(), at) {
+                        continue;
+                    }
                     let _ = sock.set_nodelay(true);
                     if st.cfg.notsent_lowat > 0 {
                         set_notsent_lowat(&sock, st.cfg.notsent_lowat);
                     }
                     match permits.clone().try_acquire_owned() {
                         Ok(permit) => {
-                            spawn_conn(&mut conns, sock, &st, &stop, permit, at);
+                            spawn_conn(&mut conns, sock, peer.ip(), &st, &stop, permit, at);
                         }
                         Err(_) => {
                             // shed the connection waiting longest for a head, then wait
@@ -496,7 +502,7 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                             let stop2 = stop.clone();
                             conns.spawn(async move {
                                 match wait_for_slot(&st2, permits).await {
-                                    Some(permit) => serve(sock, st2, stop2, permit, at).await,
+                                    Some(permit) => serve(sock, peer.ip(), st2, stop2, permit, at).await,
                                     None => refuse(sock, &st2),
                                 }
                             });
@@ -550,6 +556,7 @@ async fn wait_for_slot(st: &State, permits: Arc<Semaphore>) -> Option<OwnedSemap
 fn spawn_conn(
     conns: &mut tokio::task::JoinSet<()>,
     sock: tokio::net::TcpStream,
+    peer: std::net::IpAddr,
     st: &Arc<State>,
     stop: &watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
@@ -557,11 +564,12 @@ fn spawn_conn(
 ) {
     let st2 = st.clone();
     let stop2 = stop.clone();
-    conns.spawn(async move { serve(sock, st2, stop2, permit, at).await });
+    conns.spawn(async move { serve(sock, peer, st2, stop2, permit, at).await });
 }
 
 async fn serve(
     sock: tokio::net::TcpStream,
+    peer: std::net::IpAddr,
     st: Arc<State>,
     stop: watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
@@ -569,7 +577,7 @@ async fn serve(
 ) {
     let id = st.counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
     st.counters.open.fetch_add(1, Ordering::Relaxed);
-    crate::accept::serve_conn(sock, id, st.clone(), stop, at).await;
+    crate::accept::serve_conn(sock, peer, id, st.clone(), stop, at).await;
     st.counters.open.fetch_sub(1, Ordering::Relaxed);
     drop(permit);
 }
