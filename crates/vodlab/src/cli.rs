@@ -196,13 +196,17 @@ pub enum Command {
     ///   vodlab simulate --prefetch --log trace.csv --workload work/nf --drives 36 --sweep 1MB,4MB,7MB,16MB --out sim/
     #[command(verbatim_doc_comment)]
     Simulate(crate::simulate::SimulateArgs),
-    /// Record a real player: dash.js in headless Chromium plays a real-media
-    /// file set (`fileset create --media real`) through Chromium's network
-    /// emulation; writes what it requested as a vodlab session script and an
-    /// h2load timing script, plus dash.js's metrics (docs/record.md).
+    /// Record a real player: dash.js (or hls.js, --player hls) in headless
+    /// Chromium plays a real-media file set (`fileset create --media real`)
+    /// through Chromium's network emulation or a `vodlab lab` host's kernel-
+    /// shaped link (--netns); writes what it requested as a vodlab session
+    /// script and an h2load timing script, plus the player's metrics
+    /// (docs/record.md).
     ///
     /// Examples:
     ///   vodlab record --root /srv/tiny --seconds 30 --down-kbps 3500 --latency-ms 20 -o rec
+    ///   vodlab record --player hls --root /srv/tiny --seconds 30 --down-kbps 3500 -o rec-hls
+    ///   vodlab record --netns vl-lab-c0 --target http://10.77.0.1:8080 --manifest /t00000/manifest.mpd -o rec-lab
     ///   vodlab run rec/recording.vsl --target http://127.0.0.1:8080 --check-bytes 0 --late-pacing burst
     #[command(verbatim_doc_comment)]
     Record(crate::record::RecordArgs),
