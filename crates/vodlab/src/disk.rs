@@ -83,9 +83,9 @@ pub struct MountArgs {
     /// measure the daemon itself. Replaces --profile.
     #[arg(long, conflicts_with = "profile")]
     pub zero_time: bool,
-    /// FUSE worker threads.
-    #[arg(long, default_value_t = 4)]
-    pub threads: usize,
+    /// FUSE worker threads (default: one per CPU, 2 to 4).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Do not ask fusermount3 to unmount if the daemon dies (tests use it
     /// to leave a stale mount on purpose).
     #[arg(long, hide = true)]
@@ -191,7 +191,9 @@ fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
     };
     cfg.readahead_kib = a.readahead_kib;
     cfg.auto_unmount = !a.no_auto_unmount;
-    cfg.threads = a.threads;
+    if let Some(t) = a.threads {
+        cfg.threads = t;
+    }
     let (files, bytes) = (set.files.len(), set.bytes());
     let label = set.label.clone();
     let m = vodlab_diskfs::mount(set, &a.mountpoint, &cfg)?;
