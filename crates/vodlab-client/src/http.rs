@@ -44,6 +44,11 @@ pub struct Outgoing<'a> {
 
 /// Largest read buffer of an unshaped connection.
 const BUF: usize = 64 * 1024;
+/// An unshaped connection's first read buffer: it doubles up to [`BUF`]
+/// each time a read fills it, so a connection that only ever carries small
+/// responses (a player at a low bit rate waiting on a full buffer) does not
+/// hold 64 KiB.
+const FIRST_BUF: usize = 8 * 1024;
 /// A response head may grow the buffer to this (the codec's head limit).
 const MAX_BUF: usize = MAX_HEAD_BYTES + BUF;
 
@@ -80,7 +85,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         let down = (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now));
         let size = down
             .as_ref()
-            .map_or(BUF, |b| (2 * b.chunk()).clamp(4 * 1024, BUF));
+            .map_or(FIRST_BUF, |b| (2 * b.chunk()).clamp(4 * 1024, BUF));
         Self {
             io,
             buf: vec![0; size],
@@ -105,8 +110,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             limit = limit.min(b.chunk());
         }
         let n = self.io.read(&mut self.buf[at..at + limit]).await?;
-        if let Some(b) = self.down.as_mut() {
-            b.consume(Instant::now(), n);
+        match self.down.as_mut() {
+            Some(b) => b.consume(Instant::now(), n),
+            // the read filled what there was: more was probably waiting
+            None if n == limit && self.buf.len() < BUF => {
+                let grown = (2 * self.buf.len()).min(BUF);
+                self.buf.resize(grown, 0);
+            }
+            None => {}
         }
         Ok(n)
     }
@@ -296,6 +307,63 @@ mod tests {
         );
         assert_eq!(parse_content_range("bytes 5-9/*"), Some((5, 9, None)));
         assert_eq!(parse_content_range("items 0-1/2"), None);
+    }
+
+    /// Serves `responses` (each a body length) on the far end of a duplex
+    /// pipe and returns what the connection's buffer size was after each.
+    async fn buffer_sizes_after(bodies: &[usize]) -> Vec<usize> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (near, mut far) = tokio::io::duplex(1 << 20);
+        let n = bodies.len();
+        let lens = bodies.to_vec();
+        let server = tokio::spawn(async move {
+            let mut req = [0u8; 4096];
+            for len in lens {
+                let _ = far.read(&mut req).await.unwrap();
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n");
+                far.write_all(head.as_bytes()).await.unwrap();
+                far.write_all(&vec![7u8; len]).await.unwrap();
+            }
+        });
+        let mut c = Connection::new(near, "h", &LinkSpec::default());
+        assert_eq!(c.buf.len(), FIRST_BUF);
+        let mut sizes = Vec::new();
+        for _ in 0..n {
+            let req = Outgoing {
+                method: "GET",
+                path: "/f",
+                range: None,
+                headers: &[],
+                body: None,
+                session: 1,
+                http10: false,
+            };
+            let mut got = 0u64;
+            let r = c
+                .exchange(&req, &mut |_, b: &[u8]| {
+                    assert!(b.iter().all(|&x| x == 7));
+                    got += b.len() as u64;
+                })
+                .await
+                .unwrap();
+            assert_eq!(r.status, 200);
+            assert_eq!(got, r.body_bytes);
+            sizes.push(c.buf.len());
+        }
+        server.await.unwrap();
+        sizes
+    }
+
+    #[tokio::test]
+    async fn an_unshaped_buffer_starts_small_and_grows_only_for_large_bodies() {
+        // small responses never fill 8 KiB: the buffer stays small
+        let small = buffer_sizes_after(&[100, 2_000, 300]).await;
+        assert!(small.iter().all(|&s| s == FIRST_BUF), "{small:?}");
+        // a 1 MB body fills the reads: the buffer doubles up to BUF, not past it
+        let big = buffer_sizes_after(&[100, 1_000_000, 100]).await;
+        assert_eq!(big[0], FIRST_BUF);
+        assert_eq!(big[1], BUF, "{big:?}");
+        assert_eq!(big[2], BUF);
     }
 
     #[test]
