@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{require, vodlab, vodlab_ok};
+use common::{readable_tempdir, require, vodlab, vodlab_ok};
 
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
@@ -55,16 +55,6 @@ fn tiny(dir: &Path) -> (String, String) {
     (w.display().to_string(), root.display().to_string())
 }
 
-fn readable_tempdir() -> tempfile::TempDir {
-    let d = tempfile::Builder::new()
-        .prefix("vodlab-rows-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("tempdir");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    d
-}
-
 /// compare's arguments for one workload: no box, no sequential bound,
 /// unpaced, 2 s windows from 2 sessions/s.
 fn args<'a>(w: &'a str, root: &'a str, port: &'a str, out: &'a str) -> Vec<&'a str> {
@@ -107,7 +97,7 @@ fn row<'a>(cmp: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 /// additively: 2 then 4 sessions/s.
 #[test]
 fn two_prefetch_sizes_are_two_rows_searched_additively() {
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-rows-");
     let (w, root) = tiny(d.path());
     let out = d.path().join("cmp");
     let port = common::free_port().to_string();
@@ -168,7 +158,7 @@ fn two_prefetch_sizes_are_two_rows_searched_additively() {
 fn h2_over_vodlab_serve_nginx_and_nghttpx() {
     require("nginx", "nginx-light");
     require("nghttpx", "nghttp2-proxy");
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-rows-");
     let (w, root) = tiny(d.path());
     let out = d.path().join("cmp");
     let port = common::free_port().to_string();
@@ -255,7 +245,7 @@ fn h2c_over_every_server() {
     ] {
         require(p, pkg);
     }
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-rows-");
     let (w, root) = tiny(d.path());
     let out = d.path().join("cmp");
     let port = common::free_port().to_string();

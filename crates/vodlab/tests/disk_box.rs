@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{require, vodlab, vodlab_ok};
+use common::{readable_tempdir, require, vodlab, vodlab_ok};
 
 fn is_root() -> bool {
     // SAFETY: no arguments, cannot fail
@@ -22,17 +22,6 @@ fn fuse_ready() -> bool {
     );
     require("fusermount3", "fuse3");
     true
-}
-
-/// A directory www-data can traverse (nginx drops privileges).
-fn readable_tempdir() -> tempfile::TempDir {
-    let d = tempfile::Builder::new()
-        .prefix("vodlab-diskbox-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("tempdir");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    d
 }
 
 fn gen(dir: &Path, sessions: u32) -> String {
@@ -78,7 +67,7 @@ fn number_before(text: &str, what: &str) -> Option<f64> {
 
 #[test]
 fn box_with_an_emulated_disk_reports_the_drive_and_leaves_nothing() {
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-diskbox-");
     let w = gen(d.path(), 20);
     let mp = d.path().join("mnt");
     let o = vodlab(&[
@@ -138,7 +127,7 @@ fn box_ends_the_command_when_the_disk_daemon_dies() {
         return;
     }
     fuse_ready();
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-diskbox-");
     let w = gen(d.path(), 20);
     let mp = d.path().join("mnt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
@@ -211,7 +200,7 @@ fn compare_on_an_emulated_disk_records_the_drives_figures() {
     }
     fuse_ready();
     require("nginx", "nginx-light");
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-diskbox-");
     let w = gen(d.path(), 100);
     let out = d.path().join("cmp");
     let port = common::free_port().to_string();
@@ -282,7 +271,7 @@ fn compare_on_an_emulated_disk_records_the_drives_figures() {
 
 #[test]
 fn bench_as_root_compares_servers_on_an_emulated_disk() {
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-diskbox-");
     let out = d.path().join("out");
     let o = vodlab(&[
         "bench",

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{require, vodlab, vodlab_ok, Nginx};
+use common::{readable_tempdir, require, vodlab, vodlab_ok, Nginx};
 use vodlab_lab::hwbox::is_root;
 
 fn json(p: &Path) -> serde_json::Value {
@@ -52,17 +52,6 @@ fn tiny(dir: &Path, sessions: u32) -> (String, String) {
         root.to_str().unwrap(),
     ]);
     (w.display().to_string(), root.display().to_string())
-}
-
-fn readable_tempdir() -> tempfile::TempDir {
-    let d = tempfile::Builder::new()
-        .prefix("vodlab-exp-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("tempdir");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    // every ancestor must be traversable by www-data too
-    d
 }
 
 #[test]
@@ -135,7 +124,7 @@ fn bench_end_to_end_at_a_tiny_scale() {
 
 #[test]
 fn capacity_finds_the_bracket_against_nginx() {
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-exp-");
     let (w, root) = tiny(d.path(), 400);
     let nginx = Nginx::start(Path::new(&root));
     let out = d.path().join("cap");
@@ -188,7 +177,7 @@ fn capacity_finds_the_bracket_against_nginx() {
 /// says the load generator limited it.
 #[test]
 fn an_invalid_client_point_ends_capacity_against_nginx() {
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-exp-");
     let (w, root) = tiny(d.path(), 200);
     let nginx = Nginx::start(Path::new(&root));
     let out = d.path().join("cap");
@@ -381,7 +370,7 @@ fn compare_runs_every_server_in_a_box() {
     ] {
         require(p, pkg);
     }
-    let d = readable_tempdir();
+    let d = readable_tempdir("vodlab-exp-");
     let (w, root) = tiny(d.path(), 200);
     let out = d.path().join("cmp");
     let port = common::free_port().to_string();

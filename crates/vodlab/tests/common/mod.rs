@@ -372,3 +372,16 @@ pub fn interval_sum(r: &serde_json::Value, field: &str) -> u64 {
         })
         .sum()
 }
+
+/// A temporary directory under the target dir that www-data can traverse
+/// (nginx, apache2 and lighttpd drop privileges), its name starting with
+/// `prefix`.
+pub fn readable_tempdir(prefix: &str) -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tempdir");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
