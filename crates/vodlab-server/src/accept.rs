@@ -98,7 +98,7 @@ pub(crate) fn admit(st: &State, sock: &TcpStream, peer: IpAddr, now: Instant) ->
         crate::penalty::Admit::Banned => p.refused_banned.fetch_add(1, Ordering::Relaxed),
         crate::penalty::Admit::Throttled => p.refused_throttled.fetch_add(1, Ordering::Relaxed),
     };
-    reset_on_close(sock);
+    crate::conn_io::reset_on_close(sock);
     false
 }
 
@@ -131,25 +131,6 @@ pub(crate) fn abused(st: &State, peer: IpAddr, what: &dyn std::fmt::Display) {
             ));
         }
         None => st.log_error(what),
-    }
-}
-
-/// `SO_LINGER` 0: closing the socket sends RST. Best effort.
-fn reset_on_close(sock: &TcpStream) {
-    use std::os::unix::io::AsRawFd;
-    let l = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: an open socket and a live option value of the right size
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&l as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
     }
 }
 
