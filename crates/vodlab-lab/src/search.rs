@@ -480,8 +480,9 @@ pub struct Search {
     pending: Option<(f64, Vec<Outcome>)>,
 }
 
-/// The answer of a finished (or stopped) search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The answer of a finished (or stopped) search; the default is a search
+/// that answered nothing (a row skipped or failed before its first point).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     /// Highest rate that passed, sessions/s (`None`: none passed).
     pub capacity: Option<f64>,

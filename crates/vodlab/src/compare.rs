@@ -349,13 +349,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
                     kind: Some(kind.name().into()),
                     prefetch_policy: policy,
                     serve_args,
-                    answer: Answer {
-                        capacity: None,
-                        lowest_failed: None,
-                        ending: None,
-                        non_monotone: false,
-                        client_limited_at: None,
-                    },
+                    answer: Answer::default(),
                     outcome: SearchOutcome::Error {
                         message: format!("{e:#}"),
                     },
