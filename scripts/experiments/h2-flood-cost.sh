@@ -51,6 +51,14 @@ ccpu=${CLIENT_CPU:-1}
 abind=${ATTACK_BIND:-127.0.0.2}
 floods=${FLOODS:-"connect_only rapid_reset continuation_flood settings_flood ping_flood window_update_flood small_data_flood"}
 py=/usr/bin/python3 # Debian's, with python3-h2's hpack
+# an unknown flood name would leave the attacker dead and the round "alone"
+for f in $floods; do
+  if [ "$f" != connect_only ] && ! grep -q "^def flood_$f(" "$here/scripts/h2probe/h2probe.py"; then
+    echo "h2-flood-cost: unknown flood '$f'; floods: connect_only" \
+      "$(sed -n 's/^def flood_\([a-z_]*\)(enc, a):.*/\1/p' "$here/scripts/h2probe/h2probe.py" | tr '\n' ' ')" >&2
+    exit 2
+  fi
+done
 hz=$(getconf CLK_TCK)
 work=$(mktemp -d)
 spid=""
