@@ -26,12 +26,14 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
 fi
 VODLAB=${VODLAB:-target/release/vodlab}
 SYNTH=target/release/examples/synth_log
+[[ -x "$SYNTH" ]] || { echo "no $SYNTH (cargo build --release -p vodlab-analyze --example synth_log, or run without SKIP_BUILD=1)" >&2; exit 1; }
+[[ -x "$VODLAB" ]] || { echo "no $VODLAB (cargo build --release -p vodlab)" >&2; exit 1; }
 AWK=$(command -v mawk || command -v awk)
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 gen() { # lines -> path
     local f="$DIR/synth-$1.log"
-    [[ -s "$f" ]] || "$SYNTH" "$1" > "$f"
+    [[ -s "$f" ]] || { "$SYNTH" "$1" > "$f.part" && mv "$f.part" "$f"; }
     echo "$f"
 }
 
