@@ -678,9 +678,8 @@ pub fn write_results(dir: &Path, r: &Results) -> Result<(), RunnerError> {
 /// any error, or when it does not answer within 2 s). The request and the
 /// response go through the shared HTTP/1 codec (`vodlab_http::client`).
 pub fn fetch_vodlab_stats(addr: SocketAddr) -> Option<serde_json::Value> {
-    use std::io::{Read, Write};
-    use vodlab_http::client::{encode_request, Decoded, RequestHead, ResponseDecoder};
-    const MAX_BODY: usize = 1 << 20;
+    use std::io::Write;
+    use vodlab_http::client::{encode_request, RequestHead};
     let mut req = Vec::new();
     encode_request(
         &RequestHead {
@@ -700,12 +699,21 @@ pub fn fetch_vodlab_stats(addr: SocketAddr) -> Option<serde_json::Value> {
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
     s.write_all(&req).ok()?;
+    read_stats_response(&mut s)
+}
+
+/// Reads one `/vodlab/stats` response from `r` to its end through the
+/// client codec; its JSON body when the status is 200 and the body is
+/// whole, valid JSON of at most 1 MiB.
+fn read_stats_response(r: &mut impl std::io::Read) -> Option<serde_json::Value> {
+    use vodlab_http::client::{Decoded, ResponseDecoder};
+    const MAX_BODY: usize = 1 << 20;
     let mut dec = ResponseDecoder::new(false);
     let mut body = Vec::new();
     let mut pending: Vec<u8> = Vec::new();
     let mut buf = [0u8; 16 * 1024];
     loop {
-        let n = s.read(&mut buf).ok()?;
+        let n = r.read(&mut buf).ok()?;
         if n == 0 {
             dec.eof().ok()?;
             break;

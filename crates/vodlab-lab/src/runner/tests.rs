@@ -20,12 +20,7 @@ fn serve(reply: &'static [u8]) -> (SocketAddr, std::thread::JoinHandle<Vec<u8>>)
             }
             req.extend_from_slice(&buf[..n]);
         }
-        // in two pieces, the second after a pause: the decoder is fed twice
-        let (a, b) = reply.split_at(reply.len() / 2);
-        c.write_all(a).unwrap();
-        c.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        c.write_all(b).unwrap();
+        c.write_all(reply).unwrap();
         req
     });
     (addr, h)
@@ -45,6 +40,40 @@ fn stats_are_fetched_through_the_codec() {
         "{req}"
     );
     assert!(req.contains("\r\nConnection: close\r\n"), "{req}");
+}
+
+/// A reader handing out its bytes `step` at a time, as a socket may.
+struct Dribble<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl Read for Dribble<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_response_in_pieces_is_fed_to_the_decoder_piece_by_piece() {
+    let reply: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+          6\r\n{\"requ\r\n9\r\nests\": 7}\r\n0\r\n\r\n";
+    // every split, down to one byte per read, decodes the same
+    for step in [1, 2, 7, reply.len() / 2, reply.len()] {
+        let v = read_stats_response(&mut Dribble { data: reply, step }).expect("stats");
+        assert_eq!(v["requests"], 7, "step {step}");
+    }
+    // cut short at any point: no statistics
+    for cut in [10, reply.len() - 3] {
+        let mut r = Dribble {
+            data: &reply[..cut],
+            step: 3,
+        };
+        assert_eq!(read_stats_response(&mut r), None, "cut at {cut}");
+    }
 }
 
 #[test]
