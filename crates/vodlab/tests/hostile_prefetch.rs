@@ -15,6 +15,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::Running;
+
+/// This binary's tests one at a time: each judges the prefetch helper by its
+/// device reads and the page cache, which another test's cold reads and
+/// hung-up clients running beside it disturb (one CI run saw the second
+/// range of `a_short_range_completes_with_its_read_ahead` miss).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 use vodlab_server::server::StatsView;
 
 /// What each test reads back from its server.
@@ -55,6 +61,7 @@ fn helper_bytes(s: &StatsView) -> u64 {
 /// clock: less than one abandoned prefetch (16 MiB) besides its own file.
 #[test]
 fn clients_hanging_up_cancel_their_prefetches() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     for i in 0..4 {
         cold_file(&dir.path().join(format!("big{i}.mp4")), 32 << 20);
@@ -149,6 +156,7 @@ fn timed(addr: SocketAddr, req: &str) -> (Duration, Vec<u8>) {
 /// so a slow or busy machine scales both.
 #[test]
 fn an_open_ended_range_starts_before_its_prefetch_is_read() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let len = 48usize << 20;
     cold_file(&dir.path().join("movie.mp4"), len);
@@ -177,6 +185,7 @@ fn an_open_ended_range_starts_before_its_prefetch_is_read() {
 /// moment the first response is complete, finds the read-ahead in the cache.
 #[test]
 fn a_short_range_completes_with_its_read_ahead() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     cold_file(&dir.path().join("seg.mp4"), 8 << 20);
     let srv = Running::start(dir.path(), |_| {});
