@@ -15,7 +15,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    PlayerClassResults, PlayerKind, PlayerRun, PlayerSessionOutcome, PlayersResults, RenditionTime,
+    keep_smallest, PlayerClassResults, PlayerKind, PlayerRun, PlayerSessionOutcome, PlayersResults,
+    RenditionTime, SessionTimeline,
 };
 use crate::metrics::{histogram, Summary};
 use crate::shard::{decode_histogram, encode_histogram, ShardError};
@@ -280,6 +281,9 @@ pub struct PlayersSettings {
     /// Where the P.1203 inputs are written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p1203_dir: Option<String>,
+    /// Sessions sampled for rendition timelines.
+    #[serde(default)]
+    pub timelines: usize,
 }
 
 impl PlayersSettings {
@@ -292,6 +296,7 @@ impl PlayersSettings {
             abandon: run.config.abandon,
             max_segments: run.max_segments,
             p1203_dir: run.p1203_dir.as_ref().map(|p| p.display().to_string()),
+            timelines: run.timelines,
         }
     }
 }
@@ -326,6 +331,9 @@ pub struct PlayersDump {
     /// P.1203 inputs that could not be written.
     #[serde(default)]
     pub p1203_write_errors: u64,
+    /// Rendition timelines of the sampled sessions, by session id.
+    #[serde(default)]
+    pub timelines: Vec<SessionTimeline>,
 }
 
 /// The run-wide aggregate of player sessions (one lock per ended session).
@@ -336,6 +344,8 @@ pub struct PlayersAgg {
     classes: BTreeMap<String, ClassAgg>,
     errors: BTreeMap<String, u64>,
     p1203_errors: u64,
+    /// At most `settings.timelines`, the smallest session ids.
+    timelines: BTreeMap<u64, SessionTimeline>,
 }
 
 impl PlayersAgg {
@@ -351,6 +361,7 @@ impl PlayersAgg {
             classes: BTreeMap::new(),
             errors: BTreeMap::new(),
             p1203_errors: 0,
+            timelines: BTreeMap::new(),
         }
     }
 
@@ -361,6 +372,12 @@ impl PlayersAgg {
         if let Some(e) = &o.error {
             *self.errors.entry(e.name().to_string()).or_default() += 1;
         }
+    }
+
+    /// Adds a sampled session's timeline (kept when its id is among the
+    /// `--player-timelines` smallest so far).
+    pub fn add_timeline(&mut self, t: SessionTimeline) {
+        keep_smallest(&mut self.timelines, t, self.settings.timelines);
     }
 
     /// Counts a P.1203 input that could not be written.
@@ -385,6 +402,9 @@ impl PlayersAgg {
             *self.errors.entry(k.clone()).or_default() += n;
         }
         self.p1203_errors += o.p1203_errors;
+        for t in o.timelines.values() {
+            keep_smallest(&mut self.timelines, t.clone(), self.settings.timelines);
+        }
         Ok(())
     }
 
@@ -400,6 +420,7 @@ impl PlayersAgg {
                 .collect::<Result<_, ShardError>>()?,
             errors: self.errors.clone(),
             p1203_write_errors: self.p1203_errors,
+            timelines: self.timelines.values().cloned().collect(),
         })
     }
 
@@ -412,6 +433,9 @@ impl PlayersAgg {
         }
         a.errors = d.errors.clone();
         a.p1203_errors = d.p1203_write_errors;
+        for t in &d.timelines {
+            keep_smallest(&mut a.timelines, t.clone(), a.settings.timelines);
+        }
         Ok(a)
     }
 
@@ -433,6 +457,8 @@ impl PlayersAgg {
             errors: self.errors.clone(),
             p1203_dir: s.p1203_dir.clone(),
             p1203_write_errors: self.p1203_errors,
+            timeline_sample: s.timelines,
+            timelines: self.timelines.values().cloned().collect(),
         }
     }
 }

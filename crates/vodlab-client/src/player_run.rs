@@ -14,12 +14,12 @@
 //! viewing time covers ([`segments_to_play`]).
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,13 @@ use crate::player::{Movie, PlayerConfig, PlayerError, QoeSummary};
 mod agg;
 pub use agg::{
     merge_dumps, signed_summary, PlayerClassDump, PlayersAgg, PlayersDump, PlayersSettings,
+};
+#[path = "player_timeline.rs"]
+mod timeline;
+pub use timeline::{
+    keep_smallest, rebuffers_of, smallest_ids, SessionTimeline, TimelineAbandoned,
+    TimelineRebuffer, TimelineRecorder, TimelineSegment, DEFAULT_TIMELINES, MAX_TIMELINES,
+    MAX_TIMELINE_EVENTS, MAX_TIMELINE_SEGMENTS,
 };
 
 /// Which manifest a player reads.
@@ -97,6 +104,9 @@ pub struct PlayerRun {
     /// Write each session's ITU-T P.1203 mode-0 input here
     /// (`{session id}.json`).
     pub p1203_dir: Option<PathBuf>,
+    /// Keep the rendition timeline of the sessions with the this many
+    /// smallest ids (`--player-timelines`; 0: none).
+    pub timelines: usize,
 }
 
 /// Largest manifest or playlist body a player accepts, bytes.
@@ -123,6 +133,7 @@ impl PlayerRun {
             max_segments: None,
             request_timeout: Duration::from_secs(30),
             p1203_dir: None,
+            timelines: DEFAULT_TIMELINES,
         }
     }
 
@@ -131,6 +142,12 @@ impl PlayerRun {
     pub fn validate(&self) -> Result<(), String> {
         if self.max_segments == Some(0) {
             return Err("--max-segments must be at least 1".into());
+        }
+        if self.timelines > MAX_TIMELINES {
+            return Err(format!(
+                "--player-timelines must be at most {MAX_TIMELINES}, got {}",
+                self.timelines
+            ));
         }
         if self.request_timeout.is_zero() {
             return Err("--player-timeout must be positive".into());
@@ -385,13 +402,16 @@ impl PresentationCache {
     }
 }
 
-/// What a run's player sessions share: the presentation cache and the
-/// aggregate (locked once per ended session).
+/// What a run's player sessions share: the presentation cache, the
+/// aggregate (locked once per ended session) and the ids of the sessions
+/// whose timelines are kept.
 #[derive(Debug)]
 pub struct PlayersShared {
     /// Parsed presentations.
     pub cache: PresentationCache,
     agg: Mutex<PlayersAgg>,
+    timelines: usize,
+    sample: OnceLock<BTreeSet<u64>>,
 }
 
 impl PlayersShared {
@@ -400,7 +420,21 @@ impl PlayersShared {
         Self {
             cache: PresentationCache::default(),
             agg: Mutex::new(PlayersAgg::new(run)),
+            timelines: run.timelines,
+            sample: OnceLock::new(),
         }
+    }
+
+    /// True when session `id` is one of the [`PlayerRun::timelines`]
+    /// smallest of `ids` (every session id of the run's workload, read once
+    /// at the first call).
+    pub fn sampled<I: IntoIterator<Item = u64>>(&self, id: u64, ids: impl FnOnce() -> I) -> bool {
+        if self.timelines == 0 {
+            return false;
+        }
+        self.sample
+            .get_or_init(|| smallest_ids(ids(), self.timelines))
+            .contains(&id)
     }
 
     /// The aggregate.
@@ -551,6 +585,13 @@ pub struct PlayersResults {
     /// P.1203 inputs that could not be written.
     #[serde(default)]
     pub p1203_write_errors: u64,
+    /// Sessions sampled for rendition timelines (`--player-timelines`).
+    #[serde(default)]
+    pub timeline_sample: usize,
+    /// Rendition timelines of the sampled sessions (the smallest session
+    /// ids that ended), by session id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timelines: Vec<SessionTimeline>,
 }
 
 #[cfg(test)]

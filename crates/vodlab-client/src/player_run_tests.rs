@@ -274,3 +274,89 @@ fn aggregate_counts_failures_by_name_and_time_by_rate() {
     assert!((secs - 12.0).abs() < 1e-9, "{secs}");
     assert_eq!(r.overall.segments, 3);
 }
+
+/// A sampled session's timeline: one segment at `level`.
+fn one_segment_timeline(id: u64, level: usize) -> SessionTimeline {
+    let mut t = TimelineRecorder::new(id, "a", &format!("t{id}"));
+    let rec = crate::player::SegmentRecord {
+        index: 0,
+        quality: level,
+        bitrate_kbps: [200.0, 1000.0][level],
+        throughput_estimate_kbps: None,
+        latency_estimate_ms: None,
+        full_buffer_wait_ms: 0.0,
+        abr_delay_ms: 0.0,
+        download_start_ms: 12.0,
+        buffer_ms_before: 0.0,
+        ttfb_ms: 1.0,
+        download_ms: 30.0,
+        rebuffer_ms: 0.0,
+        downloaded_bits: 1.0,
+        abandoned_to: None,
+    };
+    t.segment(&rec, 4000.0, 4000.0);
+    t.player_end(&[], &[(4000.0, 250.0)], Some(42.0));
+    t.finish(&outcome(id))
+}
+
+#[test]
+fn timelines_go_through_metrics_json_and_merge_to_the_smallest_ids() {
+    let mut run = PlayerRun::new(PlayerKind::Dash, PlayerConfig::default());
+    run.timelines = 3;
+    let (mut a, mut b) = (PlayersAgg::new(&run), PlayersAgg::new(&run));
+    for id in [40, 9, 77, 12] {
+        a.add_timeline(one_segment_timeline(id, 0));
+    }
+    for id in [5, 60, 11] {
+        b.add_timeline(one_segment_timeline(id, 1));
+    }
+    let ids = |r: &PlayersResults| r.timelines.iter().map(|t| t.session).collect::<Vec<_>>();
+    assert_eq!(ids(&a.results()), vec![9, 12, 40]);
+    assert_eq!(a.results().timeline_sample, 3);
+    let (da, db) = (a.dump().unwrap(), b.dump().unwrap());
+    // in either order: the 3 smallest of the union, by id
+    for r in [
+        merge_dumps([Some(&da), Some(&db)]).unwrap().unwrap(),
+        merge_dumps([Some(&db), Some(&da)]).unwrap().unwrap(),
+    ] {
+        assert_eq!(ids(&r), vec![5, 9, 11]);
+        assert_eq!(r.timelines[0].segments[0].level, 1);
+        assert_eq!(r.timelines[1].segments[0].level, 0);
+        // the stall at media 4 s after playback began at 42 ms
+        assert_eq!(r.timelines[0].rebuffers[0].start_s, 4.042);
+    }
+    // exactly through the JSON text
+    assert_eq!(through_json(&a), a);
+    // shards sampling different numbers are different runs
+    let mut other = run.clone();
+    other.timelines = 4;
+    let e = merge_dumps([Some(&da), Some(&PlayersAgg::new(&other).dump().unwrap())]).unwrap_err();
+    assert!(e.to_string().contains("player settings differ"), "{e}");
+    // off: nothing kept
+    run.timelines = 0;
+    let mut off = PlayersAgg::new(&run);
+    off.add_timeline(one_segment_timeline(1, 0));
+    assert!(off.results().timelines.is_empty());
+    // a metrics.json of a vodlab before timelines reads as a sample of 0
+    let mut v = serde_json::to_value(&da).unwrap();
+    v["settings"].as_object_mut().unwrap().remove("timelines");
+    v.as_object_mut().unwrap().remove("timelines");
+    let old: PlayersDump = serde_json::from_value(v).unwrap();
+    assert_eq!(old.settings.timelines, 0);
+    assert!(old.timelines.is_empty());
+}
+
+#[test]
+fn the_shared_sample_is_read_once_and_checked() {
+    let mut run = PlayerRun::new(PlayerKind::Dash, PlayerConfig::default());
+    run.timelines = 2;
+    let s = PlayersShared::new(&run);
+    assert!(s.sampled(7, || [30u64, 7, 3, 99]));
+    assert!(s.sampled(3, || -> Vec<u64> { unreachable!("read once") }));
+    assert!(!s.sampled(30, Vec::<u64>::new));
+    run.timelines = 0;
+    assert!(!PlayersShared::new(&run).sampled(1, || [1u64]));
+    run.timelines = MAX_TIMELINES + 1;
+    let e = run.validate().unwrap_err();
+    assert!(e.contains("--player-timelines"), "{e}");
+}

@@ -31,7 +31,7 @@ use crate::metrics::{RequestSample, SampleDone, SessionSample};
 use crate::player::{Action, Event, Player};
 use crate::player_run::{
     absolutize, movie_of, segments_to_play, Parsed, PlayerRun, PlayerSessionError as E,
-    PlayerSessionOutcome, PresentationCache, MAX_MANIFEST_BYTES, MAX_VARIANTS,
+    PlayerSessionOutcome, PresentationCache, TimelineRecorder, MAX_MANIFEST_BYTES, MAX_VARIANTS,
 };
 use crate::transport::{Conn, SessionTransport};
 use crate::viewer::ViewerStats;
@@ -375,6 +375,21 @@ pub(super) async fn run_player_session(
         error: None,
     };
     let mut p1203 = None;
+    // the rendition timeline, for the sampled sessions only
+    let id = session_id(session, shard, index);
+    let mut timeline = shared
+        .sampled(id, || {
+            work.shards.iter().enumerate().flat_map(|(k, s)| {
+                s.sessions
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, x)| session_id(x, k, i))
+            })
+        })
+        .then(|| {
+            let title = session.header.title.as_deref().unwrap_or("");
+            TimelineRecorder::new(id, class, title)
+        });
     if let Err(e) = play(
         &mut io,
         session,
@@ -382,6 +397,7 @@ pub(super) async fn run_player_session(
         &shared.cache,
         &mut outcome,
         &mut p1203,
+        &mut timeline,
     )
     .await
     {
@@ -402,6 +418,9 @@ pub(super) async fn run_player_session(
         }
     }
     agg.add(&outcome);
+    if let Some(t) = timeline {
+        agg.add_timeline(t.finish(&outcome));
+    }
     drop(agg);
     ctx.live.active.fetch_sub(1, Ordering::Relaxed);
     if outcome.error.is_some() {
@@ -438,6 +457,7 @@ async fn play(
     cache: &PresentationCache,
     outcome: &mut PlayerSessionOutcome,
     p1203: &mut Option<serde_json::Value>,
+    timeline: &mut Option<TimelineRecorder>,
 ) -> Result<(), E> {
     let title = session.header.title.as_deref().ok_or(E::NoTitle)?;
     let (mpath, parsed) = io.presentation(title, cache).await?;
@@ -450,11 +470,14 @@ async fn play(
         n = n.min(cap);
     }
     outcome.bitrates_kbps = parsed.movie.bitrates_kbps.clone();
-    let mut player =
-        Player::new(parsed.movie.clone(), io.run.config.clone()).map_err(|source| E::Movie {
-            path: mpath.clone(),
-            source,
-        })?;
+    let mut config = io.run.config.clone();
+    // a sampled session's player keeps its records for the timeline
+    config.keep_records |= timeline.is_some();
+    let segment_ms = parsed.movie.segment_duration_ms;
+    let mut player = Player::new(parsed.movie.clone(), config).map_err(|source| E::Movie {
+        path: mpath.clone(),
+        source,
+    })?;
     let ms = |t: Instant| t.saturating_duration_since(start).as_secs_f64() * 1e3;
     let mut init_done = vec![false; pres.levels.len()];
     let result = loop {
@@ -536,6 +559,9 @@ async fn play(
                 match got {
                     Ok(Got::Done(s)) if s == 200 || s == 206 => {
                         player.handle(now, Event::Completed { timing: None });
+                        if let (Some(t), Some(r)) = (timeline.as_mut(), player.records().last()) {
+                            t.segment(r, player.buffer_ms(), segment_ms);
+                        }
                         if player.played().len() >= n {
                             // the viewer's last segment arrived: it leaves
                             break Ok(());
@@ -568,6 +594,13 @@ async fn play(
         }
     };
     outcome.qoe = Some(player.qoe());
+    if let Some(t) = timeline.as_mut() {
+        t.player_end(
+            player.abandoned(),
+            player.stalls(),
+            player.playback_start_ms(),
+        );
+    }
     if io.run.p1203_dir.is_some() && result.is_ok() {
         let opts = crate::player::qoe::P1203Options {
             stream_id: io.id,

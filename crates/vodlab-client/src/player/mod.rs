@@ -396,6 +396,22 @@ impl Player {
         &self.played
     }
 
+    /// Stall episodes so far as (media position, duration), ms: the
+    /// source of the P.1203 input's `I23` and of the run's rendition
+    /// timelines.
+    pub fn stalls(&self) -> &[(f64, f64)] {
+        self.buffer.stalls()
+    }
+
+    /// Session time playback started at (the first poll plus the start-up
+    /// the buffer counted), ms; `None` before the first segment arrived.
+    pub fn playback_start_ms(&self) -> Option<f64> {
+        let start = self.start_ms?;
+        self.buffer
+            .started()
+            .then(|| start + self.buffer.startup_ms())
+    }
+
     /// Completed downloads, in order (empty unless
     /// [`PlayerConfig::keep_records`]).
     pub fn records(&self) -> &[SegmentRecord] {
