@@ -160,6 +160,9 @@ pub fn run_section(page: &mut Page, name: &str, r: &Results, requests_csv: Optio
             "Most sessions active in each interval, and sessions that failed in it.",
         );
     }
+    if let Some(p) = &r.players {
+        super::players_section(page, name, p);
+    }
     if let Some(csv) = requests_csv {
         let pts = request_order(csv, page.max_dots);
         if !pts.is_empty() {
