@@ -63,6 +63,7 @@ pub enum Command {
     ///   vodlab run --timing-script bbc.txt --clients 91 --stagger 1000 --target http://127.0.0.1:8080 --protocol h2c
     ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player dash --abr dynamic
     ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player hls --abr bba --max-buffer 30 --p1203
+    ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player dash --player-timelines 20 -o results/dash
     #[command(verbatim_doc_comment)]
     Run(crate::run::RunArgs),
     /// Merge the results of a run split over processes or hosts (`vodlab run

@@ -238,6 +238,13 @@ pub struct PlayerArgs {
     /// `OUTPUT/p1203/{session}.json`.
     #[arg(long, requires = "player")]
     pub p1203: bool,
+    /// Keep the rendition timeline (every segment's request time, download
+    /// time, rendition and buffer level after; every rebuffer) of the N
+    /// sessions with the smallest ids in `players.timelines` of
+    /// results.json and in the report; 0: none (docs/run.md "Rendition
+    /// timelines"). E.g. `--player-timelines 20`.
+    #[arg(long, value_name = "N", default_value_t = vodlab_client::player_run::DEFAULT_TIMELINES, requires = "player")]
+    pub player_timelines: usize,
 }
 
 impl PlayerArgs {
@@ -269,6 +276,7 @@ impl PlayerArgs {
         let mut run = PlayerRun::new(kind, cfg);
         run.max_segments = self.max_segments;
         run.request_timeout = Duration::from_secs_f64(self.player_timeout);
+        run.timelines = self.player_timelines;
         if self.p1203 {
             let d = out_dir.join("p1203");
             std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;

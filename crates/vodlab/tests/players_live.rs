@@ -152,6 +152,62 @@ fn sessions(w: &Path) -> Vec<(u64, String, usize)> {
         .collect()
 }
 
+/// The rendition timelines of a run of [`setup`]'s 8 sessions with the
+/// default sample (8): every session, by id, each with the segments its
+/// viewing time covers, in order, at rungs of its manifest, its buffer
+/// after each and start-up as measured; `vodlab report` draws them.
+fn check_timelines(w: &Path, root: &Path, r: &serde_json::Value, out: &Path) {
+    let p = &r["players"];
+    assert_eq!(p["timeline_sample"], 8, "{p}");
+    let tl = p["timelines"].as_array().expect("players.timelines");
+    let mut want = sessions(w);
+    want.sort();
+    let ids: Vec<u64> = tl.iter().map(|t| t["session"].as_u64().unwrap()).collect();
+    assert_eq!(ids, want.iter().map(|s| s.0).collect::<Vec<_>>(), "{tl:?}");
+    for (t, (id, title, n)) in tl.iter().zip(&want) {
+        assert_eq!(t["title"], title.as_str(), "{t}");
+        let mpd = std::fs::read_to_string(root.join(title).join(MPD_NAME)).unwrap();
+        let rungs: Vec<f64> = parse_mpd(&mpd)
+            .unwrap()
+            .levels
+            .iter()
+            .map(|l| l.bandwidth_bps as f64 / 1000.0)
+            .collect();
+        let segs = t["segments"].as_array().unwrap();
+        assert_eq!(segs.len(), (*n).min(MAX_SEGMENTS), "session {id}: {t}");
+        let mut last_start = 0.0;
+        for (i, s) in segs.iter().enumerate() {
+            assert_eq!(s["index"], i, "{t}");
+            assert_eq!(s["media_s"].as_f64().unwrap(), i as f64 * 4.0);
+            let kbps = s["bitrate_kbps"].as_f64().unwrap();
+            assert_eq!(kbps, rungs[s["level"].as_u64().unwrap() as usize], "{t}");
+            let start = s["start_s"].as_f64().unwrap();
+            assert!(start >= last_start, "{t}");
+            last_start = start;
+            assert!(s["buffer_after_s"].as_f64().unwrap() >= 4.0 - 1e-6, "{t}");
+        }
+        let startup = t["startup_delay_ms"].as_f64().unwrap();
+        assert!(startup > 0.0 && startup < 60_000.0, "{t}");
+    }
+    // the report of the run has a players section with the timelines drawn
+    let html = out.join("report.html");
+    vodlab_ok(&[
+        "report",
+        out.join("results.json").to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("Closed-loop players"), "no players section");
+    assert!(html.contains("Bit rate over time of sample sessions"));
+    for id in &ids {
+        assert!(
+            html.contains(&format!("session {id}")),
+            "session {id} not drawn"
+        );
+    }
+}
+
 #[test]
 fn dash_players_play_every_segment_and_a_tight_link_lowers_the_bit_rate() {
     let d = tempfile::tempdir().unwrap();
@@ -205,6 +261,7 @@ fn dash_players_play_every_segment_and_a_tight_link_lowers_the_bit_rate() {
         .map(|t| t["seconds"].as_f64().unwrap())
         .sum();
     assert!((secs - segs as f64 * 4.0).abs() < 1e-6, "{secs} vs {segs}");
+    check_timelines(&w, &root, &tight, &d.path().join("tight"));
 
     // every session fetched its manifest, then segments 0..n in order, each
     // one of the manifest's URLs for that index, after its level's init
@@ -498,7 +555,7 @@ fn player_flags_are_checked() {
         "-o",
         out,
     ];
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--player", "smooth"], "unknown player `smooth`"),
         (&["--player", "dash", "--abr", "mpc"], "--abr"),
         (&["--abr", "bola"], "--player"),
@@ -511,6 +568,11 @@ fn player_flags_are_checked() {
             "--max-segments must be",
         ),
         (&["--player", "hls", "--requests-csv"], "--requests-csv"),
+        (
+            &["--player", "dash", "--player-timelines", "1001"],
+            "--player-timelines must be at most 1000",
+        ),
+        (&["--player-timelines", "3"], "--player"),
     ];
     for (extra, want) in cases {
         let mut args = base.to_vec();

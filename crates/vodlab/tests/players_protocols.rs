@@ -299,6 +299,22 @@ fn sharded_player_runs_merge_their_players_exactly() {
         .unwrap()
         .unwrap();
     assert_eq!(got, exact);
+    // rendition timelines: each shard sampled its own sessions; the merge
+    // keeps the 8 smallest ids of the union, as one process samples them
+    let ids = |r: &PlayersResults| r.timelines.iter().map(|t| t.session).collect::<Vec<_>>();
+    let mut all: Vec<u64> = LoadedWorkload::open(&w)
+        .unwrap()
+        .shards
+        .iter()
+        .flat_map(|s| s.sessions.iter().map(|x| x.header.id.unwrap()))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(ids(&got), all[..8], "merged");
+    assert_eq!(ids(&a), all[..8], "one process");
+    for dump in &dumps {
+        let n = dump.players.as_ref().unwrap().timelines.len();
+        assert!(n > 0 && n < 10, "a shard sampled {n}");
+    }
     assert_eq!(
         got.overall.mean_bitrate_kbps.count + got.overall.failed,
         got.overall.sessions
