@@ -31,6 +31,12 @@
 # capture (pcap_windows.json, pacing-pcap.sh; the capture is deleted unless
 # KEEP_PCAP=1, which keeps it as WORK/CONFIG.pcap). SERVER_NICE=N: run the
 # server at nice N (a negative N puts the pacer's driver ahead of other work).
+# Extra configurations (not in --full's list, named in CONFIGS_OVERRIDE):
+# user-{noburst,burst}-task and -rt (--pace-driver task: the driver as a tokio
+# task on tokio's 1 ms timer; rt: the driver thread under SCHED_FIFO; the plain
+# user-* runs use the default, a dedicated thread at normal priority), and
+# kernel-{noburst,burst}-mss (the server's --pace-mss 137 gives the 125 B
+# segments instead of the lab's route MTU; KERNEL_TUNE's `tso` part still applies).
 #
 # Per run OUT_DIR/nN-EGRESS/CONFIG/ holds results.json, summary.txt,
 # requests.csv, server_cpu.json (CPU of the server's process group when the
@@ -61,6 +67,7 @@ VL=$WORK/vodlab
 # the paper's workload (Sec. 4): 1,000,000 B = 400 kbit/s x 20 s; B = 4 s = 200 KB
 SIZE=1000000 KBPS=400 BUFFER=4 BURST=4
 ALL="unpaced user-noburst user-burst user-burst-c250 user-burst-c512 user-noburst-c64k kernel-noburst kernel-burst nginx apache2"
+EXTRA="user-noburst-task user-burst-task user-noburst-rt user-burst-rt kernel-noburst-mss kernel-burst-mss"
 case $MODE in
   full)  GROUPS_=${GROUPS_OVERRIDE:-"100:1gbit 100:50mbit 1000:1gbit 1000:500mbit"}; CONFIGS=${CONFIGS_OVERRIDE:-$ALL} ;;
   quick) GROUPS_=${GROUPS_OVERRIDE:-"100:1gbit"}; CONFIGS=${CONFIGS_OVERRIDE:-"unpaced user-burst kernel-burst nginx apache2"} ;;
@@ -160,6 +167,12 @@ server_cmd() {
     user-noburst-c64k) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-chunk 64K" ;;
     kernel-noburst) echo "$serve $paced --pace-mode kernel --pace-burst 0" ;;
     kernel-burst) echo "$serve $paced --pace-mode kernel --pace-burst $BURST" ;;
+    user-noburst-task) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver task" ;;
+    user-burst-task) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver task" ;;
+    user-noburst-rt) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver rt" ;;
+    user-burst-rt) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver rt" ;;
+    kernel-noburst-mss) echo "$serve $paced --pace-mode kernel --pace-burst 0 --pace-mss 137" ;;
+    kernel-burst-mss) echo "$serve $paced --pace-mode kernel --pace-burst $BURST --pace-mss 137" ;;
     nginx) nginx_conf "$wd" > "$wd/nginx.conf"; echo "/usr/sbin/nginx -p $wd -c $wd/nginx.conf" ;;
     apache2) apache_conf "$wd" > "$wd/apache2.conf"; echo "/usr/sbin/apache2 -f $wd/apache2.conf -DFOREGROUND" ;;
     *) echo "pacing.sh: unknown configuration $cfg" >&2; return 1 ;;
@@ -176,6 +189,12 @@ label() {
     user-noburst-c64k) echo "user, no burst, 64 KiB chunks" ;;
     kernel-noburst) echo "kernel, no burst" ;;
     kernel-burst) echo "kernel, burst" ;;
+    user-noburst-task) echo "user, no burst, driver task" ;;
+    user-burst-task) echo "user, burst, driver task" ;;
+    user-noburst-rt) echo "user, no burst, driver rt" ;;
+    user-burst-rt) echo "user, burst, driver rt" ;;
+    kernel-noburst-mss) echo "kernel, no burst, --pace-mss 137" ;;
+    kernel-burst-mss) echo "kernel, burst, --pace-mss 137" ;;
     nginx) echo "nginx limit_rate" ;;
     apache2) echo "apache2 20 workers" ;;
   esac
@@ -194,6 +213,8 @@ for g in $GROUPS_; do
     tune=true
     case $cfg:${KERNEL_TUNE:-mss} in
       kernel-*:none | *:none) ;;
+      # the server's --pace-mss sets the segment size: no route MTU
+      kernel-*-mss:tso | kernel-*-mss:mss) tune="sysctl -qw net.ipv4.tcp_min_tso_segs=1 net.ipv4.tcp_tso_rtt_log=0 && ethtool -K eth0 tso off gso off > /dev/null" ;;
       kernel-*:tso) tune="sysctl -qw net.ipv4.tcp_min_tso_segs=1 net.ipv4.tcp_tso_rtt_log=0 && ethtool -K eth0 tso off gso off > /dev/null" ;;
       kernel-*:mss) tune="sysctl -qw net.ipv4.tcp_min_tso_segs=1 net.ipv4.tcp_tso_rtt_log=0 && ethtool -K eth0 tso off gso off > /dev/null \
         && ip route change 10.77.0.0/24 dev eth0 proto kernel scope link src 10.77.0.1 mtu lock 177" ;;
@@ -241,7 +262,7 @@ done
 # with other GROUPS_OVERRIDE/CONFIGS_OVERRIDE), groups in name order, servers in $ALL order
 MANIFEST_RUNS=()
 for gdir in "$OUT_ABS"/n*/; do
-  for cfg in $ALL; do
+  for cfg in $ALL $EXTRA; do
     if [ -s "$gdir$cfg/meta.json" ]; then MANIFEST_RUNS+=("$(cat "$gdir$cfg/meta.json")"); fi
   done
 done

@@ -5,14 +5,16 @@
 //!   when each paced response may write how many bytes. One [`Pacer`] for
 //!   the whole server behind a mutex, and one **driver task** that owns the
 //!   timer: it sleeps until the heap's earliest time, takes every due
-//!   [`Grant`] and hands each to its connection through a oneshot channel.
-//!   A connection waits on its channel (no timer of its own, so no sleeping
-//!   task per session), writes at most the granted bytes with one
-//!   non-blocking `sendfile` run, and reports what the socket took
-//!   ([`Pacer::on_sent`]: n, a short n, or 0 on `EAGAIN`) together with
-//!   installing its next channel, under one lock, so no grant can be popped
-//!   before its connection waits for it. A connection that goes away
-//!   removes its session (a drop guard), so the pacer never waits for it.
+//!   [`Grant`] and writes it itself with one non-blocking `sendfile` run
+//!   on the connection's socket, and reports what the socket took
+//!   ([`Pacer::on_sent`]: n, a short n, or 0 on `EAGAIN`), under the one
+//!   lock. A connection waits on a channel until its body is complete (no
+//!   timer of its own, so no sleeping task per session). A connection that
+//!   goes away removes its session (a drop guard), so the pacer never
+//!   waits for it. The driver is a dedicated thread by default, waiting on
+//!   a condition variable with an absolute deadline (µs precision), or
+//!   that thread under `SCHED_FIFO`, or a tokio task woken by tokio's 1 ms
+//!   timer ([`PaceDriver`], `--pace-driver`).
 //!   Why one shared pacer and not one per tokio worker: tokio moves tasks
 //!   between workers, so a per-worker heap would need its own runtime per
 //!   thread; the lock is held for a heap operation (µs), and the measured
@@ -37,8 +39,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::io::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -46,7 +48,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::bitrate::ResponseRate;
-use crate::config::{defaults, Config, PaceMode};
+use crate::config::{defaults, Config, PaceDriver, PaceMode};
 use crate::pacer::{
     Grant, Kind, Pacer, PacerConfig, PacerConfigError, Sent, SessionId, SessionParams,
 };
@@ -96,6 +98,12 @@ pub struct PacingStats {
     pub max_grant_lateness_us: u64,
     /// Paced sessions in the pacer now (user mode).
     pub active_sessions: u64,
+    /// The driver asked for (`--pace-driver`: `task`, `thread`, `rt:PRIO`).
+    pub driver: String,
+    /// The scheduling the driver thread got: `fifo:PRIO`, or `other` (normal
+    /// priority; also when `SCHED_FIFO` was refused); `task` for the tokio
+    /// task; empty before the driver has started.
+    pub driver_policy: String,
 }
 
 /// A paced response the driver is sending: the connection's socket and
@@ -134,7 +142,15 @@ struct Inner {
 /// The user-mode pacer, its driver's wake-up and the counters.
 pub struct Pacing {
     inner: Mutex<Inner>,
+    /// Wakes the driver task ([`PaceDriver::Task`]).
     wake: Notify,
+    /// Wakes the driver thread (paired with `inner`).
+    cv: Condvar,
+    /// Tells the driver thread to end (under `inner`'s lock).
+    stop: AtomicBool,
+    driver: PaceDriver,
+    /// The scheduling the driver got (see [`PacingStats::driver_policy`]).
+    policy: OnceLock<String>,
     /// Counters.
     pub counters: PaceCounters,
     cfg_pace: f64,
@@ -156,6 +172,10 @@ impl Pacing {
                 planned: None,
             }),
             wake: Notify::new(),
+            cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            driver: cfg.pace_driver,
+            policy: OnceLock::new(),
             counters: PaceCounters::default(),
             cfg_pace: cfg.pace,
             mode: cfg.pace_mode,
@@ -182,6 +202,8 @@ impl Pacing {
             },
             max_grant_lateness_us: c.lateness_max_us.load(Ordering::Relaxed),
             active_sessions: self.inner.lock().expect("lock").pacer.len() as u64,
+            driver: self.driver.to_string(),
+            driver_policy: self.policy.get().cloned().unwrap_or_default(),
         }
     }
 
@@ -198,6 +220,8 @@ impl Pacing {
     /// Wakes the driver if `at` is before its planned wake-up.
     fn wake_for(&self, inner: &Inner, at: Instant) {
         if inner.planned.is_none_or(|p| at < p) {
+            // both: a driver thread that could not start falls back to the task
+            self.cv.notify_one();
             self.wake.notify_one();
         }
     }
@@ -282,8 +306,31 @@ pub fn chunk_rule(rate: u64) -> u64 {
 /// its connection task over a channel and spent 17-43 µs per chunk), and
 /// sleeps again (or until a new session's time is earlier). Paced bytes
 /// are added to `sent_bytes` (the server's byte counter). Runs until
-/// aborted.
+/// aborted; with a driver thread ([`PaceDriver::is_thread`]) this future
+/// starts the thread and ends it when dropped.
 pub(crate) async fn drive(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
+    if p.driver.is_thread() {
+        let (tp, tb) = (p.clone(), sent_bytes.clone());
+        match std::thread::Builder::new()
+            .name("vodlab-pacer".into())
+            .spawn(move || drive_thread(&tp, &tb))
+        {
+            Ok(_) => {
+                let _stop = StopThread(p);
+                return std::future::pending::<()>().await;
+            }
+            // no thread, nothing would pace: say so and drive from a task
+            Err(e) => eprintln!(
+                "vodlab serve: the pacer's driver thread could not start ({e}); \
+                 driving it from a task"
+            ),
+        }
+    }
+    drive_task(p, sent_bytes).await
+}
+
+async fn drive_task(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
+    let _ = p.policy.set("task".into());
     loop {
         let next = {
             let mut g = p.inner.lock().expect("lock");
@@ -305,6 +352,81 @@ pub(crate) async fn drive(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
             }
             None => p.wake.notified().await,
         }
+    }
+}
+
+/// Ends the driver thread when the driver's future is dropped (the server
+/// aborts it at shutdown): sets the flag under the lock, so the thread sees
+/// it before it waits again, and wakes it.
+struct StopThread(Arc<Pacing>);
+
+impl Drop for StopThread {
+    fn drop(&mut self) {
+        let _g = self.0.inner.lock().unwrap_or_else(|e| e.into_inner());
+        self.0.stop.store(true, Ordering::Release);
+        self.0.cv.notify_all();
+    }
+}
+
+/// The driver thread: the task's loop with a precise wait. It waits on the
+/// condition variable paired with the pacer's lock, with the heap's
+/// earliest release as an absolute `CLOCK_MONOTONIC` deadline (std's
+/// futex wait), after setting its timer slack to 1 ns (a normal thread's
+/// default lets the kernel fire its timer up to 50 µs late) and, for
+/// [`PaceDriver::Rt`], `SCHED_FIFO`. Holds the lock except while waiting,
+/// as the task does while it acts.
+fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64) {
+    // SAFETY: prctl with an integer argument on the calling thread
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let policy = match p.driver.rt_priority() {
+        Some(prio) => match set_fifo(prio) {
+            Ok(()) => format!("fifo:{prio}"),
+            Err(e) => {
+                eprintln!(
+                    "vodlab serve: pace_driver {}: SCHED_FIFO refused ({e}); \
+                     the pacer's driver runs at normal priority",
+                    p.driver
+                );
+                "other".into()
+            }
+        },
+        None => "other".into(),
+    };
+    let _ = p.policy.set(policy);
+    let mut g = p.inner.lock().expect("lock");
+    while !p.stop.load(Ordering::Acquire) {
+        let inner = &mut *g;
+        let now = Instant::now();
+        while let Some(grant) = inner.pacer.poll_ready(now) {
+            p.act(inner, grant, now, sent_bytes);
+        }
+        let next = inner.pacer.next_wakeup();
+        inner.planned = next;
+        g = match next {
+            Some(at) => {
+                let wait = at.saturating_duration_since(Instant::now());
+                if wait.is_zero() {
+                    continue;
+                }
+                p.cv.wait_timeout(g, wait).expect("lock").0
+            }
+            None => p.cv.wait(g).expect("lock"),
+        };
+    }
+}
+
+/// Puts the calling thread under `SCHED_FIFO` at `prio` (root or
+/// `CAP_SYS_NICE`, or an `RLIMIT_RTPRIO` of at least `prio`).
+fn set_fifo(prio: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(prio),
+    };
+    // SAFETY: the calling thread's handle and a live sched_param
+    let r = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(r))
     }
 }
 
@@ -446,6 +568,30 @@ fn write_chunk(sock: RawFd, file: RawFd, off: u64, n: u64) -> io::Result<u64> {
         done += r as u64;
     }
     Ok(done)
+}
+
+/// Sets `TCP_MAXSEG` on a listening socket (`pace_mss`): connections it
+/// accepts advertise and send segments of at most `mss` bytes (less the
+/// TCP options: with timestamps, 137 gives 125 B of payload per segment).
+/// Kernel-mode pacing spaces whole segments, so this is its chunk size,
+/// without the route MTU the lab otherwise sets.
+pub fn set_listener_mss(listener: &impl AsRawFd, mss: u32) -> io::Result<()> {
+    let v = mss as libc::c_int;
+    // SAFETY: an open socket and a live c_int option value
+    let r = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// Sets `SO_MAX_PACING_RATE` (bytes/s; `u64::MAX` = no limit). Without an

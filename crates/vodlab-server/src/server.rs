@@ -375,6 +375,9 @@ impl Server {
         };
         let counters = Counters::default();
         let listener = TcpListener::bind(listen).await?;
+        if let Some(mss) = cfg.pace_mss {
+            crate::pacing::set_listener_mss(&listener, mss)?;
+        }
         let addr = listener.local_addr()?;
         let driver = (cfg.paced() && cfg.pace_mode == crate::config::PaceMode::User)
             .then(|| tokio::spawn(crate::pacing::drive(pacing.clone(), counters.bytes.clone())));

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use vodlab_server::config::defaults;
+use vodlab_server::config::{defaults, PaceDriver};
 use vodlab_server::{Config, IoMode, PaceMode, PolicySpec, Server};
 
 /// Arguments of `vodlab serve`. Every default is the server's
@@ -106,6 +106,20 @@ pub struct ServeArgs {
     /// (125 B at 400 kbit/s, for ±5 % in every 100 ms window).
     #[arg(long, value_name = "SIZE", value_parser = vodlab_server::config::parse_size)]
     pub pace_chunk: Option<u64>,
+    /// Where user-mode pacing's driver runs: `thread` (a dedicated thread
+    /// with a µs-precise wait, the default), `rt[:PRIO]` (that thread under
+    /// SCHED_FIFO, priority 1-99, default 10; needs root or CAP_SYS_NICE,
+    /// else it logs the refusal and runs at normal priority) or `task` (a
+    /// tokio task on the workers, woken by tokio's 1 ms timer).
+    #[arg(long, value_name = "DRIVER", default_value_t = PaceDriver::default(), value_parser = parse_pace_driver)]
+    pub pace_driver: PaceDriver,
+    /// TCP_MAXSEG of the listening socket: accepted connections send
+    /// segments of at most this many bytes less TCP options (137 gives
+    /// 125 B with timestamps), 88 to 65535. Kernel-mode pacing spaces whole
+    /// segments: ±5 % per 100 ms at 400 kbit/s needs ≤ 250 B. Applies to
+    /// every connection. Default: the route's MSS.
+    #[arg(long, value_name = "BYTES")]
+    pub pace_mss: Option<u32>,
     /// Bit-rate catalog: TOML or JSON mapping paths or path prefixes to
     /// kbit/s, or a `vodlab gen` workload's catalog.json (docs/serve.md).
     #[arg(long, value_name = "FILE", visible_alias = "catalog")]
@@ -223,6 +237,10 @@ impl ProtoArgs {
         };
         Ok((tls, h2))
     }
+}
+
+fn parse_pace_driver(s: &str) -> Result<PaceDriver, String> {
+    s.parse()
 }
 
 /// Pacing mechanisms.
@@ -349,6 +367,8 @@ impl ServeArgs {
             pace_burst: self.pace_burst,
             link_capacity: self.link_capacity,
             pace_chunk: self.pace_chunk,
+            pace_driver: self.pace_driver,
+            pace_mss: self.pace_mss,
             bitrates: self.bitrates.clone(),
             default_bitrate_kbps: self.default_bitrate,
             ..Config::default()
@@ -384,7 +404,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             eprintln!("vodlab serve: time compression k = {k}: control intervals / k, bit rates x k");
         }
         let pacing = if a.pace > 0.0 {
-            format!(", paced {}x ({:?}, burst {} s)", a.pace, a.pace_mode, a.pace_burst)
+            format!(
+                ", paced {}x ({:?}, burst {} s, driver {})",
+                a.pace, a.pace_mode, a.pace_burst, a.pace_driver
+            )
         } else {
             String::new()
         };
@@ -548,6 +571,22 @@ mod tests {
         assert_eq!(c.pace_burst, 0.0);
         assert_eq!(c.link_capacity, Some(125_000_000));
         assert_eq!(c.pace_chunk, Some(8192));
+        assert_eq!(c.pace_driver, PaceDriver::Thread);
+        assert_eq!(c.pace_mss, None);
+        let d = parse(&["--pace-driver", "rt:20", "--pace-mss", "137"]).unwrap();
+        assert_eq!((d.pace_driver, d.pace_mss), (PaceDriver::Rt(20), Some(137)));
+        assert_eq!(
+            parse(&["--pace-driver", "rt"]).unwrap().pace_driver,
+            PaceDriver::Rt(10)
+        );
+        assert_eq!(
+            parse(&["--pace-driver", "task"]).unwrap().pace_driver,
+            PaceDriver::Task
+        );
+        assert!(parse(&["--pace-driver", "rt:100"]).is_err());
+        assert!(parse(&["--pace-mss", "40"])
+            .unwrap_err()
+            .contains("pace_mss"));
         assert_eq!(c.default_bitrate_kbps, Some(400.0));
         assert_eq!(c.bitrates, Some(PathBuf::from("rates.toml")));
         assert_eq!(parse_rate("400kbit"), Ok(50_000));
