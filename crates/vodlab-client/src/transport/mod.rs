@@ -348,8 +348,14 @@ impl SessionTransport<'_> {
                         ..Opened::default()
                     };
                     (
-                        h2::handshake(FrameReads::new(Shaped::new(tcp, link)), &self.c.cfg.h2)
-                            .await?,
+                        h2::handshake(
+                            FrameReads::new(tokio::io::BufReader::with_capacity(
+                                frames::READ_BUFFER,
+                                Shaped::new(tcp, link),
+                            )),
+                            &self.c.cfg.h2,
+                        )
+                        .await?,
                         opened,
                     )
                 };
