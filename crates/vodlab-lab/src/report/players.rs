@@ -14,8 +14,8 @@ use super::{bar_chart, box_chart, BoxStat, Page, PALETTE, W};
 pub const MAX_DRAWN: usize = 16;
 /// Height of one session's timeline chart, px.
 const TIMELINE_H: u32 = 170;
-/// Shade of a rebuffer.
-const REBUFFER: RGBColor = RGBColor(213, 94, 0);
+/// Shade of a rebuffer (crimson: none of the palette's line colours).
+const REBUFFER: RGBColor = RGBColor(220, 20, 60);
 
 /// A session's bit rate over session time as step points: each rendition
 /// holds from its segment's request to the next request (the last to its
@@ -34,10 +34,16 @@ pub fn steps(t: &SessionTimeline) -> Vec<(f64, f64)> {
 }
 
 /// One session's timeline chart: the bit rate it requested as steps, the
-/// buffer level after each segment as dots (right axis scaled to the
-/// chart), rebuffers as shaded intervals; `top_kbps` is the y range shared
-/// by the charts of one run.
-pub fn timeline_chart(t: &SessionTimeline, colour: RGBColor, top_kbps: f64) -> String {
+/// buffer level after each segment as grey dots (scaled so that
+/// `top_buffer_s` is `top_kbps`), rebuffers as shaded intervals; `top_kbps`
+/// is the y range shared by the charts of one run. No legend (it would
+/// hide the lines of a chart this low): the page's text says what is what.
+pub fn timeline_chart(
+    t: &SessionTimeline,
+    colour: RGBColor,
+    top_kbps: f64,
+    top_buffer_s: f64,
+) -> String {
     let mut svg = String::new();
     let pts = steps(t);
     let end = pts
@@ -72,50 +78,26 @@ pub fn timeline_chart(t: &SessionTimeline, colour: RGBColor, top_kbps: f64) -> S
                 .y_labels(4)
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw();
-            if let Ok(a) = chart.draw_series(t.rebuffers.iter().map(|r| {
+            let _ = chart.draw_series(t.rebuffers.iter().map(|r| {
                 Rectangle::new(
                     [(r.start_s, 0.0), (r.start_s + r.duration_ms / 1e3, y1)],
                     REBUFFER.mix(0.3).filled(),
                 )
-            })) {
-                a.label("rebuffer").legend(|(x, y)| {
-                    Rectangle::new([(x, y - 4), (x + 14, y + 4)], REBUFFER.mix(0.3).filled())
-                });
-            }
-            if let Ok(a) = chart.draw_series(LineSeries::new(pts, colour.stroke_width(2))) {
-                a.label("bit rate requested").legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 4), (x + 14, y + 4)], colour.filled())
-                });
-            }
-            // the buffer level, scaled so that its largest is the chart's top
-            let top_buf = t
-                .segments
-                .iter()
-                .map(|s| s.buffer_after_s)
-                .fold(0.0, f64::max);
-            if top_buf > 0.0 {
+            }));
+            let _ = chart.draw_series(LineSeries::new(pts, colour.stroke_width(2)));
+            if top_buffer_s > 0.0 {
                 let grey = RGBColor(120, 120, 120);
-                if let Ok(a) = chart.draw_series(t.segments.iter().map(|s| {
+                let _ = chart.draw_series(t.segments.iter().map(|s| {
                     Circle::new(
                         (
                             s.start_s + s.download_ms / 1e3,
-                            s.buffer_after_s / top_buf * top_kbps,
+                            s.buffer_after_s / top_buffer_s * top_kbps,
                         ),
                         2,
                         grey.filled(),
                     )
-                })) {
-                    a.label(format!("buffer after (top: {top_buf:.1} s)"))
-                        .legend(move |(x, y)| Circle::new((x + 7, y), 3, grey.filled()));
-                }
+                }));
             }
-            let _ = chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .label_font(("sans-serif", 11))
-                .draw();
         }
         let _ = root.present();
     }
@@ -248,11 +230,18 @@ fn timelines_part(page: &mut Page, name: &str, p: &PlayersResults) {
         return;
     }
     page.heading(&format!("{name}: Bit rate over time of sample sessions"));
+    let top = p
+        .timelines
+        .iter()
+        .flat_map(|t| t.segments.iter().map(|s| s.bitrate_kbps))
+        .fold(0.0, f64::max);
     page.para(&format!(
-        "The {} sessions with the smallest ids of the {} sampled (--player-timelines); the first {} are drawn. Line: the rendition's bit rate from each segment's request to the next; dots: the buffer level once the segment arrived (scaled to the chart, its largest at the top); shaded: rebuffers. Session time includes the manifest fetch.",
+        "The {} sessions with the smallest ids of the {} sampled (--player-timelines); the first {} are drawn. Coloured line: the rendition's bit rate from each segment's request to the next; grey dots: the buffer level once the segment arrived, on the same axis scaled so that the top rung ({:.0} kbit/s) stands for the buffer capacity ({} s); shaded: rebuffers. Session time includes the manifest fetch.",
         p.timelines.len(),
         p.timeline_sample,
-        p.timelines.len().min(MAX_DRAWN)
+        p.timelines.len().min(MAX_DRAWN),
+        top,
+        p.max_buffer_s,
     ));
     let rows: Vec<Vec<String>> = p
         .timelines
@@ -265,7 +254,7 @@ fn timelines_part(page: &mut Page, name: &str, p: &PlayersResults) {
                 .windows(2)
                 .filter(|w| w[0].level != w[1].level)
                 .count();
-            let stall_ms: f64 = t.rebuffers.iter().map(|r| r.duration_ms).sum();
+            let stall_ms = t.rebuffers.iter().fold(0.0, |a, r| a + r.duration_ms);
             vec![
                 t.session.to_string(),
                 t.class.clone(),
@@ -296,13 +285,8 @@ fn timelines_part(page: &mut Page, name: &str, p: &PlayersResults) {
         ],
         &rows,
     );
-    let top = p
-        .timelines
-        .iter()
-        .flat_map(|t| t.segments.iter().map(|s| s.bitrate_kbps))
-        .fold(0.0, f64::max);
     for (i, t) in p.timelines.iter().take(MAX_DRAWN).enumerate() {
-        let svg = timeline_chart(t, PALETTE[i % PALETTE.len()], top);
+        let svg = timeline_chart(t, PALETTE[i % PALETTE.len()], top, p.max_buffer_s);
         page.figure(
             &svg,
             &format!(

@@ -59,10 +59,9 @@ fn steps_hold_each_rendition_until_the_next_request() {
 
 #[test]
 fn a_timeline_chart_names_its_session_and_shades_rebuffers() {
-    let with = timeline_chart(&timeline(17, true), PALETTE[0], 1750.0);
+    let with = timeline_chart(&timeline(17, true), PALETTE[0], 1750.0, 25.0);
     assert!(with.contains("<svg") && with.contains("session 17 (dsl, t0002)"));
-    assert!(with.contains("rebuffer"));
-    let without = timeline_chart(&timeline(18, false), PALETTE[0], 1750.0);
+    let without = timeline_chart(&timeline(18, false), PALETTE[0], 1750.0, 25.0);
     // the rebuffer shade is one more filled rectangle than without it
     let rects = |s: &str| s.matches("<rect").count();
     assert!(rects(&with) > rects(&without), "{with}");
@@ -85,6 +84,11 @@ fn the_players_section_has_classes_and_sample_sessions() {
     assert!(h.contains("Bit rate over time of sample sessions"));
     assert!(h.contains("session 3 (dsl") && h.contains("session 9 (dsl"));
     assert!(h.contains("segment_status: 1"));
+    // session 9 had no rebuffer: no negative zero in its row
+    assert!(
+        h.contains("<td>0 (0 ms)</td>") && !h.contains("-0 ms"),
+        "{h}"
+    );
     assert!(h.contains("fibre"));
     // without a sample: the distributions, no timeline part
     p.timelines.clear();
