@@ -60,6 +60,14 @@ pub mod defaults {
     pub const MIN_PACE_CHUNK: u64 = 64;
     /// Largest chunk of the chunk rule (64 KiB, one loopback/TSO segment).
     pub const MAX_PACE_CHUNK: u64 = 64 << 10;
+    /// How far past a wake-up the user pacer's driver releases grants
+    /// (`pace_coalesce`): sessions due within it share the wake-up.
+    pub const PACE_COALESCE: Duration = Duration::ZERO;
+    /// Largest `pace_coalesce`: a chunk sent up to 1 ms early moves a
+    /// 100 ms window by 1 % at most, and stays below the chunk rule's
+    /// 2.5 ms period (a longer lead would also send a session's next slot
+    /// in the same wake-up).
+    pub const MAX_PACE_COALESCE: Duration = Duration::from_millis(1);
     /// Largest `--default-bitrate`, kbit/s (1 Tbit/s).
     pub const MAX_BITRATE_KBPS: f64 = 1e9;
 
@@ -248,6 +256,11 @@ pub struct Config {
     /// Where the user-mode pacer's driver runs: a tokio task, a dedicated
     /// thread (the default) or that thread under `SCHED_FIFO`.
     pub pace_driver: PaceDriver,
+    /// A wake-up of the user pacer's driver also releases the grants due up
+    /// to this much later, so sessions due close together share one
+    /// wake-up (a chunk leaves at most this early; 0 = none).
+    #[serde(with = "secs")]
+    pub pace_coalesce: Duration,
     /// `TCP_MAXSEG` of the listening socket, so every accepted connection
     /// sends segments of at most this many bytes (`None`: the route's MSS).
     /// For kernel-mode pacing, whose lumps are segments: ±5 % per 100 ms at
@@ -293,6 +306,7 @@ impl Default for Config {
             link_capacity: None,
             pace_chunk: None,
             pace_driver: PaceDriver::default(),
+            pace_coalesce: defaults::PACE_COALESCE,
             pace_mss: None,
             bitrates: None,
             default_bitrate_kbps: None,
@@ -380,6 +394,11 @@ impl Config {
                 .is_none_or(|m| (MIN_PACE_MSS..=MAX_PACE_MSS).contains(&m)),
             "pace_mss",
             "must be 88 to 65535 B",
+        )?;
+        range(
+            self.pace_coalesce <= defaults::MAX_PACE_COALESCE,
+            "pace_coalesce",
+            "must be 0 to 1 ms",
         )?;
         range(
             self.default_bitrate_kbps

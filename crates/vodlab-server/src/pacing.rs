@@ -75,6 +75,8 @@ pub struct PaceCounters {
     pub lateness_sum_us: AtomicU64,
     /// Largest grant lateness, µs.
     pub lateness_max_us: AtomicU64,
+    /// Driver wake-ups that released at least one grant.
+    pub wakeups: AtomicU64,
 }
 
 /// The statistics' `pacing` object.
@@ -96,6 +98,9 @@ pub struct PacingStats {
     pub mean_grant_lateness_us: f64,
     /// Largest such time, µs.
     pub max_grant_lateness_us: u64,
+    /// Driver wake-ups that released at least one grant (grants per
+    /// wake-up: how many sessions shared one, see `pace_coalesce`).
+    pub wakeups: u64,
     /// Paced sessions in the pacer now (user mode).
     pub active_sessions: u64,
     /// The driver asked for (`--pace-driver`: `task`, `thread`, `rt:PRIO`).
@@ -151,6 +156,9 @@ pub struct Pacing {
     driver: PaceDriver,
     /// The scheduling the driver got (see [`PacingStats::driver_policy`]).
     policy: OnceLock<String>,
+    /// A wake-up releases every grant due up to this much later
+    /// (`pace_coalesce`).
+    coalesce: Duration,
     /// Counters.
     pub counters: PaceCounters,
     cfg_pace: f64,
@@ -176,6 +184,7 @@ impl Pacing {
             stop: AtomicBool::new(false),
             driver: cfg.pace_driver,
             policy: OnceLock::new(),
+            coalesce: cfg.pace_coalesce,
             counters: PaceCounters::default(),
             cfg_pace: cfg.pace,
             mode: cfg.pace_mode,
@@ -201,6 +210,7 @@ impl Pacing {
                 0.0
             },
             max_grant_lateness_us: c.lateness_max_us.load(Ordering::Relaxed),
+            wakeups: c.wakeups.load(Ordering::Relaxed),
             active_sessions: self.inner.lock().expect("lock").pacer.len() as u64,
             driver: self.driver.to_string(),
             driver_policy: self.policy.get().cloned().unwrap_or_default(),
@@ -234,18 +244,32 @@ impl Pacing {
         c.lateness_max_us.fetch_max(late, Ordering::Relaxed);
     }
 
+    /// The pacer's clock for a wake-up at `real`: `real` + `pace_coalesce`,
+    /// so grants due that soon after go out in this wake-up.
+    fn pacer_now(&self, real: Instant) -> Instant {
+        real + self.coalesce
+    }
+
     /// Acts on one due grant: one non-blocking `sendfile` run of at most
     /// the granted bytes on the session's socket, reported to the pacer
-    /// (n, a short n, or 0 on `EAGAIN`); the session's connection is told
-    /// when the body is complete, or fails (an error, or no byte taken for
-    /// the send timeout).
-    fn act(&self, inner: &mut Inner, grant: Grant, now: Instant, sent_bytes: &AtomicU64) {
+    /// (n, a short n, or 0 on `EAGAIN`) as of `now` (the pacer's clock,
+    /// [`Self::pacer_now`]); the session's connection is told when the body
+    /// is complete, or fails (an error, or no byte taken for the send
+    /// timeout). `real` is the wake-up's time, for the lateness counters.
+    fn act(
+        &self,
+        inner: &mut Inner,
+        grant: Grant,
+        now: Instant,
+        real: Instant,
+        sent_bytes: &AtomicU64,
+    ) {
         let Some(job) = inner.jobs.get_mut(&grant.id) else {
             // its connection is gone
             inner.pacer.remove(now, grant.id);
             return;
         };
-        self.record(&grant, now);
+        self.record(&grant, real);
         let written = match &job.writer {
             Writer::Sendfile { sock, file } => write_chunk(*sock, *file, job.off, grant.bytes),
             Writer::Stream(tx) => match tx.send(grant.bytes) {
@@ -335,9 +359,15 @@ async fn drive_task(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
         let next = {
             let mut g = p.inner.lock().expect("lock");
             let inner = &mut *g;
-            let now = Instant::now();
+            let real = Instant::now();
+            let now = p.pacer_now(real);
+            let mut any = false;
             while let Some(grant) = inner.pacer.poll_ready(now) {
-                p.act(inner, grant, now, &sent_bytes);
+                p.act(inner, grant, now, real, &sent_bytes);
+                any = true;
+            }
+            if any {
+                p.counters.wakeups.fetch_add(1, Ordering::Relaxed);
             }
             let next = inner.pacer.next_wakeup();
             inner.planned = next;
@@ -396,9 +426,15 @@ fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64) {
     let mut g = p.inner.lock().expect("lock");
     while !p.stop.load(Ordering::Acquire) {
         let inner = &mut *g;
-        let now = Instant::now();
+        let real = Instant::now();
+        let now = p.pacer_now(real);
+        let mut any = false;
         while let Some(grant) = inner.pacer.poll_ready(now) {
-            p.act(inner, grant, now, sent_bytes);
+            p.act(inner, grant, now, real, sent_bytes);
+            any = true;
+        }
+        if any {
+            p.counters.wakeups.fetch_add(1, Ordering::Relaxed);
         }
         let next = inner.pacer.next_wakeup();
         inner.planned = next;

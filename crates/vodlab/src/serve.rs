@@ -113,6 +113,11 @@ pub struct ServeArgs {
     /// tokio task on the workers, woken by tokio's 1 ms timer).
     #[arg(long, value_name = "DRIVER", default_value_t = PaceDriver::default(), value_parser = parse_pace_driver)]
     pub pace_driver: PaceDriver,
+    /// A wake-up of the user pacer's driver also sends the chunks due up
+    /// to this many µs later, so sessions due close together share one
+    /// wake-up (a chunk leaves at most that early), 0 to 1000.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = defaults::PACE_COALESCE.as_micros() as u64)]
+    pub pace_coalesce_us: u64,
     /// TCP_MAXSEG of the listening socket: accepted connections send
     /// segments of at most this many bytes less TCP options (137 gives
     /// 125 B with timestamps), 88 to 65535. Kernel-mode pacing spaces whole
@@ -368,6 +373,7 @@ impl ServeArgs {
             link_capacity: self.link_capacity,
             pace_chunk: self.pace_chunk,
             pace_driver: self.pace_driver,
+            pace_coalesce: Duration::from_micros(self.pace_coalesce_us),
             pace_mss: self.pace_mss,
             bitrates: self.bitrates.clone(),
             default_bitrate_kbps: self.default_bitrate,
@@ -587,6 +593,13 @@ mod tests {
         assert!(parse(&["--pace-mss", "40"])
             .unwrap_err()
             .contains("pace_mss"));
+        assert_eq!(
+            parse(&["--pace-coalesce-us", "250"]).unwrap().pace_coalesce,
+            Duration::from_micros(250)
+        );
+        assert!(parse(&["--pace-coalesce-us", "1001"])
+            .unwrap_err()
+            .contains("pace_coalesce"));
         assert_eq!(c.default_bitrate_kbps, Some(400.0));
         assert_eq!(c.bitrates, Some(PathBuf::from("rates.toml")));
         assert_eq!(parse_rate("400kbit"), Ok(50_000));
