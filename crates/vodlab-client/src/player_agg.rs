@@ -45,6 +45,18 @@ fn value_at_rank(h: &Histogram<u64>, k: u64) -> u64 {
     h.max()
 }
 
+/// A session's rebuffer ratio: stall time over stall time plus the media
+/// time it played (0 with nothing played and no stall).
+pub fn rebuffer_ratio(q: &crate::player::QoeSummary) -> f64 {
+    let played: f64 = q.time_per_level_ms.iter().sum();
+    let all = played + q.rebuffer_ms;
+    if all > 0.0 {
+        (q.rebuffer_ms / all).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
 /// Summary of values split by sign: `pos` holds those ≥ 0, `neg` the
 /// magnitudes of those < 0, both multiplied by `scale`. Nearest-rank
 /// percentiles over both.
@@ -90,7 +102,7 @@ pub fn signed_summary(pos: &Histogram<u64>, neg: &Histogram<u64>, scale: f64) ->
 
 /// Names of a class's histograms, in [`ClassAgg::hists`] order (the keys
 /// of `hists` in a dump).
-const HIST_NAMES: [&str; 10] = [
+const HIST_NAMES: [&str; 11] = [
     "manifest_us",
     "startup_us",
     "rebuffer_count",
@@ -101,7 +113,12 @@ const HIST_NAMES: [&str; 10] = [
     "switches_down",
     "yin_milli_pos",
     "yin_milli_neg",
+    "rebuffer_ratio_ppm",
 ];
+
+/// Histograms a `metrics.json` of a vodlab before them may lack (read as
+/// empty).
+const HIST_OPTIONAL: [&str; 1] = ["rebuffer_ratio_ppm"];
 
 /// Figures of the ended sessions of one class (or all).
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +127,7 @@ struct ClassAgg {
     /// rebuffer_events, rebuffer_us, switches_up, switches_down]`.
     counts: [u64; 9],
     /// Per completed session, in [`HIST_NAMES`] order.
-    hists: [Histogram<u64>; 10],
+    hists: [Histogram<u64>; 11],
     /// Media µs played per nominal bit rate (kbit/s, as text).
     per_rate_us: BTreeMap<String, u64>,
 }
@@ -156,6 +173,7 @@ impl ClassAgg {
         } else {
             put(&mut h[9], -y);
         }
+        put(&mut h[10], rebuffer_ratio(q) * 1e6);
         for (l, ms) in q.time_per_level_ms.iter().enumerate() {
             if let Some(r) = o.bitrates_kbps.get(l) {
                 if *ms > 0.0 {
@@ -202,6 +220,7 @@ impl ClassAgg {
             switches_up: Summary::of(&h[6], 1.0),
             switches_down: Summary::of(&h[7], 1.0),
             yin_qoe_per_segment: signed_summary(&h[8], &h[9], 1e3),
+            rebuffer_ratio: Summary::of(&h[10], 1e6),
             time_per_bitrate: self
                 .per_rate_us
                 .iter()
@@ -248,10 +267,15 @@ impl ClassAgg {
         };
         for (n, h) in HIST_NAMES.iter().zip(c.hists.iter_mut()) {
             let name = format!("players.{class}.{n}");
-            let text = d.hists.get(*n).ok_or_else(|| ShardError::Histogram {
-                name: name.clone(),
-                reason: "missing".into(),
-            })?;
+            let Some(text) = d.hists.get(*n) else {
+                if HIST_OPTIONAL.contains(n) {
+                    continue;
+                }
+                return Err(ShardError::Histogram {
+                    name,
+                    reason: "missing".into(),
+                });
+            };
             // added into a fresh one: the same bounds as in a running process
             h.add(decode_histogram(&name, text)?)
                 .map_err(|e| ShardError::Histogram {
@@ -310,7 +334,7 @@ pub struct PlayerClassDump {
     /// HdrHistograms (V2, base64) by name: `manifest_us`, `startup_us`,
     /// `rebuffer_count`, `rebuffer_us`, `mean_bitrate_bps`,
     /// `time_average_bitrate_bps`, `switches_up`, `switches_down`,
-    /// `yin_milli_pos`, `yin_milli_neg`.
+    /// `yin_milli_pos`, `yin_milli_neg`, `rebuffer_ratio_ppm`.
     pub hists: BTreeMap<String, String>,
     /// Media µs played per nominal bit rate (kbit/s as the key).
     pub per_rate_us: BTreeMap<String, u64>,

@@ -33,7 +33,8 @@ use crate::player::{Movie, PlayerConfig, PlayerError, QoeSummary};
 #[path = "player_agg.rs"]
 mod agg;
 pub use agg::{
-    merge_dumps, signed_summary, PlayerClassDump, PlayersAgg, PlayersDump, PlayersSettings,
+    merge_dumps, rebuffer_ratio, signed_summary, PlayerClassDump, PlayersAgg, PlayersDump,
+    PlayersSettings,
 };
 #[path = "player_timeline.rs"]
 mod timeline;
@@ -104,7 +105,7 @@ pub struct PlayerRun {
     /// Write each session's ITU-T P.1203 mode-0 input here
     /// (`{session id}.json`).
     pub p1203_dir: Option<PathBuf>,
-    /// Keep the rendition timeline of the sessions with the this many
+    /// Keep the rendition timelines of the sessions with this many
     /// smallest ids (`--player-timelines`; 0: none).
     pub timelines: usize,
 }
@@ -555,6 +556,10 @@ pub struct PlayerClassResults {
     pub switches_down: Summary,
     /// Yin et al. QoE per segment (weights in docs/abr.md).
     pub yin_qoe_per_segment: Summary,
+    /// Rebuffer ratio per session: stall time / (stall time + media time
+    /// played), 0..1 (parts per million in the histogram).
+    #[serde(default)]
+    pub rebuffer_ratio: Summary,
     /// Media time per nominal bit rate (kbit/s as the key).
     pub time_per_bitrate: BTreeMap<String, RenditionTime>,
 }

@@ -360,3 +360,40 @@ fn the_shared_sample_is_read_once_and_checked() {
     let e = run.validate().unwrap_err();
     assert!(e.contains("--player-timelines"), "{e}");
 }
+
+#[test]
+fn rebuffer_ratios_are_stall_time_over_stall_and_played_time() {
+    let run = PlayerRun::new(PlayerKind::Dash, PlayerConfig::default());
+    let mut a = PlayersAgg::new(&run);
+    let ids: Vec<u64> = (0..40).filter(|i| i % 7 != 3).collect();
+    ids.iter().for_each(|&i| a.add(&outcome(i)));
+    let want: Vec<f64> = ids
+        .iter()
+        .map(|&i| {
+            let q = outcome(i).qoe.unwrap();
+            let played = q.segments as f64 * 4000.0;
+            q.rebuffer_ms / (played + q.rebuffer_ms)
+        })
+        .collect();
+    assert_eq!(rebuffer_ratio(&outcome(5).qoe.unwrap()), want[4]);
+    let r = a.results().overall.rebuffer_ratio;
+    assert_eq!(r.count, ids.len() as u64);
+    assert_eq!(r.min, 0.0);
+    let max = want.iter().copied().fold(0.0, f64::max);
+    // parts per million, 3 significant digits
+    assert!(
+        max > 0.001 && (r.max - max).abs() <= max * 1e-3 + 1e-6,
+        "{} {max}",
+        r.max
+    );
+    // a metrics.json written before the ratio reads with it empty
+    let mut d = a.dump().unwrap();
+    d.overall.hists.remove("rebuffer_ratio_ppm");
+    let old = PlayersAgg::of_dump(&d).unwrap().results();
+    assert_eq!(old.overall.rebuffer_ratio.count, 0);
+    assert_eq!(old.overall.sessions, a.results().overall.sessions);
+    // any other histogram missing is an error naming it
+    d.overall.hists.remove("startup_us");
+    let e = PlayersAgg::of_dump(&d).unwrap_err();
+    assert!(e.to_string().contains("players.overall.startup_us"), "{e}");
+}

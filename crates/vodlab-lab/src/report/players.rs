@@ -131,6 +131,7 @@ fn class_row(name: &str, c: &PlayerClassResults) -> Vec<String> {
             "-".into()
         },
         format!("{:.1}", c.rebuffer_time_s),
+        format!("{:.2}", 100.0 * c.rebuffer_ratio.p95),
         format!("{:.0}", c.mean_bitrate_kbps.p25),
         format!("{:.0}", c.mean_bitrate_kbps.p50),
         format!("{:.0}", c.mean_bitrate_kbps.p90),
@@ -156,6 +157,7 @@ pub fn players_section(page: &mut Page, name: &str, p: &PlayersResults) {
             "p95 ms",
             "rebuffered %",
             "rebuffer s (all)",
+            "rebuffer ratio p95 %",
             "mean bit rate p25 kbit/s",
             "p50",
             "p90",
