@@ -153,9 +153,11 @@ fn netflix_settings_are_checked_by_key() {
     assert!(e.contains("kind"), "{e}");
     let e = err(&nf.replace("audio_pace = 1.5", "audio_pace = 0.5"));
     assert!(e.contains("sessions.netflix.audio_pace"), "{e}");
+    let e = err(&nf.replace("audio_chunk_pace = 6.0", "audio_chunk_pace = 0.9"));
+    assert!(e.contains("sessions.netflix.audio_chunk_pace"), "{e}");
     let e = err(&nf.replace(
-        "audio_open_s = { kind = \"uniform\", min = 400.0, max = 1100.0 }",
-        "audio_open_s = { kind = \"uniform\", min = 400.0, max = 100000.0 }",
+        "audio_open_s = { kind = \"uniform\", min = 600.0, max = 1300.0 }",
+        "audio_open_s = { kind = \"uniform\", min = 600.0, max = 100000.0 }",
     ));
     assert!(e.contains("sessions.netflix.audio_open_s"), "{e}");
     let e = err(&nf.replace("pause_s = {", "pause_z = {"));

@@ -155,6 +155,28 @@ fn netflix_2014_meets_the_thesis_marginals_through_the_analyzer() {
     );
     within("stable time", p.stable_time_pct, PHASE_TIME_PCT[1], 3.0);
     within("inactive time", p.inactive_time_pct, PHASE_TIME_PCT[2], 3.0);
+
+    // Not met, guarded: the thesis's survival exponent between 1 and 200 MB
+    // (c = 0.543, d/x = 3.35 at P = 0.45 [T1561]) and mean stable phase
+    // (8.5 min [T1648]). docs/workload-spec.md explains the gap; these
+    // bounds only keep the calibration from sliding back (seeds 1-5 measured
+    // c 0.56-0.60 and 5.4-6.2 min; before audio_chunk_pace and the longer
+    // open-ended combined and audio reads, 0.62-0.67 and 3.9-4.3 min).
+    let mid = a
+        .fit
+        .iter()
+        .find(|f| f.from >= 1e6 && f.to <= 2e8 + 1.0)
+        .expect("the 1-200 MB piece");
+    assert!(
+        mid.c > 0.45 && mid.c < 0.6,
+        "survival exponent 1-200 MB: {:.3} (thesis 0.543)",
+        mid.c
+    );
+    let stable_s = w.stats.netflix.as_ref().unwrap().mean_stable_phase_s;
+    assert!(
+        stable_s > 300.0,
+        "mean stable phase {stable_s:.0} s (thesis 510 s)"
+    );
 }
 
 #[test]
@@ -375,8 +397,11 @@ fn watching_sessions_fetch_audio_in_long_paced_chains_and_never_climb_above_thei
     use vodlab_workload::construct::netflix::NetflixSessionKind;
     use vodlab_workload::spec::RepKind;
     let w = workload();
+    // open-ended audio: chains, those lasting > 40 s, their bytes, bytes of those
     let (mut audio_chains, mut long_audio_chains) = (0u32, 0u32);
     let (mut audio_bytes, mut long_audio_bytes) = (0u64, 0u64);
+    // chunk audio: chains, those lasting <= 40 s, title seconds
+    let (mut chunk_audio, mut short_chunk_audio, mut chunk_audio_s) = (0u32, 0u32, 0.0);
     let mut stable_video_chains = 0u32;
     for g in &w.sessions {
         let plan = w.netflix_plan(g).unwrap();
@@ -388,26 +413,33 @@ fn watching_sessions_fetch_audio_in_long_paced_chains_and_never_climb_above_thei
             |f: u16| w.catalog.representations[t.representations[f as usize].rep].bitrate_kbps;
         let kind = |f: u16| w.catalog.representations[t.representations[f as usize].rep].kind;
         let top = rate(plan.first_rate);
-        // per generator chain: file, first send, last end, bytes
-        let mut chains: BTreeMap<u32, (u16, u64, u64, u64)> = BTreeMap::new();
+        // per generator chain: file, first send, last end, bytes, open-ended
+        let mut chains: BTreeMap<u32, (u16, u64, u64, u64, bool)> = BTreeMap::new();
         for q in &plan.requests {
             let c = chains
                 .entry(q.chain)
-                .or_insert((q.file, q.t_ms, q.t_ms + q.dur_ms, 0));
+                .or_insert((q.file, q.t_ms, q.t_ms + q.dur_ms, 0, q.open));
             c.1 = c.1.min(q.t_ms);
             c.2 = c.2.max(q.t_ms + q.dur_ms);
             c.3 += q.bytes;
         }
-        for (file, start, end, bytes) in chains.into_values() {
+        for (file, start, end, bytes, open) in chains.into_values() {
             let long = end - start > 40_000;
             match kind(file) {
                 // offset-table reads at offset 0 are short by nature
-                RepKind::Audio if bytes > 100_000 => {
+                RepKind::Audio if bytes > 100_000 && open => {
                     audio_chains += 1;
                     audio_bytes += bytes;
                     if long {
                         long_audio_chains += 1;
                         long_audio_bytes += bytes;
+                    }
+                }
+                RepKind::Audio if bytes > 100_000 => {
+                    chunk_audio += 1;
+                    chunk_audio_s += bytes as f64 / (rate(file) * 125.0);
+                    if !long {
+                        short_chunk_audio += 1;
                     }
                 }
                 RepKind::Video | RepKind::Combined if long => {
@@ -425,14 +457,25 @@ fn watching_sessions_fetch_audio_in_long_paced_chains_and_never_climb_above_thei
             }
         }
     }
-    assert!(audio_chains > 300 && stable_video_chains > 300);
-    // Table 5.4: audio chains are long (534 s open-ended, 135 s chunk);
-    // only those cut short by a pause or the end of viewing are not
+    assert!(audio_chains > 200 && chunk_audio > 100 && stable_video_chains > 300);
+    // Table 5.4: open-ended audio chains are long and paced (534 s of title
+    // time); only those cut short by a pause or the end of viewing are not
     let long_share = long_audio_chains as f64 / audio_chains as f64;
     let long_bytes = long_audio_bytes as f64 / audio_bytes as f64;
     assert!(
-        long_share > 0.7 && long_bytes > 0.85,
-        "{long_audio_chains} of {audio_chains} audio chains last > 40 s ({:.1} % of their bytes)",
+        long_share > 0.6 && long_bytes > 0.9,
+        "{long_audio_chains} of {audio_chains} open audio chains last > 40 s ({:.1} % of their bytes)",
         100.0 * long_bytes
+    );
+    // chunk audio chains carry about Table 5.4's 134.7 s of title time but
+    // are fetched fast (audio_chunk_pace): short chains, not stable phases
+    let mean_s = chunk_audio_s / chunk_audio as f64;
+    assert!(
+        (90.0..=170.0).contains(&mean_s),
+        "chunk audio chains average {mean_s:.0} s of title time"
+    );
+    assert!(
+        short_chunk_audio as f64 > 0.9 * chunk_audio as f64,
+        "{short_chunk_audio} of {chunk_audio} chunk audio chains last <= 40 s"
     );
 }

@@ -63,6 +63,7 @@ fn spec() -> Spec {
     // pipeline; netflix-2014's own paced audio is checked from the plan
     // (crates/vodlab-workload/tests/netflix.rs).
     n.audio_pace = n.audio_speed;
+    n.audio_chunk_pace = Some(n.audio_speed);
     s.sessions.netflix = Some(n);
     s.measurement.seed = 7;
     s

@@ -425,8 +425,8 @@ pub fn plan(spec: &Spec, catalog: &Catalog, g: &GenSession) -> Plan {
             p.open_read(af, t, pos, a, n.audio_pace).1
         } else {
             let chain = p.new_chain();
-            p.chunk_run(af, t, pos, a, audio_req_s, n.audio_pace, chain)
-                .1
+            let pace = n.audio_chunk_pace.unwrap_or(n.audio_pace);
+            p.chunk_run(af, t, pos, a, audio_req_s, pace, chain).1
         }
     };
 
