@@ -478,6 +478,18 @@ impl PlayersResults {
                 format!(" ({:?})", self.errors)
             }
         );
+        if !self.timelines.is_empty() {
+            let ids: Vec<String> = self
+                .timelines
+                .iter()
+                .map(|t| t.session.to_string())
+                .collect();
+            let _ = writeln!(
+                s,
+                "    rendition timelines of sessions {} in results.json (players.timelines)",
+                ids.join(", ")
+            );
+        }
         let rows = std::iter::once(("all", &self.overall))
             .chain(self.classes.iter().map(|(k, v)| (k.as_str(), v)));
         for (name, c) in rows {

@@ -312,6 +312,11 @@ fn timelines_go_through_metrics_json_and_merge_to_the_smallest_ids() {
     }
     let ids = |r: &PlayersResults| r.timelines.iter().map(|t| t.session).collect::<Vec<_>>();
     assert_eq!(ids(&a.results()), vec![9, 12, 40]);
+    let table = a.results().table();
+    assert!(
+        table.contains("rendition timelines of sessions 9, 12, 40 in results.json"),
+        "{table}"
+    );
     assert_eq!(a.results().timeline_sample, 3);
     let (da, db) = (a.dump().unwrap(), b.dump().unwrap());
     // in either order: the 3 smallest of the union, by id
