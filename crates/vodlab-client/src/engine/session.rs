@@ -24,6 +24,11 @@ use crate::link::LinkSpec;
 use crate::metrics::{RequestSample, SampleDone, SessionSample};
 use crate::transport::{Conn, SessionTransport};
 
+/// HTTP/2 read turns (64 KiB each, `transport::shaped::READ_TURN`) a
+/// session reads in one wake-up, its streams consuming each before the
+/// next, before it lets the worker's other tasks run (1 MiB).
+const H2_TURNS_PER_WAKE: usize = 16;
+
 /// A session's reports, sent in batches; what is left is sent when the
 /// session ends or is aborted (dropped), so an interrupted run keeps it.
 pub(super) struct Batch {
@@ -237,18 +242,30 @@ pub(super) async fn run_session(
         done.clear();
         poll_fn(|cx| {
             // the HTTP/2 connections' frames first: they may complete a step
-            let _ = transport.poll_drivers(cx);
-            for slot in steps.iter_mut() {
-                if let Some(f) = slot.as_mut() {
-                    if let Poll::Ready(out) = f.as_mut().poll(cx) {
-                        *slot = None;
-                        done.push(out);
+            let _ = transport.poll_drivers_yielding(cx);
+            let mut turns = 0;
+            loop {
+                for slot in steps.iter_mut() {
+                    if let Some(f) = slot.as_mut() {
+                        if let Poll::Ready(out) = f.as_mut().poll(cx) {
+                            *slot = None;
+                            done.push(out);
+                        }
                     }
                 }
+                // and again after them: requests the steps just queued leave
+                // in this wake-up instead of the next, and a connection that
+                // ended a read turn reads its next one now that the streams
+                // consumed the last (no self-wake: see `Shaped::yielding_to`)
+                let more = transport.poll_drivers_yielding(cx);
+                turns += 1;
+                if more && (!done.is_empty() || turns == H2_TURNS_PER_WAKE) {
+                    cx.waker().wake_by_ref();
+                }
+                if !more || !done.is_empty() || turns == H2_TURNS_PER_WAKE {
+                    break;
+                }
             }
-            // and again after them: requests the steps just queued leave in
-            // this wake-up instead of the next
-            let _ = transport.poll_drivers(cx);
             if !done.is_empty() {
                 return Poll::Ready(());
             }

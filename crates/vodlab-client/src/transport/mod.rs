@@ -20,6 +20,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -209,6 +210,7 @@ impl Connector {
             tls: self.tls.as_ref().map(|(c, _)| tls::per_viewer(c)),
             groups: (0..groups).map(|_| tokio::sync::Mutex::new(None)).collect(),
             drivers: std::sync::Mutex::new(Vec::new()),
+            yielded: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -248,6 +250,8 @@ pub struct SessionTransport<'a> {
     groups: Vec<tokio::sync::Mutex<Option<H2Handle>>>,
     /// The HTTP/2 connections' frame drivers, polled by the session's task.
     drivers: std::sync::Mutex<Vec<h2::Driver>>,
+    /// Set when an HTTP/2 connection's read turn ended ([`Shaped::yielding_to`]).
+    yielded: Arc<AtomicBool>,
 }
 
 /// A logical connection, ready for its next exchange.
@@ -278,17 +282,25 @@ pub async fn tcp_connect(addr: SocketAddr, link: &LinkSpec) -> Result<TcpStream,
 }
 
 impl SessionTransport<'_> {
+    /// A TLS connection over a [`Shaped`] TCP stream (whose read turns end
+    /// on the session's flag when `yielding`: HTTP/2, polled by
+    /// [`Self::poll_drivers_yielding`]).
     async fn tls_connect(
         &self,
         link: &LinkSpec,
+        yielding: bool,
     ) -> Result<(TlsStream<Shaped<TcpStream>>, Opened), Failure> {
         let (Some(cfg), Some((_, name))) = (&self.tls, &self.c.tls) else {
             return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
         };
         let tcp = tcp_connect(self.c.addr, link).await?;
+        let mut shaped = Shaped::new(tcp, link);
+        if yielding {
+            shaped = shaped.yielding_to(self.yielded.clone());
+        }
         let t = Instant::now();
         let s = TlsConnector::from(cfg.clone())
-            .connect(name.clone(), Shaped::new(tcp, link))
+            .connect(name.clone(), shaped)
             .await
             .map_err(|e| Failure::new(ErrorKind::from_io(&e), handshake_detail(&e)))?;
         let opened = Opened {
@@ -323,7 +335,7 @@ impl SessionTransport<'_> {
                 Ok((Conn::H1(Connection::new(tcp, host, link)), opened))
             }
             Protocol::Https => {
-                let (s, opened) = self.tls_connect(link).await?;
+                let (s, opened) = self.tls_connect(link, false).await?;
                 // the buckets are under TLS, in `Shaped`
                 let c = Connection::new(s, host, &LinkSpec::default());
                 Ok((Conn::Https(Box::new(c)), opened))
@@ -336,7 +348,7 @@ impl SessionTransport<'_> {
                     return Ok((Conn::H2(h.clone()), Opened::default()));
                 }
                 let ((h, driver), opened) = if self.c.cfg.protocol == Protocol::H2 {
-                    let (s, opened) = self.tls_connect(link).await?;
+                    let (s, opened) = self.tls_connect(link, true).await?;
                     (
                         h2::handshake(FrameReads::new(s), &self.c.cfg.h2).await?,
                         opened,
@@ -351,7 +363,7 @@ impl SessionTransport<'_> {
                         h2::handshake(
                             FrameReads::new(tokio::io::BufReader::with_capacity(
                                 frames::READ_BUFFER,
-                                Shaped::new(tcp, link),
+                                Shaped::new(tcp, link).yielding_to(self.yielded.clone()),
                             )),
                             &self.c.cfg.h2,
                         )
@@ -371,11 +383,30 @@ impl SessionTransport<'_> {
 
     /// Polls the session's HTTP/2 connections (their frames move only while
     /// this is polled; the session's task calls it on every wake-up), and
-    /// drops those that ended. Always `Pending`.
+    /// drops those that ended. Always `Pending`; when a connection ended a
+    /// read turn with bytes perhaps still waiting, the task is woken to
+    /// read on (see [`Self::poll_drivers_yielding`] for the cheaper way).
     pub fn poll_drivers(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        let mut d = self.drivers.lock().unwrap_or_else(|e| e.into_inner());
-        d.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if self.poll_drivers_yielding(cx) {
+            cx.waker().wake_by_ref();
+        }
         std::task::Poll::Pending
+    }
+
+    /// [`Self::poll_drivers`] without the wake: true when a connection
+    /// ended a read turn ([`shaped::READ_TURN`] bytes) rather than finding
+    /// the socket empty, so its socket has no waker registered and the
+    /// caller must poll again soon — after letting the streams consume what
+    /// was read (the turn bounds the frames held at a time) — or wake its
+    /// task. A session's task does so in a loop within one wake-up.
+    pub fn poll_drivers_yielding(&self, cx: &mut std::task::Context<'_>) -> bool {
+        let mut d = self.drivers.lock().unwrap_or_else(|e| e.into_inner());
+        if d.is_empty() {
+            return false;
+        }
+        self.yielded.store(false, Ordering::Relaxed);
+        d.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        self.yielded.swap(false, Ordering::Relaxed)
     }
 
     /// Sends a request on `c` and reads its answer (see
