@@ -51,8 +51,10 @@ fn spec() -> Spec {
         max: 120.0,
     };
     // more events per hour: the short sessions still see pauses and rate
-    // changes (inactive and successor-transient phases)
-    n.pauses_per_hour = 6.0;
+    // changes (inactive and successor-transient phases); 12 pauses an hour
+    // since the preset's recalibration of 2026-11-22 (with 6, seed 7's
+    // sessions had none: inactive time 0 %)
+    n.pauses_per_hour = 12.0;
     n.rate_changes_per_hour = 12.0;
     // audio fetched in fast bursts, not paced: a paced open-ended read
     // whose rest of the file fits in the loopback socket buffers (several
