@@ -21,6 +21,7 @@
 #   auto-hd     youtube-2011-hd, WD Red: auto from the drive's HD start and fixed $AUTO_FIXED,
 #               one longer point each ($AUTO_WINDOW s) so auto has intervals to move in
 #   hd-seagate  youtube-2011-hd, Seagate: vanilla and $HD_SIZES                 (4.5.3)
+#   hd-long-SIZE  one fixed size at auto-hd's length (e.g. hd-long-2M); not in the default list
 #   summary     only (re)write OUT/summary.md from what is there
 #
 # Settings (environment): VODLAB (binary; copy it out of target/ first: compare re-executes its
@@ -133,6 +134,10 @@ for e in $EXPS; do
       sweep auto-hd whd wd10efrx 128M "$HD_RATE" "$AUTO_WINDOW" \
         "$(rows "vodlab-asap:auto:start=wd10efrx-hd,$AUTO_OPTS" "$AUTO_FIXED")" \
         "--serve-arg=--default-bitrate=2097.152" ;;
+    hd-long-*)
+      # one more fixed size at auto-hd's length (e.g. hd-long-2M: the HD sweep's best)
+      workload whd youtube-2011-hd 2000
+      sweep "$e" whd wd10efrx 128M "$HD_RATE" "$AUTO_WINDOW" "$(rows "${e#hd-long-}")" ;;
     summary) ;;
     *) echo "ch4.sh: unknown experiment $e" >&2; exit 2 ;;
   esac
@@ -150,9 +155,10 @@ for c in sorted(glob.glob("*/compare.json")):
     disk = (d.get("disk") or {}).get("profile")
     print(f"## {e}\n\nworkload {d['workload']}, disk {disk}, box {d['box']['mem_bytes'] >> 20} MiB, "
           f"window {d['window_s']:.0f} s\n")
-    print("| row | rate/s | delivered MB/s | x vanilla | drive MB/s | mspt | failed/unfinished/sessions "
-          "| Disk/Req | Cached/Req | Evicted/Req | Wasted/Req | probed hits/Req |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| row | rate/s | delivered MB/s | x vanilla | drive MB/s | mspt | drive/delivered "
+          "| failed/unfinished/sessions | Disk/Req | Cached/Req | Evicted/Req | Wasted/Req "
+          "| probed hits/Req |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     van = None
     for s in d["servers"]:
         if s["server"] == "vodlab-vanilla" and s.get("at_overload"):
@@ -162,6 +168,7 @@ for c in sorted(glob.glob("*/compare.json")):
         row = [s["server"], num(o.get("rate"), "{:.0f}"), num(o.get("delivered_mb_s"), "{:.1f}")]
         row.append(num(o["delivered_mb_s"] / van) if van and o.get("delivered_mb_s") else "")
         row += [num(o.get("disk_mb_s"), "{:.1f}"), num(o.get("device_ms_per_read"))]
+        row.append(num(o["cache_miss_pct"] / 100) if o.get("cache_miss_pct") is not None else "")
         t41 = ["", "", "", "", ""]
         fu = ""
         cj = os.path.join(e, s.get("capacity_json") or "")
