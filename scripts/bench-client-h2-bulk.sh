@@ -14,6 +14,8 @@
 #
 # Throughput is body bytes over the request's response time (request issued
 # to last byte, so with a delay it includes the emulated 2 x DELAY_MS).
+# Beside it, each fetch's CPU time: the client's (perf stat task-clock, when
+# perf is there) and the server's (utime + stime from /proc, 10 ms ticks).
 # The delay is vodlab's in-process emulation (src/link.rs): the request
 # leaves DELAY_MS after it is issued and the response's bytes count as
 # arrived DELAY_MS after they are read; the kernel still sees loopback, so
@@ -57,10 +59,10 @@ done
 targets=()
 if [[ " $SERVERS " == *" vodlab "* ]]; then
   p1=$(freeport); p2=$(freeport)
-  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p1" >"$dir/serve1.log" 2>&1 & pids+=($!)
-  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p2" --tls-self-signed >"$dir/serve2.log" 2>&1 & pids+=($!)
+  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p1" >"$dir/serve1.log" 2>&1 & pids+=($!); s1=$!
+  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p2" --tls-self-signed >"$dir/serve2.log" 2>&1 & pids+=($!); s2=$!
   waitport "$p1"; waitport "$p2"
-  targets+=("vodlab h1 $p1" "vodlab h2c $p1" "vodlab https $p2" "vodlab h2 $p2")
+  targets+=("vodlab h1 $p1 $s1" "vodlab h2c $p1 $s1" "vodlab https $p2 $s2" "vodlab h2 $p2 $s2")
 fi
 if [[ " $SERVERS " == *" nginx "* ]] && [ -x /usr/sbin/nginx ]; then
   n1=$(freeport); n2=$(freeport); n3=$(freeport)
@@ -76,25 +78,30 @@ http { access_log off; sendfile on; keepalive_requests 1000000;
   server { listen 127.0.0.1:$n2 http2; root $dir/root; }
   server { listen 127.0.0.1:$n3 ssl http2; ssl_certificate $dir/cert.pem; ssl_certificate_key $dir/key.pem; root $dir/root; } }
 CONF
-  /usr/sbin/nginx -c "$dir/nginx.conf" -p "$dir" 2>"$dir/nginx.log" & pids+=($!)
+  /usr/sbin/nginx -c "$dir/nginx.conf" -p "$dir" 2>"$dir/nginx.log" & pids+=($!); sn=$!
   waitport "$n1"; waitport "$n2"; waitport "$n3"
-  targets+=("nginx h1 $n1" "nginx h2c $n2" "nginx https $n3" "nginx h2 $n3")
+  targets+=("nginx h1 $n1 $sn" "nginx h2c $n2 $sn" "nginx https $n3 $sn" "nginx h2 $n3 $sn")
 fi
 
-# MB/s of one download (1 MB = 10^6 bytes)
-fetch() { # proto port delay out
-  local scheme=http extra=()
+# a process's CPU time so far, ms (utime + stime)
+cpu_ms() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000 / t}' "/proc/$1/stat"; }
+# MB/s of one download (1 MB = 10^6 bytes), the client's and the server's CPU ms
+fetch() { # proto port delay out server-pid
+  local scheme=http extra=() s0
+  s0=$(cpu_ms "$5")
   case $1 in https | h2) scheme=https; extra+=(--insecure) ;; esac
   case $1 in h2c | h2) [ -n "$H2_ARGS" ] && read -ra more <<<"$H2_ARGS" && extra+=("${more[@]}") ;; esac
   $PERF "$VODLAB" run "$dir/wl$3" --target "$scheme://127.0.0.1:$2" --protocol "$1" --rate 1 \
     --ramp-up 0 --ramp-down 0 --no-pacing --check-bytes 0 --quiet "${extra[@]}" -o "$4" >/dev/null 2>"$4.err" \
     || { cat "$4.err" >&2; exit 1; }
-  python3 -c '
+  python3 - "$4/results.json" "$4.err" "$s0" "$(cpu_ms "$5")" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["failed_sessions"] == 0 and r["completed_requests"] == 1, r["errors"]
 cpu = [l.split(",")[0] for l in open(sys.argv[2]) if "task-clock" in l]
-print(r["completed_bytes"] / (r["response_time_ms"]["max"] / 1000) / 1e6, cpu[0] if cpu else "nan")' "$4/results.json" "$4.err"
+mbps = r["completed_bytes"] / (r["response_time_ms"]["max"] / 1000) / 1e6
+print(mbps, cpu[0] if cpu else "nan", float(sys.argv[4]) - float(sys.argv[3]))
+PY
 }
 # the client's CPU time (all threads) when perf is there: steadier than
 # throughput on a shared machine
@@ -103,29 +110,31 @@ command -v perf >/dev/null && perf stat -x, -e task-clock true 2>/dev/null && PE
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-declare -A med cpu
+declare -A med cpu scpu
 for t in "${targets[@]}"; do
-  read -r server proto port <<<"$t"
+  read -r server proto port spid <<<"$t"
   for d in 0 "$DELAY_MS"; do
-    fetch "$proto" "$port" "$d" "$dir/warm" >/dev/null # warm up (connections, caches)
-    vals=(); cpus=()
+    fetch "$proto" "$port" "$d" "$dir/warm" "$spid" >/dev/null # warm up (connections, caches)
+    vals=(); cpus=(); scpus=()
     for r in $(seq "$ROUNDS"); do
-      read -r v c <<<"$(fetch "$proto" "$port" "$d" "$dir/o")"
-      vals+=("$v"); cpus+=("$c")
+      read -r v c sc <<<"$(fetch "$proto" "$port" "$d" "$dir/o" "$spid")"
+      vals+=("$v"); cpus+=("$c"); scpus+=("$sc")
     done
     med[$server.$proto.$d]=$(printf "%s\n" "${vals[@]}" | median)
     cpu[$server.$proto.$d]=$(printf "%s\n" "${cpus[@]}" | median)
-    echo "  $server $proto delay ${d} ms: ${vals[*]} MB/s; client CPU ${cpus[*]} ms" >&2
+    scpu[$server.$proto.$d]=$(printf "%s\n" "${scpus[@]}" | median)
+    echo "  $server $proto delay ${d} ms: ${vals[*]} MB/s; client CPU ${cpus[*]} ms; server CPU ${scpus[*]} ms" >&2
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-printf "%-7s %9s %9s %9s %9s %9s %7s %7s %8s   %s\n" server "delay ms" "h1 MB/s" "h2c MB/s" "https" "h2 MB/s" "h2c/h1" "h2/h1" "h2/https" "client CPU ms h1/h2c/https/h2"
+printf "%-7s %9s %9s %9s %9s %9s %7s %7s %8s   %s   %s\n" server "delay ms" "h1 MB/s" "h2c MB/s" "https" "h2 MB/s" "h2c/h1" "h2/h1" "h2/https" "client CPU ms h1/h2c/https/h2" "server CPU ms"
 for server in vodlab nginx; do
   [ -n "${med[$server.h1.0]:-}" ] || continue
   for d in 0 "$DELAY_MS"; do
     h1=${med[$server.h1.$d]}; h2c=${med[$server.h2c.$d]}; hs=${med[$server.https.$d]}; h2=${med[$server.h2.$d]}
-    printf "%-7s %9s %9.0f %9.0f %9.0f %9.0f %7.3f %7.3f %8.3f   %s\n" "$server" "$d" "$h1" "$h2c" "$hs" "$h2" \
+    printf "%-7s %9s %9.0f %9.0f %9.0f %9.0f %7.3f %7.3f %8.3f   %s   %s\n" "$server" "$d" "$h1" "$h2c" "$hs" "$h2" \
       "$(echo "$h2c / $h1" | bc -l)" "$(echo "$h2 / $h1" | bc -l)" "$(echo "$h2 / $hs" | bc -l)" \
-      "${cpu[$server.h1.$d]}/${cpu[$server.h2c.$d]}/${cpu[$server.https.$d]}/${cpu[$server.h2.$d]}"
+      "${cpu[$server.h1.$d]}/${cpu[$server.h2c.$d]}/${cpu[$server.https.$d]}/${cpu[$server.h2.$d]}" \
+      "${scpu[$server.h1.$d]}/${scpu[$server.h2c.$d]}/${scpu[$server.https.$d]}/${scpu[$server.h2.$d]}"
   done
 done
