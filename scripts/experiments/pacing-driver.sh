@@ -8,7 +8,7 @@
 # pacing.sh), OUT/load.txt (load average before and after each run) and
 # OUT/summary.md (per configuration and round: windows within ±5 % from the
 # capture and from the client, grant lateness, the driver's scheduling; the
-# median over rounds). Needs root.
+# median over rounds). Needs root. SUMMARY_ONLY=1 rewrites the summary only.
 #
 #   scripts/experiments/pacing-driver.sh OUT
 #   CONFIGS="kernel-noburst kernel-noburst-mss" scripts/experiments/pacing-driver.sh OUT
@@ -19,7 +19,9 @@ ROUNDS=${ROUNDS:-3}
 CONFIGS=${CONFIGS:-"user-noburst-task user-noburst user-noburst-rt user-burst user-burst-rt"}
 GROUP=${GROUP:-100:1gbit}
 mkdir -p "$OUT"
-for r in $(seq 1 "$ROUNDS"); do
+# SUMMARY_ONLY=1: only (re)write OUT/summary.md from the rounds already there
+[ "${SUMMARY_ONLY:-0}" = 1 ] && ROUNDS_RUN=0 || ROUNDS_RUN=$ROUNDS
+for r in $(seq 1 "$ROUNDS_RUN"); do
   for cfg in $CONFIGS; do
     echo "round $r $cfg before: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.txt"
     PCAP=1 GROUPS_OVERRIDE="$GROUP" CONFIGS_OVERRIDE="$cfg" \

@@ -32,10 +32,11 @@
 # KEEP_PCAP=1, which keeps it as WORK/CONFIG.pcap). SERVER_NICE=N: run the
 # server at nice N (a negative N puts the pacer's driver ahead of other work).
 # Extra configurations (not in --full's list, named in CONFIGS_OVERRIDE):
-# user-{noburst,burst}-task and -rt (--pace-driver task: the driver as a tokio
-# task on tokio's 1 ms timer; rt: the driver thread under SCHED_FIFO; the plain
-# user-* runs use the default, a dedicated thread at normal priority),
-# user-noburst-co and user-noburst-rt-co (--pace-coalesce-us 250), and
+# user-{noburst,burst}-{task,nco,rt} (--pace-coalesce-us 0 and --pace-driver
+# task: the driver as a tokio task on tokio's 1 ms timer, the first design;
+# thread: a dedicated thread at normal priority; rt: that thread under
+# SCHED_FIFO), user-{noburst,burst}-{co,rt-co} (thread or rt with
+# --pace-coalesce-us 250; the plain user-* runs use the server's defaults), and
 # kernel-{noburst,burst}-mss (the server's --pace-mss 137 gives the 125 B
 # segments instead of the lab's route MTU; KERNEL_TUNE's `tso` part still applies).
 #
@@ -68,7 +69,7 @@ VL=$WORK/vodlab
 # the paper's workload (Sec. 4): 1,000,000 B = 400 kbit/s x 20 s; B = 4 s = 200 KB
 SIZE=1000000 KBPS=400 BUFFER=4 BURST=4
 ALL="unpaced user-noburst user-burst user-burst-c250 user-burst-c512 user-noburst-c64k kernel-noburst kernel-burst nginx apache2"
-EXTRA="user-noburst-task user-burst-task user-noburst-rt user-burst-rt user-noburst-co user-noburst-rt-co kernel-noburst-mss kernel-burst-mss"
+EXTRA="user-noburst-task user-burst-task user-noburst-nco user-burst-nco user-noburst-rt user-burst-rt user-noburst-co user-burst-co user-noburst-rt-co user-burst-rt-co kernel-noburst-mss kernel-burst-mss"
 case $MODE in
   full)  GROUPS_=${GROUPS_OVERRIDE:-"100:1gbit 100:50mbit 1000:1gbit 1000:500mbit"}; CONFIGS=${CONFIGS_OVERRIDE:-$ALL} ;;
   quick) GROUPS_=${GROUPS_OVERRIDE:-"100:1gbit"}; CONFIGS=${CONFIGS_OVERRIDE:-"unpaced user-burst kernel-burst nginx apache2"} ;;
@@ -168,12 +169,16 @@ server_cmd() {
     user-noburst-c64k) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-chunk 64K" ;;
     kernel-noburst) echo "$serve $paced --pace-mode kernel --pace-burst 0" ;;
     kernel-burst) echo "$serve $paced --pace-mode kernel --pace-burst $BURST" ;;
-    user-noburst-task) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver task" ;;
-    user-burst-task) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver task" ;;
-    user-noburst-rt) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver rt" ;;
-    user-burst-rt) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver rt" ;;
-    user-noburst-co) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-coalesce-us 250" ;;
+    user-noburst-task) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver task --pace-coalesce-us 0" ;;
+    user-burst-task) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver task --pace-coalesce-us 0" ;;
+    user-noburst-nco) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver thread --pace-coalesce-us 0" ;;
+    user-burst-nco) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver thread --pace-coalesce-us 0" ;;
+    user-noburst-rt) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver rt --pace-coalesce-us 0" ;;
+    user-burst-rt) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver rt --pace-coalesce-us 0" ;;
+    user-noburst-co) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver thread --pace-coalesce-us 250" ;;
+    user-burst-co) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver thread --pace-coalesce-us 250" ;;
     user-noburst-rt-co) echo "$serve $paced --pace-mode user --pace-burst 0 --pace-driver rt --pace-coalesce-us 250" ;;
+    user-burst-rt-co) echo "$serve $paced --pace-mode user --pace-burst $BURST --pace-driver rt --pace-coalesce-us 250" ;;
     kernel-noburst-mss) echo "$serve $paced --pace-mode kernel --pace-burst 0 --pace-mss 137" ;;
     kernel-burst-mss) echo "$serve $paced --pace-mode kernel --pace-burst $BURST --pace-mss 137" ;;
     nginx) nginx_conf "$wd" > "$wd/nginx.conf"; echo "/usr/sbin/nginx -p $wd -c $wd/nginx.conf" ;;
@@ -196,8 +201,12 @@ label() {
     user-burst-task) echo "user, burst, driver task" ;;
     user-noburst-rt) echo "user, no burst, driver rt" ;;
     user-burst-rt) echo "user, burst, driver rt" ;;
+    user-noburst-nco) echo "user, no burst, driver thread, no coalescing" ;;
+    user-burst-nco) echo "user, burst, driver thread, no coalescing" ;;
     user-noburst-co) echo "user, no burst, 250 us coalescing" ;;
+    user-burst-co) echo "user, burst, 250 us coalescing" ;;
     user-noburst-rt-co) echo "user, no burst, driver rt, 250 us coalescing" ;;
+    user-burst-rt-co) echo "user, burst, driver rt, 250 us coalescing" ;;
     kernel-noburst-mss) echo "kernel, no burst, --pace-mss 137" ;;
     kernel-burst-mss) echo "kernel, burst, --pace-mss 137" ;;
     nginx) echo "nginx limit_rate" ;;

@@ -95,17 +95,20 @@ async fn every_driver_paces_at_r_and_reports_its_scheduling() {
         let (secs, _c) = tokio::task::spawn_blocking(move || get(addr))
             .await
             .unwrap();
-        // r·t: SIZE / RATE = 0.4 s, less one chunk, plus scheduling
+        // r·t: SIZE / RATE = 0.4 s, less one chunk and the coalescing
+        // lead, plus scheduling (generous above: a loaded 2-core machine
+        // delays the task driver most)
         let want = SIZE as f64 / RATE;
         assert!(
-            secs >= want - 0.01 && secs <= want + 0.15,
+            secs >= want - 0.01 && secs <= want + 0.3,
             "{driver}: {secs} s for {want} s"
         );
         let st = server.state.stats().pacing;
         assert_eq!(st.driver, driver.to_string());
         assert_eq!(st.driver_policy, policy, "{driver}");
         assert_eq!(st.paced_responses, 1);
-        assert!(st.grants >= 100, "{driver}: {} grants", st.grants);
+        // in chunks (160 slots; late wake-ups send the due ones together)
+        assert!(st.grants >= 10, "{driver}: {} grants", st.grants);
         server.shutdown().await;
     }
 }
@@ -114,7 +117,13 @@ async fn every_driver_paces_at_r_and_reports_its_scheduling() {
 async fn the_driver_thread_ends_with_its_server() {
     let _s = SERIAL.lock().await;
     let dir = root();
+    // the previous test's driver thread may still be ending
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pacer_threads() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let before = pacer_threads();
+    assert_eq!(before, 0, "a driver thread outlived its server");
     let server = Server::start(
         paced(dir.path(), PaceDriver::Thread),
         "127.0.0.1:0".parse().unwrap(),

@@ -115,7 +115,7 @@ pub struct ServeArgs {
     pub pace_driver: PaceDriver,
     /// A wake-up of the user pacer's driver also sends the chunks due up
     /// to this many µs later, so sessions due close together share one
-    /// wake-up (a chunk leaves at most that early), 0 to 1000.
+    /// wake-up (a chunk leaves at most that early), 0 to 1000; 0 wakes once per due time.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = defaults::PACE_COALESCE.as_micros() as u64)]
     pub pace_coalesce_us: u64,
     /// TCP_MAXSEG of the listening socket: accepted connections send
