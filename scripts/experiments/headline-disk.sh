@@ -11,10 +11,13 @@
 # first rows and the sequential bound). Needs root (cgroups, FUSE:
 # /dev/fuse and fusermount3) and the Debian servers
 # (scripts/install-test-deps.sh). No disk space: the file sets exist only on
-# the emulated drive. About 30-40 minutes per preset here; PARALLEL=1 runs
-# the two presets side by side (different ports, separate boxes and mounts).
+# the emulated drive. About 21 minutes for everything here with the two
+# presets side by side (PARALLEL=1, the default: different ports, separate
+# boxes and mounts; PARALLEL=0 runs them one after the other).
 #
 #   scripts/experiments/headline-disk.sh [OUT_DIR]
+#   PRESETS=youtube-2011-unchunked THEN= DRAIN=20 PORT=18880 \
+#     scripts/experiments/headline-disk.sh OUT   # asap and nginx only, 20 s drain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:-target/experiments/headline-disk}
