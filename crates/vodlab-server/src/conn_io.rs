@@ -156,10 +156,7 @@ pub(crate) async fn send_file_plain(
                 .expect("sendfile task");
             match r {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // clear the readiness tokio cached, then wait for it again
-                    let _ = sock.try_io(Interest::WRITABLE, || {
-                        Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock))
-                    });
+                    forget_writable_if_full(sock);
                     continue;
                 }
                 r => r,
@@ -187,6 +184,33 @@ pub(crate) async fn send_file_plain(
         }
     }
     Ok(())
+}
+
+/// After a `sendfile` on the blocking pool met a full socket: clears the
+/// writable readiness tokio cached, but only if the socket is still full
+/// now. The check runs inside `try_io`, which clears only the readiness
+/// event it saw before the call, so an event that arrived after the
+/// blocking call's EAGAIN (the client drained the buffer meanwhile) is
+/// kept. Clearing unconditionally lost that event: the socket stayed
+/// writable with no further edge to report it, and the response stalled
+/// until the send timeout (seen as single vanilla requests that never
+/// finished on an emulated disk, whose reads widen the window).
+pub(crate) fn forget_writable_if_full(sock: &TcpStream) {
+    let fd = sock.as_raw_fd();
+    let _ = sock.try_io(Interest::WRITABLE, || {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one pollfd over a live descriptor, no wait
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n == 1 && p.revents & libc::POLLOUT != 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from(io::ErrorKind::WouldBlock))
+        }
+    });
 }
 
 fn send_timeout() -> io::Error {
@@ -317,5 +341,84 @@ fn sendfile(out: i32, inp: i32, off: u64, n: usize) -> io::Result<usize> {
         Err(io::Error::last_os_error())
     } else {
         Ok(r as usize)
+    }
+}
+
+#[cfg(test)]
+mod readiness_tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    async fn full_pair() -> (TcpStream, TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (b, _) = l.accept().await.unwrap();
+        let chunk = vec![7u8; 1 << 16];
+        // fill the socket (and the peer's receive buffer) until it refuses
+        loop {
+            match a.try_write(&chunk) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        (a, b)
+    }
+
+    /// The lost wake-up: the peer drains everything after the blocking
+    /// call's EAGAIN and tokio has seen the socket turn writable; the
+    /// socket must still be reported writable afterwards (before the fix
+    /// the readiness was cleared and the wait below ran into its limit).
+    #[tokio::test]
+    async fn a_writable_event_after_eagain_is_kept() {
+        let (a, mut b) = full_pair().await;
+        let mut sink = vec![0u8; 1 << 20];
+        // drain until the writer side has room again, as a client would
+        let drained = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let n = b.read(&mut sink).await.unwrap();
+                assert!(n > 0);
+                if tokio::time::timeout(Duration::from_millis(1), a.writable())
+                    .await
+                    .is_ok()
+                {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(drained.is_ok(), "the writer never became writable");
+        forget_writable_if_full(&a);
+        let r = tokio::time::timeout(Duration::from_secs(5), a.writable()).await;
+        assert!(r.is_ok(), "the writable event was lost");
+    }
+
+    /// A socket that is still full loses its stale readiness, so the next
+    /// wait really waits for room: tokio saw it writable, then it was
+    /// filled behind tokio's back (as a blocking-pool sendfile does).
+    #[tokio::test]
+    async fn a_full_socket_waits_again() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (_b, _) = l.accept().await.unwrap();
+        a.writable().await.unwrap();
+        let chunk = vec![7u8; 1 << 16];
+        loop {
+            // SAFETY: a send from a live buffer on a live descriptor
+            let n = unsafe {
+                libc::send(
+                    a.as_raw_fd(),
+                    chunk.as_ptr().cast(),
+                    chunk.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n < 0 {
+                break;
+            }
+        }
+        forget_writable_if_full(&a);
+        let r = tokio::time::timeout(Duration::from_millis(200), a.writable()).await;
+        assert!(r.is_err(), "a full socket was reported writable");
     }
 }
