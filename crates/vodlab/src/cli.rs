@@ -27,8 +27,15 @@ pub enum Command {
     /// new sessions per second it serves without a failed session (a few
     /// minutes), print the answer and write an HTML report.
     ///
+    /// As root with /dev/fuse it runs the disk experiment instead: the
+    /// youtube-2011-unchunked file set on an emulated 10,000 rpm drive
+    /// (ch3-sas-10k) in a 490 MiB box, vodlab serve (ASAP) against nginx
+    /// from a cold cache, in about 4-5 minutes (measured here: ASAP 20/s,
+    /// nginx 12-13/s). --cached forces the page-cache smoke test.
+    ///
     /// Examples:
     ///   vodlab bench
+    ///   vodlab bench --servers vodlab-asap,vodlab-vanilla,nginx
     ///   vodlab bench --io vanilla -o results/bench-vanilla
     ///   vodlab bench --scale 0.05 --window 30 --repeats 3
     #[command(verbatim_doc_comment)]
