@@ -40,7 +40,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -211,7 +213,7 @@ impl Pacing {
             },
             max_grant_lateness_us: c.lateness_max_us.load(Ordering::Relaxed),
             wakeups: c.wakeups.load(Ordering::Relaxed),
-            active_sessions: self.inner.lock().expect("lock").pacer.len() as u64,
+            active_sessions: self.inner.lock().pacer.len() as u64,
             driver: self.driver.to_string(),
             driver_policy: self.policy.get().cloned().unwrap_or_default(),
         }
@@ -357,7 +359,7 @@ async fn drive_task(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
     let _ = p.policy.set("task".into());
     loop {
         let next = {
-            let mut g = p.inner.lock().expect("lock");
+            let mut g = p.inner.lock();
             let inner = &mut *g;
             let real = Instant::now();
             let now = p.pacer_now(real);
@@ -392,19 +394,20 @@ struct StopThread(Arc<Pacing>);
 
 impl Drop for StopThread {
     fn drop(&mut self) {
-        let _g = self.0.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let _g = self.0.inner.lock();
         self.0.stop.store(true, Ordering::Release);
         self.0.cv.notify_all();
     }
 }
 
 /// The driver thread: the task's loop with a precise wait. It waits on the
-/// condition variable paired with the pacer's lock, with the heap's
-/// earliest release as an absolute `CLOCK_MONOTONIC` deadline (std's
-/// futex wait), after setting its timer slack to 1 ns (a normal thread's
-/// default lets the kernel fire its timer up to 50 µs late) and, for
-/// [`PaceDriver::Rt`], `SCHED_FIFO`. Holds the lock except while waiting,
-/// as the task does while it acts.
+/// condition variable paired with the pacer's lock until the heap's
+/// earliest release (parking_lot's futex wait: the kernel's
+/// high-resolution timer), after setting its timer slack to 1 ns (a normal
+/// thread's default lets the kernel fire its timer up to 50 µs late) and,
+/// for [`PaceDriver::Rt`], `SCHED_FIFO`. Holds the lock while it acts, and
+/// hands it to a waiting connection between wake-ups (a fair unlock: a
+/// driver that is behind would otherwise re-take it at once).
 fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64) {
     // SAFETY: prctl with an integer argument on the calling thread
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
@@ -423,8 +426,13 @@ fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64) {
         None => "other".into(),
     };
     let _ = p.policy.set(policy);
-    let mut g = p.inner.lock().expect("lock");
+    let mut g = p.inner.lock();
     while !p.stop.load(Ordering::Acquire) {
+        // hand the lock to a connection waiting to register or remove its
+        // session, if any (a fair unlock and lock again): a driver that is
+        // behind never waits, and an unfair re-lock kept new sessions out
+        // for tens of seconds at 1,000 sessions
+        MutexGuard::bump(&mut g);
         let inner = &mut *g;
         let real = Instant::now();
         let now = p.pacer_now(real);
@@ -438,16 +446,13 @@ fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64) {
         }
         let next = inner.pacer.next_wakeup();
         inner.planned = next;
-        g = match next {
+        match next {
+            Some(at) if at <= Instant::now() => {}
             Some(at) => {
-                let wait = at.saturating_duration_since(Instant::now());
-                if wait.is_zero() {
-                    continue;
-                }
-                p.cv.wait_timeout(g, wait).expect("lock").0
+                p.cv.wait_until(&mut g, at);
             }
-            None => p.cv.wait(g).expect("lock"),
-        };
+            None => p.cv.wait(&mut g),
+        }
     }
 }
 
@@ -476,7 +481,7 @@ struct Guard<'a> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let mut g = self.p.inner.lock().expect("lock");
+            let mut g = self.p.inner.lock();
             g.jobs.remove(&id);
             g.pacer.remove(Instant::now(), id);
         }
@@ -501,7 +506,7 @@ pub(crate) async fn send_paced(
     let p = &*st.pacing;
     let (tx, rx) = oneshot::channel();
     let id = {
-        let mut g = p.inner.lock().expect("lock");
+        let mut g = p.inner.lock();
         let now = Instant::now();
         let params = p.params(&g.pacer, rate, len);
         let id = g
@@ -554,7 +559,7 @@ pub(crate) fn register_stream<'a>(
     let p = &*st.pacing;
     let (tx, grants) = mpsc::unbounded_channel();
     let (done_tx, done) = oneshot::channel();
-    let mut g = p.inner.lock().expect("lock");
+    let mut g = p.inner.lock();
     let now = Instant::now();
     let params = p.params(&g.pacer, rate, len);
     let id = g

@@ -28,8 +28,8 @@ pub enum PaceDriver {
     /// scheduled among the connection tasks. The first design.
     Task,
     /// A dedicated OS thread at normal priority that waits on a condition
-    /// variable with an absolute `CLOCK_MONOTONIC` deadline (a futex: the
-    /// kernel's high-resolution timer) and 1 ns of timer slack.
+    /// variable until the next release (a futex: the kernel's
+    /// high-resolution timer) with 1 ns of timer slack.
     #[default]
     Thread,
     /// The dedicated thread under `SCHED_FIFO` at this priority (1–99):
