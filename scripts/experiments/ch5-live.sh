@@ -9,6 +9,7 @@
 #
 # Knobs (environment): VODLAB (binary; copy it out of target/ first, compare re-executes it for the
 # mount), RATE (sessions/s, default 2), WINDOW (s of arrivals, default 15), DRAIN (s, default 240),
+# ROWS (rows to run, default "fg fgsr fixed auto"; a row named fg2, fixed3, ... repeats one),
 # MEM (box memory, default 1G), PORT (loopback port, default 18571), MAX (First-Grow maximum, default 16M), FIXED (default 7M).
 # First-Grow is refused under time compression, so this runs at nominal time, unpaced
 # (--no-pacing: no waits between requests; open-ended reads are still read at their read_kbps=).
@@ -43,10 +44,14 @@ row() { # TAG POLICY SIMPOLICY
        --out "sim-$1" > "sim-$1.txt" 2>&1 || true
   fi
 }
-row fg "first-grow:$MAX" "first-grow:${MAX}iB"
-row fgsr "first-grow-sr:$MAX" "first-grow-sr:${MAX}iB"
-row fixed "fixed:$FIXED" "fixed:${FIXED}iB"
-row auto "auto" ""
+for r in ${ROWS:-fg fgsr fixed auto}; do
+  case $r in
+    fgsr*) row "$r" "first-grow-sr:$MAX" "first-grow-sr:${MAX}iB" ;;
+    fg*) row "$r" "first-grow:$MAX" "first-grow:${MAX}iB" ;;
+    fixed*) row "$r" "fixed:$FIXED" "fixed:${FIXED}iB" ;;
+    auto*) row "$r" "auto" "" ;;
+  esac
+done
 
 # one line per row: client throughput, the drive's own counters, the server's /vodlab/stats,
 # and simulate's prediction for the same log
@@ -55,7 +60,7 @@ import glob, json, os, re
 print("row | delivered MB/s | drive MB/s | drive busy % | drive reads / seeks | drive GB | "
       "server device reads / GB | wasted GB | evicted MB | box mem peak MiB | "
       "sim device GB / prefetches / peak util (1 drive) / peak mem GB / mean mem GB")
-for tag in ["fg", "fgsr", "fixed", "auto"]:
+for tag in sorted(d[4:] for d in glob.glob("cmp-*") if os.path.isdir(d)):
     caps = glob.glob(f"cmp-{tag}/*/capacity.json")
     if not caps:
         continue
@@ -74,7 +79,7 @@ for tag in ["fg", "fgsr", "fixed", "auto"]:
             f = line.split()
             if len(f) == 8 and re.match(r"^[a-z-]+$", f[0]) and f[0] != "policy":
                 sim = f"{float(f[6]):.2f} / {f[7]} / {f[2]} / {float(f[4]):.3f} / {float(f[5]):.3f}"
-    print(f"{s.get('prefetch_policy', tag)} | {delivered:.2f} | "
+    print(f"{tag}: {s.get('prefetch_policy', tag)} | {delivered:.2f} | "
           f"{d['bytes'] / wall / 1e6:.2f} | {100 * d['busy_ns'] / d['elapsed_ns']:.1f} | "
           f"{d['reads']} / {d['seeks']} | {d['bytes'] / 1e9:.2f} | "
           f"{dev.get('reads', 0)} / {dev.get('bytes', 0) / 1e9:.2f} | "
