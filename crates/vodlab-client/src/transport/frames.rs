@@ -124,6 +124,37 @@ impl<T: AsyncBufRead + AsyncRead + Unpin> AsyncRead for FrameReads<T> {
                 me.passing -= n;
                 continue;
             }
+            if me.hlen == 0 {
+                // whole frames that fit the room and lie in the buffered
+                // chunk go up in one copy (small frames: no step per frame)
+                let chunk = match Pin::new(&mut me.io).poll_fill_buf(cx) {
+                    Poll::Ready(Ok(c)) => c,
+                    Poll::Ready(Err(e)) => return stop(me, out, Poll::Ready(Err(e))),
+                    Poll::Pending => return stop(me, out, Poll::Pending),
+                };
+                let mut n = 0;
+                while chunk.len() - n >= HEADER {
+                    let len = frame_len(chunk[n..n + HEADER].try_into().expect("9 bytes"));
+                    if n + len > chunk.len().min(room) {
+                        break;
+                    }
+                    n += len;
+                }
+                if n > 0 {
+                    out.put_slice(&chunk[..n]);
+                    Pin::new(&mut me.io).consume(n);
+                    continue;
+                }
+                if chunk.is_empty() {
+                    return Poll::Ready(Ok(())); // end of stream at a frame's start
+                }
+                // else the next frame's header from this chunk (one poll of
+                // the source per step: a source's `Pending` ends the read)
+                let k = chunk.len().min(HEADER);
+                me.hdr[..k].copy_from_slice(&chunk[..k]);
+                me.hlen = k;
+                Pin::new(&mut me.io).consume(k);
+            }
             // a frame starts: take its header (it may span buffered chunks)
             while me.hlen < HEADER {
                 let chunk = match Pin::new(&mut me.io).poll_fill_buf(cx) {
