@@ -22,6 +22,7 @@
 #               one longer point each ($AUTO_WINDOW s) so auto has intervals to move in
 #   hd-seagate  youtube-2011-hd, Seagate: vanilla and $HD_SIZES                 (4.5.3)
 #   hd-long-SIZE  one fixed size at auto-hd's length (e.g. hd-long-2M); not in the default list
+#   auto-sd-seagate  auto from the Seagate's SD start and fixed 2M, $AUTO_WINDOW s each; not default
 #   summary     only (re)write OUT/summary.md from what is there
 #
 # Settings (environment): VODLAB (binary; copy it out of target/ first: compare re-executes its
@@ -134,6 +135,12 @@ for e in $EXPS; do
       sweep auto-hd whd wd10efrx 128M "$HD_RATE" "$AUTO_WINDOW" \
         "$(rows "vodlab-asap:auto:start=wd10efrx-hd,$AUTO_OPTS" "$AUTO_FIXED")" \
         "--serve-arg=--default-bitrate=2097.152" ;;
+    auto-sd-seagate)
+      # auto from the Seagate's SD start size (2 MB [T1213]) against the SD sweep's best
+      workload wsd youtube-2011-sd 6000
+      sweep auto-sd-seagate wsd st1000dm003 128M "$SD_RATE" "$AUTO_WINDOW" \
+        "$(rows "vodlab-asap:auto:start=st1000dm003-sd,$AUTO_OPTS" 2M)" \
+        "--serve-arg=--default-bitrate=419.4304" ;;
     hd-long-*)
       # one more fixed size at auto-hd's length (e.g. hd-long-2M: the HD sweep's best)
       workload whd youtube-2011-hd 2000
