@@ -107,6 +107,11 @@ pub struct PrefetchedOverlap {
     pub at: Instant,
     /// Bytes of the request inside prefetched ranges.
     pub bytes: u64,
+    /// Where those bytes are: from the first to the end of the last (an
+    /// extent; with two disjoint prefetched ranges it spans the gap).
+    pub start: u64,
+    /// End (exclusive) of that extent.
+    pub end: u64,
 }
 
 impl SessionState {
@@ -119,11 +124,24 @@ impl SessionState {
         let end = offset + len;
         let mut found: Option<PrefetchedOverlap> = None;
         for r in self.prefetched.iter_mut().filter(|r| r.file == file) {
-            let overlap = end.min(r.end).saturating_sub(offset.max(r.start));
+            let (lo, hi) = (offset.max(r.start), end.min(r.end));
+            let overlap = hi.saturating_sub(lo);
             if overlap > 0 {
                 r.used += overlap;
-                let bytes = found.map_or(0, |f| f.bytes) + overlap;
-                found = Some(PrefetchedOverlap { at: r.at, bytes });
+                found = Some(match found {
+                    None => PrefetchedOverlap {
+                        at: r.at,
+                        bytes: overlap,
+                        start: lo,
+                        end: hi,
+                    },
+                    Some(f) => PrefetchedOverlap {
+                        at: r.at,
+                        bytes: f.bytes + overlap,
+                        start: f.start.min(lo),
+                        end: f.end.max(hi),
+                    },
+                });
             }
         }
         found

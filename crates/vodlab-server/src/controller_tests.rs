@@ -243,8 +243,14 @@ fn session_state_counts_use_waste_and_forgets_old_ranges() {
     let mut s = SessionState::default();
     assert_eq!(s.record_prefetch(t0, 1, 0, 1000, 100), 0);
     let o = s.account(1, 50, 200).unwrap();
-    assert_eq!((o.at, o.bytes), (t0, 200));
+    assert_eq!((o.at, o.bytes, o.start, o.end), (t0, 200, 50, 250));
     assert_eq!(s.prefetched[0].used, 300);
+    // a range reaching past the prefetch: its overlap is the prefetched part
+    let o = s.account(1, 900, 300).unwrap();
+    assert_eq!((o.bytes, o.start, o.end), (100, 900, 1000));
+    s.prefetched[0].used -= 100;
+    s.requests -= 1;
+    s.bytes_requested -= 300;
     assert_eq!(s.account(2, 50, 200), None, "another file");
     assert_eq!(s.account(1, 1000, 10), None, "past the end");
     // ranges older than the memory are forgotten (not counted as waste)
