@@ -5,7 +5,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -106,6 +105,48 @@ pub(crate) async fn copy_file(
     Ok(())
 }
 
+/// Reads exactly `n` bytes at `off` into a new buffer without zeroing it
+/// first (`pread` into the vector's spare capacity): the bodies of h2 and
+/// TLS responses are read this way, and zeroing each 256 KiB chunk before
+/// overwriting it cost as much as the copy itself.
+fn read_exact_uninit(f: &File, off: u64, n: usize) -> io::Result<Vec<u8>> {
+    let mut buf: Vec<u8> = Vec::with_capacity(n);
+    let mut got = 0usize;
+    while got < n {
+        let spare = &mut buf.spare_capacity_mut()[..n - got];
+        // SAFETY: pread writes at most `spare.len()` bytes into the
+        // vector's allocated, unused capacity, which stays alive
+        let r = unsafe {
+            libc::pread(
+                f.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+                (off + got as u64) as libc::off_t,
+            )
+        };
+        match r {
+            0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "file shorter than its size",
+                ))
+            }
+            r if r > 0 => {
+                got += r as usize;
+                // SAFETY: the first `got` bytes were written by pread
+                unsafe { buf.set_len(got) };
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(buf)
+}
+
 /// Reads exactly `n` bytes at `off` (on the blocking pool when `blocking`).
 pub(crate) async fn read_at(
     file: &Arc<File>,
@@ -113,16 +154,7 @@ pub(crate) async fn read_at(
     n: usize,
     blocking: bool,
 ) -> io::Result<Vec<u8>> {
-    let read = move |f: &File| {
-        let mut buf = vec![0u8; n];
-        f.read_exact_at(&mut buf, off).map(|()| buf).map_err(|e| {
-            if e.kind() == io::ErrorKind::UnexpectedEof {
-                io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than its size")
-            } else {
-                e
-            }
-        })
-    };
+    let read = move |f: &File| read_exact_uninit(f, off, n);
     if blocking {
         let f = file.clone();
         tokio::task::spawn_blocking(move || read(&f))
@@ -341,6 +373,28 @@ fn sendfile(out: i32, inp: i32, off: u64, n: usize) -> io::Result<usize> {
         Err(io::Error::last_os_error())
     } else {
         Ok(r as usize)
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    #[test]
+    fn uninit_reads_return_the_bytes_and_name_a_short_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = File::open(&p).unwrap();
+        assert_eq!(
+            read_exact_uninit(&f, 1000, 262_144).unwrap(),
+            data[1000..263_144]
+        );
+        assert_eq!(read_exact_uninit(&f, 0, 0).unwrap(), Vec::<u8>::new());
+        let e = read_exact_uninit(&f, 299_000, 2000).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(e.to_string().contains("shorter"), "{e}");
     }
 }
 
