@@ -237,14 +237,29 @@ fn the_mount_presents_what_fileset_create_writes_and_verify_passes() {
         mp.to_str().unwrap(),
     ]);
     assert!(out.contains(": 0 damaged"), "{out}");
-    // the second pass comes from the page cache (but for what memory
-    // pressure on a shared machine evicts)
-    let again = m.report()["fuse"]["bytes"].as_u64().unwrap() - fuse_bytes;
+    // Re-reads come from the page cache. Judged on one file read twice
+    // back to back, not on the second pass above: this machine's kernel
+    // runs DAMON proactive reclaim (kdamond, action `pageout` for regions
+    // idle 6 aggregations of 5 s, applied every 5 s), which pages out part
+    // of what a pass read before a pass seconds later (one CI run: 41 MB of
+    // the second pass came through FUSE again).
+    let big = walk(&mp)
+        .into_iter()
+        .max_by_key(|(_, len)| *len)
+        .map(|(rel, len)| (mp.join(rel), len))
+        .unwrap();
+    let fuse_now = || m.report()["fuse"]["bytes"].as_u64().unwrap();
+    std::fs::read(&big.0).unwrap();
+    let b1 = fuse_now();
+    std::fs::read(&big.0).unwrap();
+    let again = fuse_now() - b1;
     assert!(
-        again < set_bytes / 10,
-        "the second pass read {again} B through FUSE"
+        again <= big.1 / 10,
+        "an immediate re-read of {} ({} B) read {again} B through FUSE",
+        big.0.display(),
+        big.1
     );
-    let fuse_bytes = fuse_bytes + again;
+    let fuse_bytes = fuse_now();
     // read-ahead as the profile says (128 KiB by default)
     let dev = {
         use std::os::unix::fs::MetadataExt;

@@ -19,7 +19,10 @@ use common::Running;
 /// This binary's tests one at a time: each judges the prefetch helper by its
 /// device reads and the page cache, which another test's cold reads and
 /// hung-up clients running beside it disturb (one CI run saw the second
-/// range of `a_short_range_completes_with_its_read_ahead` miss).
+/// range of `a_short_range_completes_with_its_read_ahead` miss). This
+/// machine's kernel also pages out memory DAMON finds idle (docs/disk.md),
+/// which can drop a just-read page at a 5 s aggregation boundary: each
+/// test's requests follow each other within milliseconds to make that rare.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 use vodlab_server::server::StatsView;
 
