@@ -331,19 +331,33 @@ pub fn chunk_rule(rate: u64) -> u64 {
 /// itself (no task wake-up per chunk: a first version handed each grant to
 /// its connection task over a channel and spent 17-43 µs per chunk), and
 /// sleeps again (or until a new session's time is earlier). Paced bytes
-/// are added to `sent_bytes` (the server's byte counter). Runs until
-/// aborted; with a driver thread ([`PaceDriver::is_thread`]) this future
-/// starts the thread and ends it when dropped.
-pub(crate) async fn drive(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
+/// are added to `sent_bytes` (the server's byte counter). The returned
+/// future runs until aborted. With a driver thread
+/// ([`PaceDriver::is_thread`]) the thread is started here, before the
+/// future is first polled (it has its name and policy when this returns),
+/// and the future ends and joins it when dropped,
+/// so a server's driver thread exists from its start to its shutdown.
+pub(crate) fn drive(
+    p: Arc<Pacing>,
+    sent_bytes: Arc<AtomicU64>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     if p.driver.is_thread() {
         let (tp, tb) = (p.clone(), sent_bytes.clone());
+        let (started, running) = std::sync::mpsc::sync_channel(1);
         match std::thread::Builder::new()
             .name("vodlab-pacer".into())
-            .spawn(move || drive_thread(&tp, &tb))
+            .spawn(move || drive_thread(&tp, &tb, started))
         {
-            Ok(_) => {
-                let _stop = StopThread(p);
-                return std::future::pending::<()>().await;
+            Ok(thread) => {
+                // the thread has its name and scheduling policy when the
+                // server's start returns (an Err: it ended before, which
+                // the statistics' empty policy then shows)
+                let _ = running.recv();
+                let stop = StopThread(p, Some(thread));
+                return Box::pin(async move {
+                    let _stop = stop;
+                    std::future::pending::<()>().await
+                });
             }
             // no thread, nothing would pace: say so and drive from a task
             Err(e) => eprintln!(
@@ -352,7 +366,7 @@ pub(crate) async fn drive(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
             ),
         }
     }
-    drive_task(p, sent_bytes).await
+    Box::pin(drive_task(p, sent_bytes))
 }
 
 async fn drive_task(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
@@ -389,14 +403,20 @@ async fn drive_task(p: Arc<Pacing>, sent_bytes: Arc<AtomicU64>) {
 
 /// Ends the driver thread when the driver's future is dropped (the server
 /// aborts it at shutdown): sets the flag under the lock, so the thread sees
-/// it before it waits again, and wakes it.
-struct StopThread(Arc<Pacing>);
+/// it before it waits again, wakes it, and joins it (it ends at its next
+/// loop test, after at most one round of non-blocking sends).
+struct StopThread(Arc<Pacing>, Option<std::thread::JoinHandle<()>>);
 
 impl Drop for StopThread {
     fn drop(&mut self) {
-        let _g = self.0.inner.lock();
-        self.0.stop.store(true, Ordering::Release);
-        self.0.cv.notify_all();
+        {
+            let _g = self.0.inner.lock();
+            self.0.stop.store(true, Ordering::Release);
+            self.0.cv.notify_all();
+        }
+        if let Some(t) = self.1.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -408,7 +428,7 @@ impl Drop for StopThread {
 /// for [`PaceDriver::Rt`], `SCHED_FIFO`. Holds the lock while it acts, and
 /// hands it to a waiting connection between wake-ups (a fair unlock: a
 /// driver that is behind would otherwise re-take it at once).
-fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64) {
+fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64, started: std::sync::mpsc::SyncSender<()>) {
     // SAFETY: prctl with an integer argument on the calling thread
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let policy = match p.driver.rt_priority() {
@@ -426,6 +446,7 @@ fn drive_thread(p: &Pacing, sent_bytes: &AtomicU64) {
         None => "other".into(),
     };
     let _ = p.policy.set(policy);
+    let _ = started.send(());
     let mut g = p.inner.lock();
     while !p.stop.load(Ordering::Acquire) {
         // hand the lock to a connection waiting to register or remove its

@@ -415,7 +415,9 @@ impl Server {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
         if let Some(d) = self.driver {
+            // wait for the abort to drop the driver (which joins its thread)
             d.abort();
+            let _ = d.await;
         }
         self.state.helpers.shutdown();
         if let Some(l) = &self.state.log {
