@@ -14,6 +14,11 @@
 //!   range's last [`HOLD`] bytes wait for the whole read, so a client's next
 //!   request finds the read-ahead resident and the controller has heard of
 //!   the read (`on_read_complete`) before that request, as before.
+//! - **A resident head goes out at once, and the prefetch starts after
+//!   it.** A range that starts inside its session's previous prefetch
+//!   (still resident) but reaches past it sends that head while the helper
+//!   reads, and the window starts at the head's end
+//!   (`controller::place_after_head`), so the drive reads only new bytes.
 //! - **One prefetch per connection, at most `max_prefetch` bytes.** A
 //!   decision is clipped to `Config::max_prefetch`; a range larger than
 //!   that is read in prefetches of that size, the next queued when the
@@ -84,23 +89,26 @@ impl RangeIo<'_, '_> {
         len: u64,
         chain: &str,
     ) -> (CacheOutcome, io::Result<()>) {
-        let (resident, decision) = self.decide(f, off, len, chain);
+        let (resident, head, decision) = self.decide(f, off, len, chain);
         let cache = if resident {
             CacheOutcome::Hit
         } else {
             CacheOutcome::Miss
         };
-        (cache, self.stream(f, off, len, resident, decision).await)
+        let ready = if resident { off + len } else { off + head };
+        (cache, self.stream(f, off, len, ready, decision).await)
     }
 
     /// Accounts the range to the session, probes, and asks the controller.
+    /// Returns whether the range is resident, the bytes at its start known
+    /// to be resident (its session's prefetch), and the decision.
     fn decide(
         &mut self,
         f: &FileCtx<'_>,
         a: u64,
         len: u64,
         chain: &str,
-    ) -> (bool, PrefetchDecision) {
+    ) -> (bool, u64, PrefetchDecision) {
         let st = self.st;
         let overlap = self.session.account(f.key, a, len);
         let resident = st.prober.resident(f.file, a, len);
@@ -108,8 +116,17 @@ impl RangeIo<'_, '_> {
         // never prefetched; only a prefetched part gone from the page cache
         // is an eviction (counting the whole range's miss made every second
         // 2.5 MB HD range after a 4 MiB prefetch look evicted 1-3 ms later).
-        let evicted_overlap =
-            overlap.filter(|o| !resident && !st.prober.resident(f.file, o.start, o.end - o.start));
+        let overlap_resident = overlap
+            .filter(|_| !resident)
+            .map(|o| st.prober.resident(f.file, o.start, o.end - o.start));
+        let evicted_overlap = overlap.filter(|_| overlap_resident == Some(false));
+        // A range starting inside its session's prefetch, still resident,
+        // sends that head at once and prefetches from its end
+        // (controller::place_after_head).
+        let head = match overlap {
+            Some(o) if overlap_resident == Some(true) && o.start == a => (o.end - a).min(len),
+            _ => 0,
+        };
         let c = &st.counters;
         c.requested_bytes.fetch_add(len, Ordering::Relaxed);
         if resident {
@@ -140,6 +157,7 @@ impl RangeIo<'_, '_> {
             self.session,
             chain,
             evicted_overlap,
+            head,
         );
         if let Some((bytes, unused)) = before.evicted {
             c.prefetch_evictions.fetch_add(1, Ordering::Relaxed);
@@ -147,7 +165,7 @@ impl RangeIo<'_, '_> {
             c.eviction_time_us
                 .fetch_add(unused.as_micros() as u64, Ordering::Relaxed);
         }
-        (resident, before.decision)
+        (resident, head, before.decision)
     }
 
     fn start(&self, f: &FileCtx<'_>, start: u64, len: u64) -> Flight {
@@ -178,13 +196,14 @@ impl RangeIo<'_, '_> {
     }
 
     /// Sends the range as its bytes become resident, with at most one
-    /// prefetch of at most `max_prefetch` bytes in flight.
+    /// prefetch of at most `max_prefetch` bytes in flight; `[off, ready)` is
+    /// known to be resident and goes out at once.
     async fn stream(
         &mut self,
         f: &FileCtx<'_>,
         off: u64,
         len: u64,
-        resident: bool,
+        ready: u64,
         decision: PrefetchDecision,
     ) -> io::Result<()> {
         let st = self.st;
@@ -192,7 +211,7 @@ impl RangeIo<'_, '_> {
         let end = off + len;
         let mut pos = off;
         // bytes from `pos` known to be in the page cache end here
-        let mut ready = if resident { end } else { off };
+        let mut ready = ready.clamp(off, end);
         let mut flight = clip(decision, f.size).map(|(o, n)| self.start(f, o, n.min(bound)));
         // watch the socket for the client going away while it waits, until
         // it sends something else (a pipelined request)

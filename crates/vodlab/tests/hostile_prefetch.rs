@@ -268,3 +268,58 @@ fn a_range_past_its_prefetch_is_no_eviction() {
     );
     assert_eq!(s.prefetch_evictions, 0, "{s:?}");
 }
+
+/// The same session's 2.5 MB ranges of a 6 MiB file against the default
+/// 4 MiB prefetch: the second range starts inside the first prefetch, so
+/// its resident head is sent at once and its prefetch starts where the
+/// first one ended, at 4 MiB: the helper reads each byte of the file once
+/// (6 MiB), and the third range is a hit. Before, the second prefetch
+/// started at the range's offset and read [2.5 MB, 6 MiB) again from
+/// there (7.5 MiB in all): in ch4's HD runs the re-read head, idle in the
+/// page cache while the prefetch queued, was often evicted and read from
+/// the drive twice (the 4 MiB dip).
+#[test]
+fn a_range_past_its_prefetch_prefetches_from_where_it_ended() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    cold_file(&dir.path().join("hd.mp4"), 6 << 20);
+    let srv = Running::start(dir.path(), |_| {});
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    for (a, b) in [
+        (0u64, 2_499_999u64),
+        (2_500_000, 4_999_999),
+        (5_000_000, (6 << 20) - 1),
+    ] {
+        if a == 2_500_000 {
+            // past the first 4 MiB prefetch, drop what the kernel's own
+            // read-ahead may have added, so the second range surely misses
+            let f = fs::File::open(dir.path().join("hd.mp4")).unwrap();
+            // SAFETY: advisory call on an open descriptor
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 4 << 20, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+        write!(
+            c,
+            "GET /hd.mp4 HTTP/1.1\r\nHost: x\r\nRange: bytes={a}-{b}\r\n\r\n"
+        )
+        .unwrap();
+        let want = (b - a + 1) as usize;
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 65536];
+        loop {
+            let n = c.read(&mut tmp).unwrap();
+            assert!(n > 0, "connection closed");
+            buf.extend_from_slice(&tmp[..n]);
+            if let Some(h) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                assert!(buf.starts_with(b"HTTP/1.1 206"));
+                if buf.len() - h - 4 == want {
+                    assert!(buf[h + 4..].iter().all(|&x| x == 0x5a));
+                    break;
+                }
+            }
+        }
+    }
+    let s = srv.stats();
+    assert_eq!(helper_bytes(&s), 6 << 20, "a byte was read twice: {s:?}");
+    assert_eq!(s.probe_misses, 2, "{s:?}");
+}
