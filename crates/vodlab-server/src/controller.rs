@@ -286,11 +286,12 @@ pub fn clip(decision: PrefetchDecision, file_size: u64) -> Option<(u64, u64)> {
 
 /// Places a window that starts at the request's offset after the range's
 /// first `resident_head` bytes, which are already in the page cache (the
-/// tail of the session's previous prefetch): a window reaching past the
-/// request keeps its length, so the drive reads `len` new bytes in one run
-/// from the first byte missing; a window that is just the request shrinks
-/// to the request's missing part. The resident head is sent while the
-/// helper reads.
+/// tail of the session's previous prefetch): a window that is just the
+/// request shrinks to the request's missing part; any other keeps its
+/// length (one reaching past the request: the drive reads `len` new bytes
+/// in one run from the first byte missing; one shorter than the request,
+/// as `first-grow` asks under an open-ended range: the next `len` bytes).
+/// The resident head is sent while the helper reads.
 ///
 /// Without it a window of p bytes that ends inside a range (a 4 MiB
 /// prefetch and 2.5 MB HD ranges) made every later range miss: its
@@ -314,10 +315,10 @@ pub fn place_after_head(
         {
             PrefetchDecision::Prefetch {
                 offset: offset + resident_head,
-                len: if len > req.length {
-                    len
+                len: if len == req.length {
+                    len - resident_head
                 } else {
-                    req.length - resident_head
+                    len
                 },
             }
         }

@@ -389,7 +389,8 @@ fn a_range_past_its_prefetch_prefetches_from_the_prefetch_end() {
         }
     );
     // a window that is just the request (p below the request) shrinks to
-    // the request's missing part; one reaching past it keeps its length
+    // the request's missing part; one reaching past it, or shorter than
+    // it (first-grow under an open-ended range), keeps its length
     let req = info(0, 3 * p, file_size, false);
     let window = |len| PrefetchDecision::Prefetch { offset: 0, len };
     assert_eq!(
@@ -404,6 +405,13 @@ fn a_range_past_its_prefetch_prefetches_from_the_prefetch_end() {
         PrefetchDecision::Prefetch {
             offset: p,
             len: 4 * p
+        }
+    );
+    assert_eq!(
+        place_after_head(window(p / 2), &req, p),
+        PrefetchDecision::Prefetch {
+            offset: p,
+            len: p / 2
         }
     );
 }
