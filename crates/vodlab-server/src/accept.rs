@@ -17,11 +17,6 @@ use tokio::sync::{watch, Notify};
 use crate::server::State;
 use crate::transport::{Tls, Transport};
 
-/// Bytes of h2 frames gathered before one TLS write (records are cut
-/// from it at the record size: 8 full records, not a 9-byte record per
-/// DATA frame head).
-const H2_TLS_WRITE_BUFFER: usize = 128 << 10;
-
 /// The protocol of a connection, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sniffed {
@@ -194,9 +189,7 @@ pub(crate) async fn serve_conn(
             if h2 {
                 p.alpn_h2.fetch_add(1, Ordering::Relaxed);
                 p.h2_connections.fetch_add(1, Ordering::Relaxed);
-                // the h2 crate writes a DATA frame's 9-byte head and its payload as two
-                // writes; through TLS each write is its own record, so coalesce them
-                let t = tokio::io::BufWriter::with_capacity(H2_TLS_WRITE_BUFFER, t);
+                // its frames are gathered into full TLS records (`crate::h2::Gather`)
                 crate::h2::serve(t, peer, id, st, stop, at).await;
             } else {
                 p.alpn_http11.fetch_add(1, Ordering::Relaxed);

@@ -67,6 +67,10 @@ impl Sink<'_> {
 /// Bytes read from a file per write over TLS (a user-space copy: no kTLS).
 pub(crate) const TLS_BODY_CHUNK: usize = 256 << 10;
 
+/// Capacity of the reused body buffers ([`body_pool`]): the largest read
+/// of an h2 or TLS body chunk.
+pub(crate) const BODY_BUFFER: usize = 256 << 10;
+
 /// Sends `len` bytes of the file from `off`: with sendfile(2) on plain TCP
 /// ([`send_file_plain`]), through a buffer over TLS ([`copy_file`]).
 pub(crate) async fn send_file(
@@ -98,19 +102,22 @@ pub(crate) async fn copy_file(
     while off < end {
         let n = ((end - off) as usize).min(TLS_BODY_CHUNK);
         let buf = read_at(file, off, n, st.cfg.io == IoMode::Vanilla).await?;
-        write_all(sock, &buf, limit).await?;
+        let w = write_all(sock, &buf, limit).await;
+        body_pool::give(buf);
+        w?;
         off += n as u64;
         st.counters.bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
     Ok(())
 }
 
-/// Reads exactly `n` bytes at `off` into a new buffer without zeroing it
-/// first (`pread` into the vector's spare capacity): the bodies of h2 and
-/// TLS responses are read this way, and zeroing each 256 KiB chunk before
-/// overwriting it cost as much as the copy itself.
-fn read_exact_uninit(f: &File, off: u64, n: usize) -> io::Result<Vec<u8>> {
-    let mut buf: Vec<u8> = Vec::with_capacity(n);
+/// Reads exactly `n` bytes at `off` into `buf` (emptied first) without
+/// zeroing it (`pread` into the vector's spare capacity): the bodies of h2
+/// and TLS responses are read this way, and zeroing each 256 KiB chunk
+/// before overwriting it cost as much as the copy itself.
+fn read_exact_uninit(f: &File, off: u64, n: usize, mut buf: Vec<u8>) -> io::Result<Vec<u8>> {
+    buf.clear();
+    buf.reserve_exact(n);
     let mut got = 0usize;
     while got < n {
         let spare = &mut buf.spare_capacity_mut()[..n - got];
@@ -147,21 +154,102 @@ fn read_exact_uninit(f: &File, off: u64, n: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Reads exactly `n` bytes at `off` (on the blocking pool when `blocking`).
+/// Reads exactly `n` bytes at `off` (on the blocking pool when `blocking`)
+/// into a buffer from [`body_pool`]; hand it back with
+/// [`body_pool::give`] or send it as [`body_pool::bytes`].
 pub(crate) async fn read_at(
     file: &Arc<File>,
     off: u64,
     n: usize,
     blocking: bool,
 ) -> io::Result<Vec<u8>> {
-    let read = move |f: &File| read_exact_uninit(f, off, n);
+    // taken here, on the worker thread whose pool the buffers return to
+    let buf = body_pool::take(n);
     if blocking {
         let f = file.clone();
-        tokio::task::spawn_blocking(move || read(&f))
+        tokio::task::spawn_blocking(move || read_exact_uninit(&f, off, n, buf))
             .await
             .expect("read task")
     } else {
-        read(file)
+        read_exact_uninit(file, off, n, buf)
+    }
+}
+
+/// Body buffers of [`BODY_BUFFER`] bytes, kept per thread for reuse: a
+/// fresh 256 KiB allocation per chunk came from `mmap` (above glibc's
+/// threshold, or from an arena trimmed again after each free), so every
+/// page of every chunk was faulted in and zeroed by the kernel before
+/// `pread` wrote it (`clear_page`, `exc_page_fault` and `unmap_page_range`
+/// ~8 % of the server's h2 profile, docs/benchmarks.md). At most
+/// [`KEEP`](body_pool::KEEP) buffers are kept per thread.
+pub(crate) mod body_pool {
+    use std::cell::RefCell;
+
+    use bytes::Bytes;
+
+    use super::BODY_BUFFER;
+
+    /// Buffers kept per thread (an h2 stream queues at most 1 MiB).
+    pub const KEEP: usize = 6;
+
+    thread_local! {
+        static FREE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// An empty buffer with room for `n` bytes: a kept one when `n` is
+    /// at most [`BODY_BUFFER`] and a large read (small reads take a small
+    /// buffer of their own).
+    pub fn take(n: usize) -> Vec<u8> {
+        if !(BODY_BUFFER / 4..=BODY_BUFFER).contains(&n) {
+            return Vec::with_capacity(n);
+        }
+        FREE.try_with(|f| f.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Vec::with_capacity(BODY_BUFFER))
+    }
+
+    /// Hands a buffer back for reuse (one of another size is freed).
+    pub fn give(mut v: Vec<u8>) {
+        if v.capacity() != BODY_BUFFER {
+            return;
+        }
+        v.clear();
+        let _ = FREE.try_with(|f| {
+            let mut f = f.borrow_mut();
+            if f.len() < KEEP {
+                f.push(v);
+            }
+        });
+    }
+
+    /// Buffers kept by this thread now.
+    #[cfg(test)]
+    pub fn kept() -> usize {
+        FREE.try_with(|f| f.borrow().len()).unwrap_or(0)
+    }
+
+    /// The buffer as `Bytes` that hand it back when the last reference is
+    /// dropped (the h2 crate drops a DATA payload once it is written).
+    pub fn bytes(v: Vec<u8>) -> Bytes {
+        if v.capacity() != BODY_BUFFER {
+            return Bytes::from(v);
+        }
+        Bytes::from_owner(Recycled(v))
+    }
+
+    struct Recycled(Vec<u8>);
+
+    impl AsRef<[u8]> for Recycled {
+        fn as_ref(&self) -> &[u8] {
+            &self.0
+        }
+    }
+
+    impl Drop for Recycled {
+        fn drop(&mut self) {
+            give(std::mem::take(&mut self.0));
+        }
     }
 }
 
@@ -388,13 +476,50 @@ mod read_tests {
         std::fs::write(&p, &data).unwrap();
         let f = File::open(&p).unwrap();
         assert_eq!(
-            read_exact_uninit(&f, 1000, 262_144).unwrap(),
+            read_exact_uninit(&f, 1000, 262_144, Vec::new()).unwrap(),
             data[1000..263_144]
         );
-        assert_eq!(read_exact_uninit(&f, 0, 0).unwrap(), Vec::<u8>::new());
-        let e = read_exact_uninit(&f, 299_000, 2000).unwrap_err();
+        assert_eq!(
+            read_exact_uninit(&f, 0, 0, Vec::new()).unwrap(),
+            Vec::<u8>::new()
+        );
+        // a reused buffer's old bytes are gone
+        let used = vec![9u8; 5000];
+        assert_eq!(read_exact_uninit(&f, 10, 20, used).unwrap(), data[10..30]);
+        let e = read_exact_uninit(&f, 299_000, 2000, Vec::new()).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
         assert!(e.to_string().contains("shorter"), "{e}");
+    }
+
+    #[test]
+    fn body_buffers_come_back_when_their_bytes_are_dropped() {
+        // a thread of its own: the pool is per thread
+        std::thread::spawn(|| {
+            assert_eq!(body_pool::kept(), 0);
+            let mut a = body_pool::take(BODY_BUFFER);
+            let ptr = a.as_ptr();
+            assert!(a.capacity() == BODY_BUFFER && a.is_empty());
+            a.extend_from_slice(&[7u8; 100]);
+            let b = body_pool::bytes(a);
+            let half = b.slice(..10);
+            drop(b);
+            assert_eq!(body_pool::kept(), 0, "a slice still holds it");
+            drop(half);
+            assert_eq!(body_pool::kept(), 1);
+            let again = body_pool::take(100_000);
+            assert_eq!(again.as_ptr(), ptr, "the same buffer reused");
+            // small reads take buffers of their own, never kept
+            let small = body_pool::take(1000);
+            assert!(small.capacity() < BODY_BUFFER);
+            drop(body_pool::bytes(small));
+            // the pool keeps at most KEEP
+            for _ in 0..body_pool::KEEP + 3 {
+                body_pool::give(Vec::with_capacity(BODY_BUFFER));
+            }
+            assert_eq!(body_pool::kept(), body_pool::KEEP);
+        })
+        .join()
+        .unwrap();
     }
 }
 

@@ -25,13 +25,15 @@
 //! every one that fires closes the connection with GOAWAY and is counted in
 //! [`crate::proto_stats::ProtoCounters`] and logged.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -42,15 +44,18 @@ use crate::asap::{FileCtx, RangeIo};
 use crate::bitrate::{response_rate, Cmcd, ResponseRate};
 use crate::config::{IoMode, PaceMode};
 use crate::conn::{count, log_line, CacheOutcome};
-use crate::conn_io::{read_at, Sink};
+use crate::conn_io::{body_pool, read_at, Sink};
 use crate::controller::SessionState;
 use crate::flood::{Flood, FloodSignal, Metered};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::chain_of;
 use crate::server::State;
 
+#[path = "h2_gather.rs"]
+mod gather;
 #[path = "h2_settings.rs"]
 mod settings;
+pub use gather::{Gather, GATHER};
 pub use settings::{defaults, H2Settings};
 
 /// Which limit closed a connection: `None` unless the h2 crate sent a
@@ -91,7 +96,9 @@ pub(crate) async fn serve<T>(
 {
     let cfg = &st.cfg.h2;
     let signal = Arc::new(FloodSignal::default());
-    let io = Metered::new(io, cfg.flood_limits(), signal.clone());
+    // the h2 crate flushes after each DATA frame: gather its frames into
+    // large writes (full TLS records, few syscalls), see `gather`
+    let io = Metered::new(Gather::new(io, GATHER), cfg.flood_limits(), signal.clone());
     let hs = cfg.builder().handshake::<_, Bytes>(io);
     let deadline = accepted + st.cfg.header_timeout;
     let mut conn = match tokio::time::timeout_at(deadline.into(), hs).await {
@@ -105,7 +112,13 @@ pub(crate) async fn serve<T>(
             return;
         }
     };
-    let mut streams = tokio::task::JoinSet::new();
+    // the streams run in this task, not each in its own: a stream's
+    // `send_data` wakes the connection and the connection's frames written
+    // wake the stream for more, and as separate tasks on the multi-thread
+    // runtime each of those wakes was a futex call and a thread switch
+    // (~4,000 per 100 MB, docs/benchmarks.md)
+    let mut streams: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>> =
+        FuturesUnordered::new();
     let session = Arc::new(tokio::sync::Mutex::new(SessionState::default()));
     let idle = tokio::time::sleep(st.cfg.idle_timeout);
     tokio::pin!(idle);
@@ -144,7 +157,9 @@ pub(crate) async fn serve<T>(
                     st.counters.proto.h2_streams.fetch_add(1, Ordering::Relaxed);
                     let st2 = st.clone();
                     let session = session.clone();
-                    streams.spawn(async move { stream(&st2, id, &session, req, resp).await });
+                    streams.push(Box::pin(async move {
+                        stream(&st2, id, &session, req, resp).await
+                    }));
                 }
                 Some(Err(e)) => {
                     note_error(&st, peer, id, &e, &signal);
@@ -152,7 +167,7 @@ pub(crate) async fn serve<T>(
                 }
                 None => break,
             },
-            Some(_) = streams.join_next(), if !streams.is_empty() => {
+            Some(()) = streams.next(), if !streams.is_empty() => {
                 if streams.is_empty() {
                     idle.as_mut().reset(tokio::time::Instant::now() + st.cfg.idle_timeout);
                 }
@@ -175,7 +190,7 @@ pub(crate) async fn serve<T>(
                     &format_args!("h2 connection {id}: {f}: GOAWAY ENHANCE_YOUR_CALM"),
                 );
                 conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
-                streams.abort_all();
+                streams.clear();
                 closing = Some(tokio::time::Instant::now() + Duration::from_secs(1));
             }
             _ = &mut idle, if streams.is_empty() && closing.is_none() => {
@@ -193,8 +208,8 @@ pub(crate) async fn serve<T>(
     if let Some(t) = ticket {
         st.heads.lock().expect("lock").leave(t);
     }
-    streams.abort_all();
-    while streams.join_next().await.is_some() {}
+    // the streams left end here (their futures dropped)
+    streams.clear();
     let wasted = session.lock().await.finish();
     st.counters
         .wasted_prefetch_bytes
@@ -562,7 +577,7 @@ pub(crate) async fn send_range(
         let n = capacity(out, want, limit).await?;
         let buf = read_at(file, off, n, blocking).await?;
         off += n as u64;
-        out.send_data(Bytes::from(buf), eos && off == end)
+        out.send_data(body_pool::bytes(buf), eos && off == end)
             .map_err(h2_io)?;
         *sent += n as u64;
         st.counters.bytes.fetch_add(n as u64, Ordering::Relaxed);
