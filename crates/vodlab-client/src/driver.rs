@@ -24,6 +24,10 @@
 //!   request per connection), connections in parallel. The next burst is
 //!   due when every request of this one completed and its wait has passed
 //!   ([`send_target`]).
+//! - A detached request (`detach=1`) does not hold up the next burst: the
+//!   burst is over when its other requests completed (a later request on
+//!   the detached one's connection still waits for it), and the session
+//!   ends when the detached request completed too.
 //! - A request's deadline counts from when it is issued (connect time
 //!   included); missing it fails the request and closes its connection.
 //! - A request that fails with nothing received on a reused connection (the
@@ -587,7 +591,9 @@ impl<'s> SessionDriver<'s> {
                 .saturating_duration_since(self.start)
                 .as_secs_f64(),
         );
-        self.prev.done = self.prev.done.max(done.done);
+        if !self.session.requests[f.request].detach {
+            self.prev.done = self.prev.done.max(done.done);
+        }
         self.actions.push_back(Action::Record(RequestRecord {
             request: f.request,
             conn: k,
@@ -629,14 +635,20 @@ impl<'s> SessionDriver<'s> {
         if self.finished || self.due.is_some() {
             return;
         }
+        let reqs = &self.session.requests;
+        // the burst is over when only detached requests are in flight; the
+        // session when nothing is
         let busy = self
             .conns
             .iter()
-            .any(|c| c.inflight.is_some() || !c.queue.is_empty());
+            .any(|c| c.inflight.is_some_and(|f| !reqs[f.request].detach) || !c.queue.is_empty());
         if busy {
             return;
         }
-        if self.failure.is_some() || self.next >= self.session.requests.len() {
+        if self.failure.is_some() || self.next >= reqs.len() {
+            if self.conns.iter().any(|c| c.inflight.is_some()) {
+                return;
+            }
             self.finish(now);
         } else {
             self.schedule_next(now);

@@ -494,3 +494,35 @@ fn wrong_statuses_and_ranges_fail_with_their_kind() {
         ErrorKind::ContentMismatch
     );
 }
+
+#[test]
+fn a_detached_request_holds_up_neither_the_next_burst_nor_its_pacing_but_the_end() {
+    // /audio (detached, conn 1) takes 5 s; /v requests paced 1 s apart on
+    // conn 0 go on time beside it; /late on conn 1 waits for /audio's
+    // connection; the session ends when /audio completed
+    let s = session(
+        "/v range=0-999\n/audio range=0- stop_after=1000 detach=1 conn=1 pacing=0.2\n/v range=1000-1999 pacing=0.8\n/v range=2000-2999 pacing=1\n/late range=0-9 conn=1 pacing=1\n/v range=3000-3999 pacing=1\n",
+    );
+    let t = drive(&s, DriverConfig::default(), 0.0, |r, _, _| {
+        ok(if r == 1 { 5.0 } else { 0.1 })
+    });
+    let sends: Vec<(f64, usize)> = t.sends.iter().map(|s| (round(s.0), s.2)).collect();
+    assert_eq!(
+        sends,
+        vec![(0.0, 0), (0.2, 1), (1.0, 2), (2.0, 3), (5.2, 4), (5.3, 5)],
+        "without detach=1 /v at 1.0 would wait for /audio until 5.2"
+    );
+    assert!(t.outcome.failure.is_none());
+    assert_eq!(t.outcome.completed, 6);
+    assert_eq!(round(t.secs(t.outcome.end)), 5.4);
+
+    // the last burst done and a detached request still in flight: the
+    // session waits for it
+    let s = session("/a\n/b range=0- stop_after=1000 detach=1 conn=1\n/c pacing=0.5\n");
+    let t = drive(&s, DriverConfig::default(), 0.0, |r, _, _| {
+        ok(if r == 1 { 3.0 } else { 0.1 })
+    });
+    assert_eq!(t.send_times(), vec![0.0, 0.1, 0.6]);
+    assert_eq!(t.outcome.completed, 3);
+    assert_eq!(round(t.secs(t.outcome.end)), 3.1);
+}

@@ -189,6 +189,7 @@ mod tests {
             http10: true,
             stop_after: Some(1_000_000),
             read_kbps: Some(2_095),
+            detach: true,
         }
     }
 

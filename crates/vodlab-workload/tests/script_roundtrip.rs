@@ -81,6 +81,8 @@ fn request(first: bool) -> impl Strategy<Value = Request> {
                     http10,
                     stop_after: stop_after.filter(|_| open),
                     read_kbps: stop_after.map(|n| n % 100_000 + 1),
+                    // any request may be detached; derived from the same draw
+                    detach: stop_after.is_some_and(|n| n % 3 == 0),
                 }
             },
         )

@@ -193,6 +193,13 @@ pub struct Request {
     /// client paces its reads (TCP flow control paces the server), as players
     /// that pace open-ended requests do [T1716].
     pub read_kbps: Option<u64>,
+    /// The session does not wait for this response (`detach=1`): the next
+    /// burst is due by its own wait, counted as if this request had
+    /// completed at once, and the session ends once it completes. A player
+    /// reading audio beside its video does this (thesis ch. 5: a paced
+    /// open-ended audio read lasts minutes while video chunks are fetched).
+    /// A later request on the same connection still waits for it.
+    pub detach: bool,
 }
 
 impl Request {

@@ -397,6 +397,18 @@ impl Parser {
                     }
                     req.read_kbps = Some(v);
                 }
+                "detach" => match value {
+                    "1" => req.detach = true,
+                    "0" => req.detach = false,
+                    _ => {
+                        return Err(err(
+                            n,
+                            col,
+                            ParseErrorKind::BadValue,
+                            "`detach=` is 1 or 0",
+                        ))
+                    }
+                },
                 "stop_after" => {
                     let v = bounded(n, col, key, value, MAX_BYTE)?;
                     if v == 0 {
@@ -472,7 +484,7 @@ impl Parser {
 }
 
 /// Every key a request line may carry.
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "range",
     "timeout",
     "pacing",
@@ -487,6 +499,7 @@ const KEYS: [&str; 14] = [
     "http",
     "stop_after",
     "read_kbps",
+    "detach",
 ];
 
 fn is_key(s: &str) -> bool {

@@ -1,6 +1,7 @@
 //! Tests of `parse.rs`.
 
 use super::*;
+use crate::script::write_vodlab;
 
 const FIGURE_5: &str = "\
 # Session 1: 4 chunks stored in separate files, with pacing
@@ -228,4 +229,18 @@ fn read_kbps_is_bounded_and_round_trips() {
         error_of("/a read_kbps=fast\n").kind,
         ParseErrorKind::BadValue
     );
+}
+
+#[test]
+fn detach_is_a_flag_that_round_trips() {
+    let s = parse_script(
+        "/a.mp4 range=0- stop_after=1000 read_kbps=96 detach=1 conn=3\n/b.mp4 detach=0\n",
+    )
+    .unwrap();
+    assert!(s.sessions[0].requests[0].detach);
+    assert!(!s.sessions[0].requests[1].detach);
+    let text = write_vodlab(&s);
+    assert!(text.contains(" detach=1"), "{text}");
+    assert_eq!(parse_script(&text).unwrap(), s);
+    assert_eq!(error_of("/a detach=yes\n").kind, ParseErrorKind::BadValue);
 }

@@ -123,6 +123,9 @@ pub fn write_vodlab_session(s: &Session, out: &mut String) {
         if let Some(k) = r.read_kbps {
             let _ = write!(out, " read_kbps={k}");
         }
+        if r.detach {
+            out.push_str(" detach=1");
+        }
         if r.http10 {
             out.push_str(" http=1.0");
         }
@@ -247,6 +250,9 @@ pub fn export_httperf(script: &Script) -> (String, ExportReport) {
             if r.read_kbps.is_some() {
                 rep.note("read_kbps dropped (httperf reads as fast as it can)");
             }
+            if r.detach {
+                rep.note("detach dropped (httperf waits for every response of a burst)");
+            }
             if r.http10 {
                 rep.note("http=1.0 dropped (use httperf --http-version)");
             }
@@ -328,6 +334,9 @@ pub fn export_cloudsuite(script: &Script) -> (String, ExportReport) {
             }
             if r.read_kbps.is_some() {
                 rep.note("read_kbps dropped (CloudSuite reads as fast as it can)");
+            }
+            if r.detach {
+                rep.note("detach dropped (CloudSuite waits for every response)");
             }
             if i == 0 && r.wait != Wait::None {
                 rep.note("wait before the first request dropped");
