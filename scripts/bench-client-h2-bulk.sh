@@ -6,16 +6,19 @@
 # TLS port with ALPN h2/http/1.1; skipped when SERVERS=vodlab), on loopback
 # and with the client's link emulation set to DELAY_MS of one-way delay;
 # the median throughput of ROUNDS runs of each, and the ratios h2c/h1,
-# h2/h1 and h2/https.
+# h2/h1 and h2/https. Rounds are interleaved: each round fetches every
+# server, protocol and delay once.
 #
 #   scripts/bench-client-h2-bulk.sh            # release binary target/release/vodlab
 #   VODLAB=path/to/vodlab ROUNDS=3 DELAY_MS=33 SIZE_MB=100 SERVERS="vodlab nginx" scripts/bench-client-h2-bulk.sh
 #   H2_ARGS="--h2-window-bits 16" scripts/bench-client-h2-bulk.sh  # extra `vodlab run` flags on h2c/h2
+#   BASE=path/to/old/vodlab SERVERS="vodlab base" scripts/bench-client-h2-bulk.sh  # old server binary as a third server
 #
 # Throughput is body bytes over the request's response time (request issued
 # to last byte, so with a delay it includes the emulated 2 x DELAY_MS).
 # Beside it, each fetch's CPU time: the client's (perf stat task-clock, when
-# perf is there) and the server's (utime + stime from /proc, 10 ms ticks).
+# perf is there) and the server's (the run time of all its threads, from
+# /proc/PID/task/*/schedstat).
 # The delay is vodlab's in-process emulation (src/link.rs): the request
 # leaves DELAY_MS after it is issued and the response's bytes count as
 # arrived DELAY_MS after they are read; the kernel still sees loopback, so
@@ -29,6 +32,7 @@ DELAY_MS=${DELAY_MS:-33}
 SIZE_MB=${SIZE_MB:-100}
 SERVERS=${SERVERS:-vodlab nginx}
 H2_ARGS=${H2_ARGS:-}
+BASE=${BASE:-}
 [ -x "$VODLAB" ] || { echo "no vodlab binary at $VODLAB (cargo build --release -p vodlab)" >&2; exit 1; }
 dir=$(mktemp -d)
 pids=()
@@ -64,6 +68,14 @@ if [[ " $SERVERS " == *" vodlab "* ]]; then
   waitport "$p1"; waitport "$p2"
   targets+=("vodlab h1 $p1 $s1" "vodlab h2c $p1 $s1" "vodlab https $p2 $s2" "vodlab h2 $p2 $s2")
 fi
+if [[ " $SERVERS " == *" base "* ]]; then
+  [ -x "$BASE" ] || { echo "SERVERS has base: BASE=path/to/vodlab needed" >&2; exit 1; }
+  b1=$(freeport); b2=$(freeport)
+  "$BASE" serve --root "$dir/root" --listen "127.0.0.1:$b1" >"$dir/base1.log" 2>&1 & pids+=($!); sb1=$!
+  "$BASE" serve --root "$dir/root" --listen "127.0.0.1:$b2" --tls-self-signed >"$dir/base2.log" 2>&1 & pids+=($!); sb2=$!
+  waitport "$b1"; waitport "$b2"
+  targets+=("base h1 $b1 $sb1" "base h2c $b1 $sb1" "base https $b2 $sb2" "base h2 $b2 $sb2")
+fi
 if [[ " $SERVERS " == *" nginx "* ]] && [ -x /usr/sbin/nginx ]; then
   n1=$(freeport); n2=$(freeport); n3=$(freeport)
   openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
@@ -83,8 +95,8 @@ CONF
   targets+=("nginx h1 $n1 $sn" "nginx h2c $n2 $sn" "nginx https $n3 $sn" "nginx h2 $n3 $sn")
 fi
 
-# a process's CPU time so far, ms (utime + stime)
-cpu_ms() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000 / t}' "/proc/$1/stat"; }
+# a process's CPU time so far, ms (the run time of all its threads, ns in schedstat)
+cpu_ms() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.1f\n", s / 1e6}'; }
 # MB/s of one download (1 MB = 10^6 bytes), the client's and the server's CPU ms
 fetch() { # proto port delay out server-pid
   local scheme=http extra=() s0
@@ -100,7 +112,7 @@ r = json.load(open(sys.argv[1]))
 assert r["failed_sessions"] == 0 and r["completed_requests"] == 1, r["errors"]
 cpu = [l.split(",")[0] for l in open(sys.argv[2]) if "task-clock" in l]
 mbps = r["completed_bytes"] / (r["response_time_ms"]["max"] / 1000) / 1e6
-print(mbps, cpu[0] if cpu else "nan", float(sys.argv[4]) - float(sys.argv[3]))
+print(mbps, cpu[0] if cpu else "nan", round(float(sys.argv[4]) - float(sys.argv[3]), 1))
 PY
 }
 # the client's CPU time (all threads) when perf is there: steadier than
@@ -110,25 +122,40 @@ command -v perf >/dev/null && perf stat -x, -e task-clock true 2>/dev/null && PE
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-declare -A med cpu scpu
+declare -A vals cpus scpus
+# rounds interleaved (every target and delay once per round), so that a
+# change in the machine's load falls on all of them alike
 for t in "${targets[@]}"; do
   read -r server proto port spid <<<"$t"
   for d in 0 "$DELAY_MS"; do
     fetch "$proto" "$port" "$d" "$dir/warm" "$spid" >/dev/null # warm up (connections, caches)
-    vals=(); cpus=(); scpus=()
-    for r in $(seq "$ROUNDS"); do
+  done
+done
+for r in $(seq "$ROUNDS"); do
+  echo "round $r, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  for t in "${targets[@]}"; do
+    read -r server proto port spid <<<"$t"
+    for d in 0 "$DELAY_MS"; do
       read -r v c sc <<<"$(fetch "$proto" "$port" "$d" "$dir/o" "$spid")"
-      vals+=("$v"); cpus+=("$c"); scpus+=("$sc")
+      k=$server.$proto.$d
+      vals[$k]+="$v "; cpus[$k]+="$c "; scpus[$k]+="$sc "
     done
-    med[$server.$proto.$d]=$(printf "%s\n" "${vals[@]}" | median)
-    cpu[$server.$proto.$d]=$(printf "%s\n" "${cpus[@]}" | median)
-    scpu[$server.$proto.$d]=$(printf "%s\n" "${scpus[@]}" | median)
-    echo "  $server $proto delay ${d} ms: ${vals[*]} MB/s; client CPU ${cpus[*]} ms; server CPU ${scpus[*]} ms" >&2
+  done
+done
+declare -A med cpu scpu
+for t in "${targets[@]}"; do
+  read -r server proto port spid <<<"$t"
+  for d in 0 "$DELAY_MS"; do
+    k=$server.$proto.$d
+    med[$k]=$(printf "%s\n" ${vals[$k]} | median)
+    cpu[$k]=$(printf "%s\n" ${cpus[$k]} | median)
+    scpu[$k]=$(printf "%s\n" ${scpus[$k]} | median)
+    echo "  $server $proto delay ${d} ms: ${vals[$k]}MB/s; client CPU ${cpus[$k]}ms; server CPU ${scpus[$k]}ms" >&2
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 printf "%-7s %9s %9s %9s %9s %9s %7s %7s %8s   %s   %s\n" server "delay ms" "h1 MB/s" "h2c MB/s" "https" "h2 MB/s" "h2c/h1" "h2/h1" "h2/https" "client CPU ms h1/h2c/https/h2" "server CPU ms"
-for server in vodlab nginx; do
+for server in vodlab base nginx; do
   [ -n "${med[$server.h1.0]:-}" ] || continue
   for d in 0 "$DELAY_MS"; do
     h1=${med[$server.h1.$d]}; h2c=${med[$server.h2c.$d]}; hs=${med[$server.https.$d]}; h2=${med[$server.h2.$d]}
