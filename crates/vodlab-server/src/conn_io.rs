@@ -181,7 +181,8 @@ pub(crate) async fn read_at(
 /// page of every chunk was faulted in and zeroed by the kernel before
 /// `pread` wrote it (`clear_page`, `exc_page_fault` and `unmap_page_range`
 /// ~8 % of the server's h2 profile, docs/benchmarks.md). At most
-/// [`KEEP`](body_pool::KEEP) buffers are kept per thread.
+/// [`KEEP`](body_pool::KEEP) buffers are kept per thread. An h2
+/// connection's write buffer ([`crate::h2::Gather`]) comes from here too.
 pub(crate) mod body_pool {
     use std::cell::RefCell;
 
@@ -189,8 +190,9 @@ pub(crate) mod body_pool {
 
     use super::BODY_BUFFER;
 
-    /// Buffers kept per thread (an h2 stream queues at most 1 MiB).
-    pub const KEEP: usize = 6;
+    /// Buffers kept per thread (an h2 stream queues at most 1 MiB, and an
+    /// h2 connection gathers its frames in one while it writes).
+    pub const KEEP: usize = 8;
 
     thread_local! {
         static FREE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
