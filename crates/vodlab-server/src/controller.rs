@@ -294,9 +294,9 @@ pub fn clip(decision: PrefetchDecision, file_size: u64) -> Option<(u64, u64)> {
 /// The resident head is sent while the helper reads.
 ///
 /// Without it a window of p bytes that ends inside a range (a 4 MiB
-/// prefetch and 2.5 MB HD ranges) made every later range miss: its
+/// prefetch and 2.5 MiB HD ranges) made every later range miss: its
 /// prefetch started at the range's offset, re-read the resident head
-/// (1.7 MB of its 4 MiB) and so read only 2.5 MB of new data per
+/// (1.5 MiB of its 4 MiB) and so read only 2.5 MiB of new data per
 /// repositioning, and the range waited in the helper's queue with its head
 /// sitting idle in the page cache, where under memory pressure it was
 /// evicted and read from the drive again (the drive read 1.35x the
