@@ -108,13 +108,8 @@ fn netflix_2014_meets_the_thesis_marginals_through_the_analyzer() {
         OPEN_REQUESTS_PCT,
         2.0,
     );
-    within(
-        "chunk bytes",
-        row(&a, "chunk").bytes_pct,
-        CHUNK_BYTES_PCT,
-        2.0,
-    );
-    within("open bytes", row(&a, "open").bytes_pct, OPEN_BYTES_PCT, 2.0);
+    // the byte split is checked on a larger sample
+    // (table_5_2_byte_split_holds_on_a_sample_large_enough_for_it)
     assert_eq!(row(&a, "whole").requests, 0, "every request has a range");
 
     // Table 5.3, within 2 points
@@ -179,6 +174,31 @@ fn netflix_2014_meets_the_thesis_marginals_through_the_analyzer() {
     );
 }
 
+/// Sessions of the byte-split check: the chunk share of bytes over 1,500
+/// sessions has a standard deviation of 2.6 points from seed to seed (100
+/// seeds), about 100 / sqrt(sessions) points (a few long open-ended sessions
+/// weigh a lot), so 2 points hold for 95 % of seeds only from about 9,000
+/// sessions on; at 20,000 the spread is 0.8 points (docs/workload-spec.md).
+const SPLIT_SESSIONS: u32 = 20_000;
+
+#[test]
+fn table_5_2_byte_split_holds_on_a_sample_large_enough_for_it() {
+    let mut spec = presets::load("netflix-2014").unwrap();
+    spec.apply(
+        &Overrides {
+            sessions: Some(SPLIT_SESSIONS),
+            ..Overrides::default()
+        },
+        "test",
+    )
+    .unwrap();
+    let w = try_construct(&spec, "test").unwrap();
+    let s = w.stats.netflix.as_ref().expect("netflix stats");
+    within("chunk bytes", s.chunk_bytes_pct, CHUNK_BYTES_PCT, 2.0);
+    within("open bytes", s.open_bytes_pct, OPEN_BYTES_PCT, 2.0);
+    within("open requests", s.open_requests_pct, OPEN_REQUESTS_PCT, 2.0);
+}
+
 #[test]
 fn the_generators_own_figures_agree_with_the_analyzer() {
     // stats.json's netflix figures are the generator's bookkeeping; the
@@ -212,6 +232,7 @@ fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
     let mut open = 0;
     let mut bursts = 0;
     let mut long_waits = 0;
+    let mut detached = 0;
     for g in w.sessions.iter().take(200) {
         let s = w.session(g);
         let plan = w.netflix_plan(g).unwrap();
@@ -228,21 +249,20 @@ fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
                 q.dur_ms
             );
             assert_eq!(range.start, q.offset);
+            // every request is read at its nominal rate: it lasts its
+            // planned transfer time, within rounding (read_kbps is rounded
+            // up to whole kbit/s)
+            let k = r.read_kbps.expect("every request is paced") as f64;
+            let ms = q.bytes as f64 * 8.0 / k;
+            let d = q.dur_ms as f64;
+            assert!(
+                ms <= d + 1.0 && ms >= d * (k - 1.0) / k - 1.0,
+                "{ms} vs {d}"
+            );
             if q.open {
                 open += 1;
                 assert_eq!(range.end, None);
                 assert_eq!(r.stop_after, Some(q.bytes));
-                if q.offset > 0 {
-                    // paced at its nominal duration, within rounding
-                    let k = r.read_kbps.expect("paced open-ended read") as f64;
-                    let ms = q.bytes as f64 * 8.0 / k;
-                    // read_kbps is rounded up to whole kbit/s
-                    let d = q.dur_ms as f64;
-                    assert!(
-                        ms <= d + 1.0 && ms >= d * (k - 1.0) / k - 1.0,
-                        "{ms} vs {d}"
-                    );
-                }
             } else {
                 assert_eq!(range.len(), Some(q.bytes));
                 assert_eq!(r.stop_after, None);
@@ -253,6 +273,48 @@ fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
             if let vodlab_workload::script::Wait::Pacing(p) = r.wait {
                 if p >= 40.0 {
                     long_waits += 1;
+                }
+            }
+        }
+        // A script's bursts go one after another, each when the previous
+        // one's responses are in: a request still running in the plan when
+        // a later burst is sent (paced audio beside video) is detached, and
+        // none else is; no later request uses a detached request's
+        // connection before its planned end
+        for (i, (r, q)) in s.requests.iter().zip(&plan.requests).enumerate() {
+            let end = q.t_ms + q.dur_ms;
+            let next = plan.requests[i + 1..].iter().find(|n| n.t_ms > q.t_ms);
+            assert_eq!(
+                r.detach,
+                next.is_some_and(|n| n.t_ms < end),
+                "session {} request {i}",
+                g.id
+            );
+            if r.detach {
+                detached += 1;
+                for (r2, q2) in s.requests.iter().zip(&plan.requests).skip(i + 1) {
+                    assert!(
+                        q2.t_ms >= end || r2.conn != r.conn,
+                        "session {}: request on detached conn {}",
+                        g.id,
+                        r.conn
+                    );
+                }
+            }
+            // bursts of a chunk chain no further apart than the thesis's
+            // longest common pacing gap, 32 s [T1504] (a chain resumed after
+            // a pause is another chain: its request starts after a gap)
+            let cont = plan.requests[i + 1..]
+                .iter()
+                .find(|n| n.file == q.file && n.offset == q.offset + q.bytes && n.t_ms > q.t_ms);
+            if let (false, Some(n)) = (q.open, cont) {
+                if n.t_ms <= end + 1000 {
+                    assert!(
+                        n.t_ms - q.t_ms <= 32_001,
+                        "session {}: chain gap {} ms",
+                        g.id,
+                        n.t_ms - q.t_ms
+                    );
                 }
             }
         }
@@ -278,8 +340,8 @@ fn netflix_scripts_carry_bursts_open_ended_reads_and_pauses() {
         assert_eq!(back.sessions[0], s);
     }
     assert!(
-        open > 0 && bursts > 0 && long_waits > 0,
-        "{open} {bursts} {long_waits}"
+        open > 0 && bursts > 0 && long_waits > 0 && detached > 0,
+        "{open} {bursts} {long_waits} {detached}"
     );
 }
 

@@ -44,6 +44,15 @@ const NETFLIX_STREAM: u64 = 3;
 /// takes over 40 s to download, so the session has a stable phase.
 const MIN_WATCH_S: f64 = 240.0;
 
+/// Longest time between two bursts of one chunk chain, seconds: "the
+/// longest commonly occurring gap due to pacing is 32 seconds", which is why
+/// the thesis joins adjacent requests received within 40 s [T1504]. Without
+/// the cap a chain of large requests (combined files take `audio_chunk_s`,
+/// 8-16 s) in bursts of 4-6 paced at 1x had bursts 40-96 s apart: the plan
+/// counted the transfer as filling the gap, a replay fetches each burst at
+/// once, and its log showed short chains and inactive phases instead.
+const MAX_PACING_GAP_S: f64 = 32.0;
+
 /// What kind of session the plan is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetflixSessionKind {
@@ -204,6 +213,8 @@ impl Planner<'_> {
         chain: u32,
     ) -> (u64, f64) {
         let k = self.degree(file);
+        // bursts no further apart than the thesis's longest pacing gap
+        let req_s = req_s.min(MAX_PACING_GAP_S * speed / k as f64);
         let end = (pos_s + content_s).min(self.title.duration_s);
         let mut pos = pos_s;
         let mut t = t_ms;
@@ -681,6 +692,9 @@ impl Workload {
         // group's first k; so an open-ended read in flight on one file's
         // connection never holds up another file's requests on the same one
         let mut used = [false; limits::MAX_CONNECTIONS_PER_SESSION as usize];
+        // a detached read holds its connection until its planned end, so no
+        // later request queues behind it there
+        let mut held = [0u64; limits::MAX_CONNECTIONS_PER_SESSION as usize];
         for (i, q) in plan.requests.iter().enumerate() {
             let tr = &t.representations[q.file as usize];
             let path = format!("/{}", self.catalog.file_path(t, tr.rep, 0));
@@ -701,9 +715,24 @@ impl Workload {
             let group = (q.file as usize % 8) * 8;
             let conn = (0..used.len())
                 .map(|j| (group + j) % used.len())
-                .find(|&c| !used[c])
+                .find(|&c| !used[c] && held[c] <= q.t_ms)
+                .or_else(|| {
+                    (0..used.len())
+                        .map(|j| (group + j) % used.len())
+                        .find(|&c| !used[c])
+                })
                 .expect("at most 64 requests in a burst");
             used[conn] = true;
+            // a read still running when a later burst is due in the plan
+            // (paced audio beside video): the session must not wait for it
+            let end = q.t_ms + q.dur_ms;
+            let detach = plan.requests[i + 1..]
+                .iter()
+                .find(|r| r.t_ms > q.t_ms)
+                .is_some_and(|r| r.t_ms < end);
+            if detach {
+                held[conn] = end;
+            }
             let (range, stop_after) = if q.open {
                 (
                     ByteRange {
@@ -731,10 +760,14 @@ impl Workload {
                 burst,
                 conn: conn as u32,
                 stop_after,
-                // open-ended reads past the offset table are paced by the
-                // client at their nominal rate (fill or play speed)
-                read_kbps: (q.open && q.offset > 0)
-                    .then(|| (q.bytes * 8).div_ceil(q.dur_ms.max(1)).max(1)),
+                // every request is read at its nominal rate (fill or play
+                // speed), so the server sends it for as long as the plan
+                // says: a burst paced at 1x lasts until the next one, and a
+                // chain ends in a log where it ends in the plan (read at
+                // once, the last burst before a pause ended up to 32 s early
+                // in the round trip's logs: inactive time +12 % on seed 3)
+                read_kbps: Some((q.bytes * 8).div_ceil(q.dur_ms.max(1)).max(1)),
+                detach,
                 ..Request::default()
             });
         }
