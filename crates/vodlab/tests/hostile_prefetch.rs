@@ -44,14 +44,45 @@ fn cold_file(path: &Path, len: usize) {
 }
 
 fn cool(path: &Path) {
-    let f = fs::File::open(path).unwrap();
-    f.sync_all().unwrap(); // DONTNEED drops clean pages only
-                           // SAFETY: advisory call on an open descriptor
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    // DONTNEED drops clean pages only
+    fs::File::open(path).unwrap().sync_all().unwrap();
+    drop_cached_from(path, 0);
 }
 
 fn helper_bytes(s: &StatsView) -> u64 {
     s.devices.iter().map(|d| d.bytes).sum()
+}
+
+/// Drops the (clean) page-cache pages of `path` from `from` on; past a
+/// prefetch, so a range there surely misses (the kernel's own read-ahead
+/// may have added them).
+fn drop_cached_from(path: &Path, from: i64) {
+    let f = fs::File::open(path).unwrap();
+    // SAFETY: advisory call on an open descriptor
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), from, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+/// Asks for `bytes=a-b` on `c` and reads the 206 response; returns its body.
+fn get_range(c: &mut TcpStream, path: &str, a: u64, b: u64) -> Vec<u8> {
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nRange: bytes={a}-{b}\r\n\r\n"
+    )
+    .unwrap();
+    let want = (b - a + 1) as usize;
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 65536];
+    loop {
+        let n = c.read(&mut tmp).unwrap();
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(h) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            assert!(buf.starts_with(b"HTTP/1.1 206"));
+            if buf.len() - h - 4 == want {
+                return buf.split_off(h + 4);
+            }
+        }
+    }
 }
 
 /// Four clients ask for uncached 32 MiB files and hang up at once: their
@@ -235,31 +266,10 @@ fn a_range_past_its_prefetch_is_no_eviction() {
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     for (a, b) in [(0u64, 2_499_999u64), (2_500_000, 4_999_999)] {
         if a > 0 {
-            // past the 4 MiB prefetch, drop what the kernel's own read-ahead
-            // may have added, so the second range's tail surely misses
-            let f = fs::File::open(dir.path().join("hd.mp4")).unwrap();
-            // SAFETY: advisory call on an open descriptor
-            unsafe { libc::posix_fadvise(f.as_raw_fd(), 4 << 20, 0, libc::POSIX_FADV_DONTNEED) };
+            // past the 4 MiB prefetch: the second range's tail must miss
+            drop_cached_from(&dir.path().join("hd.mp4"), 4 << 20);
         }
-        write!(
-            c,
-            "GET /hd.mp4 HTTP/1.1\r\nHost: x\r\nRange: bytes={a}-{b}\r\n\r\n"
-        )
-        .unwrap();
-        let want = (b - a + 1) as usize;
-        let mut buf = Vec::new();
-        let mut tmp = [0u8; 65536];
-        loop {
-            let n = c.read(&mut tmp).unwrap();
-            assert!(n > 0, "connection closed");
-            buf.extend_from_slice(&tmp[..n]);
-            if let Some(h) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                assert!(buf.starts_with(b"HTTP/1.1 206"));
-                if buf.len() - h - 4 == want {
-                    break;
-                }
-            }
-        }
+        get_range(&mut c, "/hd.mp4", a, b);
     }
     let s = srv.stats();
     assert_eq!(
@@ -292,32 +302,11 @@ fn a_range_past_its_prefetch_prefetches_from_where_it_ended() {
         (5_000_000, (6 << 20) - 1),
     ] {
         if a == 2_500_000 {
-            // past the first 4 MiB prefetch, drop what the kernel's own
-            // read-ahead may have added, so the second range surely misses
-            let f = fs::File::open(dir.path().join("hd.mp4")).unwrap();
-            // SAFETY: advisory call on an open descriptor
-            unsafe { libc::posix_fadvise(f.as_raw_fd(), 4 << 20, 0, libc::POSIX_FADV_DONTNEED) };
+            // past the first 4 MiB prefetch: the second range must miss
+            drop_cached_from(&dir.path().join("hd.mp4"), 4 << 20);
         }
-        write!(
-            c,
-            "GET /hd.mp4 HTTP/1.1\r\nHost: x\r\nRange: bytes={a}-{b}\r\n\r\n"
-        )
-        .unwrap();
-        let want = (b - a + 1) as usize;
-        let mut buf = Vec::new();
-        let mut tmp = [0u8; 65536];
-        loop {
-            let n = c.read(&mut tmp).unwrap();
-            assert!(n > 0, "connection closed");
-            buf.extend_from_slice(&tmp[..n]);
-            if let Some(h) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                assert!(buf.starts_with(b"HTTP/1.1 206"));
-                if buf.len() - h - 4 == want {
-                    assert!(buf[h + 4..].iter().all(|&x| x == 0x5a));
-                    break;
-                }
-            }
-        }
+        let body = get_range(&mut c, "/hd.mp4", a, b);
+        assert!(body.iter().all(|&x| x == 0x5a));
     }
     let s = srv.stats();
     assert_eq!(helper_bytes(&s), 6 << 20, "a byte was read twice: {s:?}");
