@@ -19,7 +19,8 @@
 #   alpha06 alpha10  youtube-2011-sd, Zipf alpha 0.6 / 1.0: $ALPHA_SIZES      (4.5.2; 0.8 is sd-wdred)
 #   mixed       youtube-2011-mixed, WD Red: fixed:$MIXED_P,ref=2095,scale=F for F in $SCALES (4.5.4)
 #   auto-hd     youtube-2011-hd, WD Red: auto from the drive's HD start and fixed $AUTO_FIXED,
-#               one longer point each ($AUTO_WINDOW s) so auto has intervals to move in
+#               one longer point each ($AUTO_WINDOW s) so auto has intervals to move in (more
+#               sessions than whd's 2,000 when HD_RATE x AUTO_WINDOW needs them: whd-N, see whd_long)
 #   hd-seagate  youtube-2011-hd, Seagate: vanilla and $HD_SIZES                 (4.5.3)
 #   hd-long-SIZE  one fixed size at auto-hd's length (e.g. hd-long-2M); not in the default list
 #   auto-sd-seagate  auto from the Seagate's SD start and fixed 2M, $AUTO_WINDOW s each; not default
@@ -77,6 +78,14 @@ workload() { # NAME PRESET SESSIONS [ALPHA]
   fi
 }
 
+# the HD workload for a long point: whd (2,000 sessions, 125 s at 16/s) unless RATE x WINDOW
+# needs more; then whd-N with N = RATE x WINDOW x 1.1 (same catalogue and file set, more sessions)
+whd_long() { # RATE WINDOW -> sets WHD
+  n=$(python3 -c "import math; n = $1 * $2; print(0 if n <= 2000 else math.ceil(n * 1.1))")
+  if [ "$n" -eq 0 ]; then WHD=whd; workload whd youtube-2011-hd 2000
+  else WHD=whd-$n; workload "$WHD" youtube-2011-hd "$n"; fi
+}
+
 sweep() { # EXP WORKLOAD DISK MEM RATE WINDOW ROWS [SERVE-ARGS...]
   e=$1 w=$2 d=$3 m=$4 r=$5 win=$6 rw=$7
   shift 7
@@ -131,8 +140,8 @@ for e in $EXPS; do
       sweep mixed wmix wd10efrx 128M "$MIXED_RATE" "$WINDOW" "$(rows $rs)" \
         "--serve-arg=--catalog=$PWD/wmix/catalog.json" ;;
     auto-hd)
-      workload whd youtube-2011-hd 2000
-      sweep auto-hd whd wd10efrx 128M "$HD_RATE" "$AUTO_WINDOW" \
+      whd_long "$HD_RATE" "$AUTO_WINDOW"
+      sweep auto-hd "$WHD" wd10efrx 128M "$HD_RATE" "$AUTO_WINDOW" \
         "$(rows "vodlab-asap:auto:start=wd10efrx-hd,$AUTO_OPTS" "$AUTO_FIXED")" \
         "--serve-arg=--default-bitrate=2097.152" ;;
     auto-sd-seagate)
@@ -143,8 +152,8 @@ for e in $EXPS; do
         "--serve-arg=--default-bitrate=419.4304" ;;
     hd-long-*)
       # one more fixed size at auto-hd's length (e.g. hd-long-2M: the HD sweep's best)
-      workload whd youtube-2011-hd 2000
-      sweep "$e" whd wd10efrx 128M "$HD_RATE" "$AUTO_WINDOW" "$(rows "${e#hd-long-}")" ;;
+      whd_long "$HD_RATE" "$AUTO_WINDOW"
+      sweep "$e" "$WHD" wd10efrx 128M "$HD_RATE" "$AUTO_WINDOW" "$(rows "${e#hd-long-}")" ;;
     summary) ;;
     *) echo "ch4.sh: unknown experiment $e" >&2; exit 2 ;;
   esac
