@@ -61,20 +61,19 @@ done
 
 # servers: name proto port
 targets=()
-if [[ " $SERVERS " == *" vodlab "* ]]; then
-  p1=$(freeport); p2=$(freeport)
-  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p1" >"$dir/serve1.log" 2>&1 & pids+=($!); s1=$!
-  "$VODLAB" serve --root "$dir/root" --listen "127.0.0.1:$p2" --tls-self-signed >"$dir/serve2.log" 2>&1 & pids+=($!); s2=$!
-  waitport "$p1"; waitport "$p2"
-  targets+=("vodlab h1 $p1 $s1" "vodlab h2c $p1 $s1" "vodlab https $p2 $s2" "vodlab h2 $p2 $s2")
-fi
+# a vodlab binary as server NAME: h1 and h2c on one port, https and h2 on a second
+start_vodlab() { # NAME BINARY
+  local a b sa sb
+  a=$(freeport); b=$(freeport)
+  "$2" serve --root "$dir/root" --listen "127.0.0.1:$a" >"$dir/$1-1.log" 2>&1 & pids+=($!); sa=$!
+  "$2" serve --root "$dir/root" --listen "127.0.0.1:$b" --tls-self-signed >"$dir/$1-2.log" 2>&1 & pids+=($!); sb=$!
+  waitport "$a"; waitport "$b"
+  targets+=("$1 h1 $a $sa" "$1 h2c $a $sa" "$1 https $b $sb" "$1 h2 $b $sb")
+}
+[[ " $SERVERS " == *" vodlab "* ]] && start_vodlab vodlab "$VODLAB"
 if [[ " $SERVERS " == *" base "* ]]; then
   [ -x "$BASE" ] || { echo "SERVERS has base: BASE=path/to/vodlab needed" >&2; exit 1; }
-  b1=$(freeport); b2=$(freeport)
-  "$BASE" serve --root "$dir/root" --listen "127.0.0.1:$b1" >"$dir/base1.log" 2>&1 & pids+=($!); sb1=$!
-  "$BASE" serve --root "$dir/root" --listen "127.0.0.1:$b2" --tls-self-signed >"$dir/base2.log" 2>&1 & pids+=($!); sb2=$!
-  waitport "$b1"; waitport "$b2"
-  targets+=("base h1 $b1 $sb1" "base h2c $b1 $sb1" "base https $b2 $sb2" "base h2 $b2 $sb2")
+  start_vodlab base "$BASE"
 fi
 if [[ " $SERVERS " == *" nginx "* ]] && [ -x /usr/sbin/nginx ]; then
   n1=$(freeport); n2=$(freeport); n3=$(freeport)

@@ -64,12 +64,13 @@ impl Sink<'_> {
     }
 }
 
-/// Bytes read from a file per write over TLS (a user-space copy: no kTLS).
-pub(crate) const TLS_BODY_CHUNK: usize = 256 << 10;
-
-/// Capacity of the reused body buffers ([`body_pool`]): the largest read
-/// of an h2 or TLS body chunk.
+/// Capacity of the reused body buffers ([`body_pool`]), 256 KiB: the size
+/// of every h2 and TLS body chunk and of an h2 connection's write buffer,
+/// which are defined from it so that their buffers are the pool's.
 pub(crate) const BODY_BUFFER: usize = 256 << 10;
+
+/// Bytes read from a file per write over TLS (a user-space copy: no kTLS).
+pub(crate) const TLS_BODY_CHUNK: usize = BODY_BUFFER;
 
 /// Sends `len` bytes of the file from `off`: with sendfile(2) on plain TCP
 /// ([`send_file_plain`]), through a buffer over TLS ([`copy_file`]).

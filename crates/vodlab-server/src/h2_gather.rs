@@ -31,8 +31,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::conn_io::body_pool;
 
-/// Bytes gathered before a write to the transport underneath.
-pub const GATHER: usize = 256 << 10;
+/// Bytes gathered before a write to the transport underneath: one of the
+/// pool's body buffers.
+pub const GATHER: usize = crate::conn_io::BODY_BUFFER;
 
 /// A transport whose writes are gathered into a buffer and whose flushes
 /// right after a write are deferred to the task's next poll.

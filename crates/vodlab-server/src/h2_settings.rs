@@ -28,8 +28,9 @@ pub mod defaults {
     pub const PENDING_ACCEPT_RESETS: usize = 20;
     /// Streams the server may reset for the client's protocol errors.
     pub const LOCAL_ERROR_RESETS: usize = 200;
-    /// Body bytes read from the file per DATA write, 256 KiB.
-    pub const BODY_CHUNK: usize = 256 << 10;
+    /// Body bytes read from the file per DATA write, 256 KiB (one of the
+    /// server's pooled body buffers).
+    pub const BODY_CHUNK: usize = crate::conn_io::BODY_BUFFER;
     /// Non-ACK SETTINGS frames per second.
     pub const SETTINGS_PER_S: u32 = 100;
     /// Non-ACK PING frames per second.

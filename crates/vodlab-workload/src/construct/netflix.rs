@@ -713,14 +713,12 @@ impl Workload {
                 used = [false; limits::MAX_CONNECTIONS_PER_SESSION as usize];
             }
             let group = (q.file as usize % 8) * 8;
-            let conn = (0..used.len())
-                .map(|j| (group + j) % used.len())
+            // the group's first free connection not held by a detached
+            // read, else its first free one
+            let order = || (0..used.len()).map(|j| (group + j) % used.len());
+            let conn = order()
                 .find(|&c| !used[c] && held[c] <= q.t_ms)
-                .or_else(|| {
-                    (0..used.len())
-                        .map(|j| (group + j) % used.len())
-                        .find(|&c| !used[c])
-                })
+                .or_else(|| order().find(|&c| !used[c]))
                 .expect("at most 64 requests in a burst");
             used[conn] = true;
             // a read still running when a later burst is due in the plan
