@@ -170,7 +170,8 @@ pub struct RequestRecord {
     pub request: usize,
     /// Connection index.
     pub conn: usize,
-    /// When its burst was due (pacing target).
+    /// When its burst was due on the session's own schedule
+    /// ([`Target::on_schedule`]): latency from schedule counts from here.
     pub scheduled: Instant,
     /// For a burst's head: how late it was issued after `scheduled`.
     pub send_lateness: Option<Duration>,
@@ -531,7 +532,11 @@ impl<'s> SessionDriver<'s> {
             .position(|r| !r.burst)
             .map_or(reqs.len(), |p| head + 1 + p);
         self.next = end;
-        self.scheduled = due.at;
+        // latency from schedule counts from where the session's own
+        // schedule put this burst, not from when the previous (late)
+        // response let it go: a slow response must not hide the lateness
+        // it causes (coordinated omission)
+        self.scheduled = due.on_schedule;
         self.prev.slot = Some(due.slot);
         self.prev.start = Some(now);
         for (j, r) in reqs.iter().enumerate().take(end).skip(head) {

@@ -61,6 +61,14 @@ pub struct Target {
     /// Its slot on the pacing schedule (what the next paced burst counts
     /// from under [`LatePacing::Burst`] and [`LatePacing::Skip`]).
     pub slot: Instant,
+    /// When the session's own schedule wanted it sent, before waiting for a
+    /// late response and before skipping missed slots: what *latency from
+    /// schedule* counts from (wrk2's rule, free of coordinated omission).
+    /// Paced: the slot its wait gives (under [`LatePacing::Skip`] the first
+    /// grid slot it missed, not the later one it went at); a think time:
+    /// that long after the previous burst completed; no wait, or pacing
+    /// off: the previous burst's completion.
+    pub on_schedule: Instant,
 }
 
 /// When the head of a burst may be sent: its wait applied to the previous
@@ -73,7 +81,11 @@ pub struct Target {
 ///   first slot of the grid at or after its completion ([`LatePacing::Skip`]).
 ///   A first paced burst waits `p` from the previous completion.
 pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -> Target {
-    let at = |t: Instant| Target { at: t, slot: t };
+    let at = |t: Instant| Target {
+        at: t,
+        slot: t,
+        on_schedule: t,
+    };
     if !pacing {
         return at(prev.done);
     }
@@ -90,6 +102,7 @@ pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -
                     Target {
                         at: slot.max(prev.done),
                         slot,
+                        on_schedule: slot,
                     }
                 }
                 LatePacing::Burst => {
@@ -97,15 +110,22 @@ pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -
                     Target {
                         at: slot.max(prev.done),
                         slot,
+                        on_schedule: slot,
                     }
                 }
                 LatePacing::Skip => {
-                    let mut next = add(slot, p);
+                    let missed = add(slot, p);
+                    let mut next = missed;
                     if next < prev.done && p > 0.0 {
                         let behind = (prev.done - next).as_secs_f64();
                         next = add(next, (behind / p).ceil() * p);
                     }
-                    at(next.max(prev.done))
+                    let t = next.max(prev.done);
+                    Target {
+                        at: t,
+                        slot: t,
+                        on_schedule: missed,
+                    }
                 }
             }
         }

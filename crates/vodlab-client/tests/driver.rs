@@ -245,6 +245,63 @@ fn late_pacing_skip_waits_for_the_next_slot() {
     assert_eq!(late(LatePacing::Skip), vec![0.0, 1.0, 4.0, 5.0, 6.0]);
 }
 
+/// Latency from schedule of the late-pacing runs above, rounded to ms:
+/// each request's completion minus its slot on the session's own schedule.
+fn from_schedule(behaviour: LatePacing) -> Vec<f64> {
+    let s = session("/a\n/b pacing=1\n/c pacing=1\n/d pacing=1\n/e pacing=1\n");
+    let cfg = DriverConfig {
+        late_pacing: behaviour,
+        ..DriverConfig::default()
+    };
+    let t = drive(&s, cfg, 0.0, |j, _, _| ok(if j == 1 { 2.5 } else { 0.1 }));
+    t.records
+        .iter()
+        .map(|r| {
+            let done = r.result.as_ref().expect("completed").done;
+            ((t.secs(done) - t.secs(r.scheduled)) * 1e3).round()
+        })
+        .collect()
+}
+
+/// The slow /b (2.5 s from its slot at 1 s) pushes /c's send from its slot
+/// at 2 s to 3.5 s: /c's latency from schedule is the 1.5 s it was held
+/// back plus its own 0.1 s, in every mode. Before the fix the driver
+/// recorded the send time (3.5 s) as the schedule and reported 100 ms —
+/// the coordinated omission wrk2 exists to avoid.
+#[test]
+fn latency_from_schedule_counts_the_time_a_slow_response_held_the_next_request_back() {
+    // delay: /c's slot is 2 (1 s after /b's send); /d and /e count from
+    // /c's late send, so the shift is charged once
+    assert_eq!(
+        from_schedule(LatePacing::Delay),
+        vec![100.0, 2500.0, 1600.0, 100.0, 100.0]
+    );
+    // burst: slots 2, 3, 4 — /c done 3.6 (1.6 late), /d sent 3.6 done 3.7
+    // (0.7 after its slot 3), /e on time at 4
+    assert_eq!(
+        from_schedule(LatePacing::Burst),
+        vec![100.0, 2500.0, 1600.0, 700.0, 100.0]
+    );
+    // skip: /c's slot is the first one it missed (2), though it goes at 4
+    assert_eq!(
+        from_schedule(LatePacing::Skip),
+        vec![100.0, 2500.0, 2100.0, 100.0, 100.0]
+    );
+    // pacing off: every request counts from the previous completion
+    let s = session("/a\n/b pacing=1\n/c pacing=1\n");
+    let cfg = DriverConfig {
+        pacing: false,
+        ..DriverConfig::default()
+    };
+    let t = drive(&s, cfg, 0.0, |j, _, _| ok(if j == 1 { 2.5 } else { 0.1 }));
+    let fs: Vec<f64> = t
+        .records
+        .iter()
+        .map(|r| ((t.secs(r.result.as_ref().unwrap().done) - t.secs(r.scheduled)) * 1e3).round())
+        .collect();
+    assert_eq!(fs, vec![100.0, 2500.0, 100.0]);
+}
+
 #[test]
 fn send_target_rules_directly() {
     let t0 = Instant::now();
