@@ -111,8 +111,7 @@ pub(super) async fn run_session(
     };
     let id = session_id(session, shard, index);
     let start = Instant::now();
-    ctx.live.started.fetch_add(1, Ordering::Relaxed);
-    ctx.live.active.fetch_add(1, Ordering::Relaxed);
+    ctx.live.session_started();
     let mut batch = Batch {
         tx: tx.clone(),
         shard: shard as u32,
@@ -373,7 +372,10 @@ async fn exchange(
         .exchange_limited(&mut c, &out, limits, &mut sink, &mut arrived)
         .await
     {
-        Ok(_) if bad_byte.is_some() => {
+        // the status is judged before the content: a 404 page or a 500's
+        // body is not "wrong content" but a bad status, which the driver's
+        // check names (a wrong server root must not read as corruption)
+        Ok(response) if bad_byte.is_some() && matches!(response.status, 200 | 206) => {
             let off = bad_byte.unwrap_or(0);
             let failure = Failure::new(
                 ErrorKind::ContentMismatch,
