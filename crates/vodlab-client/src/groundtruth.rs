@@ -1,0 +1,333 @@
+//! A ground-truth HTTP/1.1 server for tests: every response is scripted
+//! by the test ([`Behaviour`], per path), the bytes are the workload's
+//! verifiable content (`vodlab_workload::content`) unless told otherwise,
+//! and the server writes down what it did with each request ([`Served`]:
+//! when it arrived, when the head and the last byte went, how many body
+//! bytes, how it ended). A test runs `vodlab run` against it and asserts
+//! that every figure vodlab prints equals what the server did.
+//!
+//! Not a product server and not fast; it exists so that the figures of
+//! `results.json` and `requests.csv` have something exact to be checked
+//! against. Tokio timers make its delays exact to about a millisecond on
+//! an idle machine; tests allow for scheduling noise, never for a
+//! different behaviour.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use vodlab_http::server::parse_head;
+use vodlab_workload::content;
+
+/// What the server does with a request for one path. The default is a
+/// correct, immediate answer: 206 for a range, 200 for the whole file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Behaviour {
+    /// Answer with this status instead (with a short text body, as a
+    /// server's error page).
+    pub status: Option<u16>,
+    /// Wait this long before the response head.
+    pub head_delay: Duration,
+    /// After this many body bytes, wait (offset, pause).
+    pub pause_at: Option<(u64, Duration)>,
+    /// The body byte at this offset (from the start of the body) is wrong.
+    pub wrong_byte_at: Option<u64>,
+    /// After this many body bytes, close the connection (FIN).
+    pub close_after: Option<u64>,
+    /// After this many body bytes, reset the connection (RST).
+    pub reset_after: Option<u64>,
+    /// After this many body bytes, send nothing more and keep the
+    /// connection open (a server that hangs).
+    pub stall_after: Option<u64>,
+    /// Send the body at this many bytes per second (in 10 ms slices).
+    pub rate: Option<u64>,
+    /// Send `100 Continue` before the real head.
+    pub informational_first: bool,
+    /// Send the head, then close (no body at all).
+    pub close_after_head: bool,
+}
+
+/// What the server did with one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    /// Request path.
+    pub path: String,
+    /// First byte of the range asked for (0 without a range).
+    pub range_start: u64,
+    /// Connection number (accept order, from 0).
+    pub conn: u64,
+    /// When the request head was complete.
+    pub arrived: Instant,
+    /// When the final response head was written (`None`: never).
+    pub head_at: Option<Instant>,
+    /// When the last byte it sent was written.
+    pub done_at: Option<Instant>,
+    /// Body bytes written.
+    pub body_bytes: u64,
+    /// Status of the final head.
+    pub status: u16,
+}
+
+/// A running ground-truth server; it stops when dropped.
+pub struct GroundTruthServer {
+    /// Address it listens on.
+    pub addr: SocketAddr,
+    /// Everything it served, in arrival order.
+    pub served: Arc<Mutex<Vec<Served>>>,
+    /// When it started (the test's time origin).
+    pub started: Instant,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for GroundTruthServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Setup {
+    seed: u64,
+    files: HashMap<String, u64>,
+    behaviours: HashMap<String, Behaviour>,
+}
+
+impl GroundTruthServer {
+    /// Starts on 127.0.0.1 with an ephemeral port. `files` maps paths (with
+    /// the leading `/`) to sizes, whose bytes are the content of `seed`;
+    /// `behaviours` scripts paths that do not answer normally. Other paths
+    /// answer 404.
+    pub async fn start(
+        seed: u64,
+        files: HashMap<String, u64>,
+        behaviours: HashMap<String, Behaviour>,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let served = Arc::new(Mutex::new(Vec::new()));
+        let setup = Arc::new(Setup {
+            seed,
+            files,
+            behaviours,
+        });
+        let log = served.clone();
+        let task = tokio::spawn(async move {
+            let mut n = 0u64;
+            while let Ok((sock, _)) = listener.accept().await {
+                let (setup, log) = (setup.clone(), log.clone());
+                let conn = n;
+                n += 1;
+                tokio::spawn(async move {
+                    let _ = serve_conn(sock, conn, &setup, &log).await;
+                });
+            }
+        });
+        Ok(Self {
+            addr,
+            served,
+            started: Instant::now(),
+            task,
+        })
+    }
+
+    /// A copy of what it served so far.
+    pub fn served(&self) -> Vec<Served> {
+        self.served.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+fn record(log: &Mutex<Vec<Served>>, s: Served) -> usize {
+    let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
+    l.push(s);
+    l.len() - 1
+}
+
+fn update(log: &Mutex<Vec<Served>>, i: usize, f: impl FnOnce(&mut Served)) {
+    let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
+    f(&mut l[i]);
+}
+
+/// `bytes=A-B` or `bytes=A-`, clamped to the file.
+fn parse_range(v: &str, size: u64) -> Option<(u64, u64)> {
+    let spec = v.trim().strip_prefix("bytes=")?;
+    let (a, b) = spec.split_once('-')?;
+    let a: u64 = a.trim().parse().ok()?;
+    let b: u64 = match b.trim() {
+        "" => size.checked_sub(1)?,
+        b => b.parse::<u64>().ok()?.min(size.checked_sub(1)?),
+    };
+    (a <= b).then_some((a, b))
+}
+
+async fn serve_conn(
+    mut sock: TcpStream,
+    conn: u64,
+    setup: &Setup,
+    log: &Mutex<Vec<Served>>,
+) -> std::io::Result<()> {
+    sock.set_nodelay(true)?;
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        // read one request head (the codec's parser, as `vodlab serve`)
+        let head = loop {
+            match parse_head(&buf) {
+                Ok(Some(h)) => break h,
+                Ok(None) => {}
+                Err(e) => return Err(std::io::Error::other(format!("{e:?}"))),
+            }
+            let mut chunk = [0u8; 4096];
+            let n = sock.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        buf.drain(..head.len);
+        let arrived = Instant::now();
+        let path = head.target.split('?').next().unwrap_or("").to_string();
+        let range_hdr = head.header("range").map(str::to_string);
+        let b = setup.behaviours.get(&path).cloned().unwrap_or_default();
+        let size = setup.files.get(&path).copied();
+        let (status, start, len) = match (b.status, size) {
+            (Some(s), _) => (s, 0, 0),
+            (None, None) => (404, 0, 0),
+            (None, Some(size)) => match range_hdr.as_deref() {
+                Some(r) => match parse_range(r, size) {
+                    Some((a, z)) => (206, a, z - a + 1),
+                    None => (416, 0, 0),
+                },
+                None => (200, 0, size),
+            },
+        };
+        let i = record(
+            log,
+            Served {
+                path: path.clone(),
+                range_start: start,
+                conn,
+                arrived,
+                head_at: None,
+                done_at: None,
+                body_bytes: 0,
+                status,
+            },
+        );
+        if !b.head_delay.is_zero() {
+            tokio::time::sleep(b.head_delay).await;
+        }
+        if b.informational_first {
+            sock.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
+        }
+        let page = format!("status {status}\n");
+        let body_len = if matches!(status, 200 | 206) {
+            len
+        } else {
+            page.len() as u64
+        };
+        let mut h = format!("HTTP/1.1 {status} X\r\nContent-Length: {body_len}\r\n");
+        if status == 206 {
+            let total = size.unwrap_or(0);
+            h.push_str(&format!(
+                "Content-Range: bytes {start}-{}/{total}\r\n",
+                start + len - 1
+            ));
+        }
+        h.push_str("\r\n");
+        sock.write_all(h.as_bytes()).await?;
+        let now = Instant::now();
+        update(log, i, |s| {
+            s.head_at = Some(now);
+            s.done_at = Some(now);
+        });
+        if b.close_after_head {
+            sock.shutdown().await?;
+            return Ok(());
+        }
+        if !matches!(status, 200 | 206) {
+            sock.write_all(page.as_bytes()).await?;
+            let now = Instant::now();
+            update(log, i, |s| {
+                s.done_at = Some(now);
+                s.body_bytes = body_len;
+            });
+            continue;
+        }
+        // the body, in slices: 10 ms of `rate`, else 64 KiB
+        let slice = b.rate.map_or(64 * 1024, |r| (r / 100).max(1));
+        let mut sent = 0u64;
+        let mut paused = false;
+        let mut data = vec![0u8; slice as usize];
+        while sent < len {
+            let mut stop = len;
+            for at in [b.pause_at.map(|p| p.0), b.close_after, b.reset_after, b.stall_after]
+                .into_iter()
+                .flatten()
+            {
+                if at >= sent {
+                    stop = stop.min(at);
+                }
+            }
+            if b.pause_at.is_some_and(|(at, _)| at == sent) && !paused {
+                paused = true;
+                tokio::time::sleep(b.pause_at.map(|p| p.1).unwrap_or_default()).await;
+            }
+            if b.close_after == Some(sent) {
+                sock.shutdown().await?;
+                return Ok(());
+            }
+            if b.reset_after == Some(sent) {
+                // a zero linger never blocks: close sends RST at once
+                #[allow(deprecated)]
+                sock.set_linger(Some(Duration::ZERO))?;
+                drop(sock);
+                return Ok(());
+            }
+            if b.stall_after == Some(sent) {
+                // hang until the client gives up and closes
+                let mut sink = [0u8; 1024];
+                while sock.read(&mut sink).await? > 0 {}
+                return Ok(());
+            }
+            let end = if stop > sent { stop } else { len };
+            let n = (end - sent).min(slice);
+            let d = &mut data[..n as usize];
+            content::fill(setup.seed, content::file_key(&path), start + sent, d);
+            if let Some(w) = b.wrong_byte_at {
+                if (sent..sent + n).contains(&w) {
+                    d[(w - sent) as usize] ^= 0xff;
+                }
+            }
+            sock.write_all(d).await?;
+            sent += n;
+            let now = Instant::now();
+            update(log, i, |s| {
+                s.done_at = Some(now);
+                s.body_bytes = sent;
+            });
+            if b.rate.is_some() && sent < len {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        // a behaviour at the very end of the body
+        if b.close_after == Some(len) {
+            sock.shutdown().await?;
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn ranges_clamp_to_the_file() {
+        assert_eq!(parse_range("bytes=0-99", 1000), Some((0, 99)));
+        assert_eq!(parse_range("bytes=900-", 1000), Some((900, 999)));
+        assert_eq!(parse_range("bytes=900-5000", 1000), Some((900, 999)));
+        assert_eq!(parse_range("bytes=1000-", 1000), None);
+        assert_eq!(parse_range("items=0-1", 1000), None);
+    }
+}

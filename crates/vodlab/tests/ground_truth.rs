@@ -1,0 +1,479 @@
+//! Every figure `vodlab run` prints, checked against a server whose every
+//! response the test scripts (`vodlab_client::groundtruth`): the binary
+//! runs sessions that each meet one behaviour — a delayed head, a pause
+//! mid-body, an error status, a wrong byte, a reset, a close, a stall, a
+//! slow body, a `100 Continue` first, a close after the head — and each
+//! figure of `results.json` and `requests.csv` is compared with what the
+//! server wrote down it did.
+//!
+//! Figures of `results.json` covered here: `started_sessions`,
+//! `measured_sessions`, `failed_sessions`, `failed_sessions_pct`,
+//! `skipped_requests`, `errors` (the class of every failure),
+//! `completed_requests`, `completed_bytes`, the per-interval `started`,
+//! `completed`, `failed` and `throughput_bytes_per_s` (their sum over the
+//! run), `response_time_ms`/`ttfb_ms`/`latency_from_schedule_ms` (max and
+//! count, and per request in `requests.csv`: status, bytes, ttfb,
+//! response time, latency from schedule), `stalls`, `stalled_sessions`,
+//! `stall_time_s`, `startup_delay_s`, `health.peak_active_sessions`, and
+//! the exit status.
+//!
+//! Not covered here, and why: `throughput_bytes_per_s` over the measured
+//! window (its window edges are 100 ms bins: the sum over intervals is
+//! checked instead); `delivery` (the pacing paper's figures, checked
+//! against a pacing server in `tests/pacing_metrics.rs` of vodlab-client);
+//! `health` lateness and CPU (the client's own clock, not the server's
+//! behaviour); `transport` counts (`tests/protocols.rs`); `players` (the
+//! closed-loop players, `tests/players_live.rs`); HTTP/2 (this server
+//! speaks HTTP/1.1 only); echoes of the settings (`target`, `seed`, …).
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use vodlab_client::groundtruth::{Behaviour, GroundTruthServer, Served};
+
+/// Bytes of every file the server holds.
+const FILE: u64 = 100_000;
+
+/// A workload directory from `gen` whose sessions are replaced by `script`
+/// (one shard, no ramps): the catalog's content seed stays, so the server
+/// can send bytes `--check-bytes` accepts. Returns the directory and seed.
+fn workload(dir: &Path, script: &str, sessions: usize) -> (PathBuf, u64) {
+    let w = dir.join("w");
+    common::vodlab_ok(&[
+        "gen",
+        "--preset",
+        "youtube-2011",
+        "--scale",
+        "0.01",
+        "--shards",
+        "2",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    fs::write(w.join("sessions/gt.vsl"), script).unwrap();
+    let mpath = w.join("workload.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&mpath).unwrap()).unwrap();
+    m["shards"] = serde_json::json!([{ "file": "sessions/gt.vsl", "sessions": sessions }]);
+    m["sessions"] = serde_json::json!(sessions);
+    m["ramp_up_sessions"] = serde_json::json!(0);
+    m["ramp_down_sessions"] = serde_json::json!(0);
+    fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let seed = m["seed"].as_u64().unwrap();
+    (w, seed)
+}
+
+/// One row of `requests.csv`.
+#[derive(Debug, Clone)]
+struct Row {
+    session: u64,
+    request: u64,
+    path: String,
+    scheduled_s: f64,
+    /// Empty for a failed request.
+    sent_s: Option<f64>,
+    ttfb_ms: Option<f64>,
+    response_ms: Option<f64>,
+    bytes: Option<u64>,
+    status: Option<u16>,
+    error: String,
+}
+
+fn rows(out: &Path) -> Vec<Row> {
+    let text = fs::read_to_string(out.join("requests.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (se, rq, pa, sc, sn, tt, rs, by, st, er) = (
+        col("session"),
+        col("request"),
+        col("path"),
+        col("scheduled_s"),
+        col("sent_s"),
+        col("ttfb_ms"),
+        col("response_ms"),
+        col("bytes"),
+        col("status"),
+        col("error"),
+    );
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            Row {
+                session: f[se].parse().unwrap(),
+                request: f[rq].parse().unwrap(),
+                path: f[pa].to_string(),
+                scheduled_s: f[sc].parse().unwrap(),
+                sent_s: f[sn].parse().ok(),
+                ttfb_ms: f[tt].parse().ok(),
+                response_ms: f[rs].parse().ok(),
+                bytes: f[by].parse().ok(),
+                status: f[st].parse().ok(),
+                error: f[er].to_string(),
+            }
+        })
+        .collect()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn served_for<'a>(served: &'a [Served], path: &str) -> &'a Served {
+    served
+        .iter()
+        .find(|s| s.path == path)
+        .unwrap_or_else(|| panic!("the server never saw {path}: {served:?}"))
+}
+
+/// Runs the binary against the server; (exit status, results, out dir).
+fn run(w: &Path, addr: std::net::SocketAddr, out: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(["run", w.to_str().unwrap(), "--target"])
+        .arg(format!("http://{addr}"))
+        .args(["--no-shaping", "--requests-csv", "--quiet", "--interval", "1"])
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    assert!(
+        out.join("results.json").exists(),
+        "no results (exit {code}): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (code, common::results(out))
+}
+
+/// One case of the table: a session of one request meeting a behaviour.
+struct Case {
+    name: &'static str,
+    behaviour: Behaviour,
+    /// Script line's keys after the path.
+    keys: &'static str,
+    /// The error class `vodlab run` must give, or `None`: completes.
+    error: Option<&'static str>,
+    /// In the catalog (a path that is not answers 404).
+    exists: bool,
+}
+
+fn case(name: &'static str, b: Behaviour, error: Option<&'static str>) -> Case {
+    Case {
+        name,
+        behaviour: b,
+        keys: "range=0-99999 timeout=5",
+        error,
+        exists: true,
+    }
+}
+
+fn table() -> Vec<Case> {
+    let d = Behaviour::default;
+    vec![
+        case("ok", d(), None),
+        case(
+            "slow-head",
+            Behaviour {
+                head_delay: Duration::from_millis(400),
+                ..d()
+            },
+            None,
+        ),
+        case(
+            "pause-mid-body",
+            Behaviour {
+                pause_at: Some((40_000, Duration::from_millis(300))),
+                ..d()
+            },
+            None,
+        ),
+        case(
+            "slow-body",
+            Behaviour {
+                rate: Some(200_000),
+                ..d()
+            },
+            None,
+        ),
+        case(
+            "continue-first",
+            Behaviour {
+                informational_first: true,
+                ..d()
+            },
+            None,
+        ),
+        case(
+            "server-error",
+            Behaviour {
+                status: Some(500),
+                ..d()
+            },
+            Some("bad_status"),
+        ),
+        Case {
+            name: "missing",
+            behaviour: d(),
+            keys: "range=0-99999 timeout=5",
+            error: Some("bad_status"),
+            exists: false,
+        },
+        case(
+            "wrong-byte",
+            Behaviour {
+                wrong_byte_at: Some(54_321),
+                ..d()
+            },
+            Some("content_mismatch"),
+        ),
+        case(
+            "close-mid-body",
+            Behaviour {
+                close_after: Some(50_000),
+                ..d()
+            },
+            Some("short_body"),
+        ),
+        case(
+            "reset-mid-body",
+            Behaviour {
+                reset_after: Some(50_000),
+                ..d()
+            },
+            Some("reset"),
+        ),
+        case(
+            "close-after-head",
+            Behaviour {
+                close_after_head: true,
+                ..d()
+            },
+            Some("short_body"),
+        ),
+        Case {
+            name: "stall",
+            behaviour: Behaviour {
+                stall_after: Some(10_000),
+                ..d()
+            },
+            keys: "range=0-99999 timeout=1",
+            error: Some("timeout"),
+            exists: true,
+        },
+    ]
+}
+
+#[test]
+fn every_figure_of_a_run_equals_what_the_server_did() {
+    let t = tempfile::tempdir().unwrap();
+    let cases = table();
+    let mut script = String::new();
+    let mut files = HashMap::new();
+    let mut behaviours = HashMap::new();
+    for (i, c) in cases.iter().enumerate() {
+        let path = format!("/gt/{}.bin", c.name);
+        script.push_str(&format!("#@session id={i}\n{path} {}\n\n", c.keys));
+        if c.exists {
+            files.insert(path.clone(), FILE);
+        }
+        behaviours.insert(path, c.behaviour.clone());
+    }
+    // a viewer: 1 s of content per request; the second request's head is
+    // held 2.5 s, so playback (started by the first) stalls once
+    let viewer = cases.len();
+    script.push_str(&format!(
+        "#@session id={viewer} request_s=1\n/gt/v0.bin range=0-9999 timeout=10\n/gt/v1.bin range=0-9999 timeout=10 pacing=1\n/gt/v2.bin range=0-9999 timeout=10 pacing=1\n\n"
+    ));
+    for p in ["/gt/v0.bin", "/gt/v1.bin", "/gt/v2.bin"] {
+        files.insert(p.to_string(), FILE);
+    }
+    behaviours.insert(
+        "/gt/v1.bin".to_string(),
+        Behaviour {
+            head_delay: Duration::from_millis(2500),
+            ..Behaviour::default()
+        },
+    );
+    let sessions = cases.len() + 1;
+    let (w, seed) = workload(t.path(), &script, sessions);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt
+        .block_on(GroundTruthServer::start(seed, files, behaviours))
+        .unwrap();
+    let out = t.path().join("r");
+    let (code, r) = run(
+        &w,
+        server.addr,
+        &out,
+        &["--rate", "20", "--arrivals", "constant", "--check-bytes", "1"],
+    );
+    let served = server.served();
+    let rows = rows(&out);
+
+    // counts
+    let failing = cases.iter().filter(|c| c.error.is_some()).count() as u64;
+    assert_eq!(r["started_sessions"], sessions as u64, "{r}");
+    assert_eq!(r["measured_sessions"], sessions as u64);
+    assert_eq!(r["failed_sessions"], failing);
+    let pct = r["failed_sessions_pct"].as_f64().unwrap();
+    assert!((pct - 100.0 * failing as f64 / sessions as f64).abs() < 1e-9);
+    assert_eq!(r["skipped_requests"], 0);
+    // the class of every failure, by kind and per request
+    let mut want: HashMap<&str, u64> = HashMap::new();
+    for c in &cases {
+        if let Some(e) = c.error {
+            *want.entry(e).or_default() += 1;
+        }
+    }
+    for (k, v) in r["errors"].as_object().unwrap() {
+        let n = v.as_u64().unwrap();
+        assert_eq!(n, want.get(k.as_str()).copied().unwrap_or(0), "errors.{k}: {r}");
+    }
+    assert_eq!(rows.len(), cases.len() + 3, "one row per request sent");
+    for (i, p) in ["/gt/v0.bin", "/gt/v1.bin", "/gt/v2.bin"].iter().enumerate() {
+        let row = rows.iter().find(|x| x.path == *p).unwrap();
+        assert_eq!((row.session, row.request), (viewer as u64, i as u64));
+    }
+    for (i, c) in cases.iter().enumerate() {
+        let path = format!("/gt/{}.bin", c.name);
+        let row = rows.iter().find(|x| x.path == path).unwrap();
+        assert_eq!((row.session, row.request), (i as u64, 0));
+        match c.error {
+            Some(e) => assert_eq!(row.error, e, "{}: {row:?}", c.name),
+            None => {
+                assert!(row.error.is_empty(), "{}: {row:?}", c.name);
+                let s = served_for(&served, &path);
+                assert_eq!(row.bytes, Some(s.body_bytes), "{}", c.name);
+                assert_eq!(row.status, Some(s.status), "{}", c.name);
+                // time to first byte and response time: what the server
+                // took between the request's arrival and its head / last
+                // byte, plus loopback (under 30 ms on a loaded 2-core box)
+                let ttfb = ms(s.head_at.unwrap() - s.arrived);
+                let resp = ms(s.done_at.unwrap() - s.arrived);
+                let (cttfb, cresp) = (row.ttfb_ms.unwrap(), row.response_ms.unwrap());
+                assert!(cttfb >= ttfb - 1.0 && cttfb <= ttfb + 30.0, "{}: ttfb {cttfb} vs server {ttfb}", c.name);
+                assert!(cresp >= resp - 1.0 && cresp <= resp + 30.0, "{}: response {cresp} vs server {resp}", c.name);
+            }
+        }
+    }
+    // the scripted delays are what the server did
+    let slow = served_for(&served, "/gt/slow-head.bin");
+    assert!(ms(slow.head_at.unwrap() - slow.arrived) >= 399.0);
+    let body = served_for(&served, "/gt/slow-body.bin");
+    assert!(ms(body.done_at.unwrap() - body.arrived) >= 480.0);
+    // the stall failed at its deadline, not before
+    let stall = rows.iter().find(|x| x.path == "/gt/stall.bin").unwrap();
+    assert_eq!(stall.error, "timeout");
+
+    // completed requests and bytes: every request the server finished whole
+    let done: Vec<&Served> = served
+        .iter()
+        .filter(|s| {
+            let row = rows.iter().find(|x| x.path == s.path).unwrap();
+            row.error.is_empty()
+        })
+        .collect();
+    assert_eq!(r["completed_requests"], done.len() as u64, "{r}");
+    let bytes: u64 = done.iter().map(|s| s.body_bytes).sum();
+    assert_eq!(r["completed_bytes"], bytes);
+    assert_eq!(common::interval_sum(&r, "started"), sessions as u64);
+    assert_eq!(common::interval_sum(&r, "failed"), failing);
+    assert_eq!(
+        common::interval_sum(&r, "completed"),
+        sessions as u64 - failing
+    );
+    let width = r["interval_s"].as_f64().unwrap();
+    let through: f64 = r["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["throughput_bytes_per_s"].as_f64().unwrap() * width)
+        .sum();
+    assert!((through - bytes as f64).abs() < 1.0, "{through} vs {bytes}");
+    // the latency summaries count every completed request; their maxima
+    // are the viewer's held request (2.5 s head) from its send / its slot
+    assert_eq!(r["response_time_ms"]["count"], done.len() as u64);
+    let v0 = served_for(&served, "/gt/v0.bin");
+    let v1 = served_for(&served, "/gt/v1.bin");
+    let v2 = served_for(&served, "/gt/v2.bin");
+    let held = ms(v1.done_at.unwrap() - v1.arrived);
+    let max_resp = r["response_time_ms"]["max"].as_f64().unwrap();
+    assert!(max_resp >= held - 1.0 && max_resp <= held + 30.0, "{max_resp} vs {held}");
+    // v2's slot is 1 s after v1's send; it went when v1 completed
+    let v2_late = ms(v2.done_at.unwrap() - v1.arrived) - 1000.0;
+    let row2 = rows.iter().find(|x| x.path == "/gt/v2.bin").unwrap();
+    let from_schedule = row2.sent_s.unwrap() * 1e3 + row2.response_ms.unwrap() - row2.scheduled_s * 1e3;
+    assert!(
+        (from_schedule - v2_late).abs() <= 50.0,
+        "v2: latency from schedule {from_schedule} ms, truly {v2_late} ms late"
+    );
+    // the viewer: playback starts when v0 arrived; v1's content is due 1 s
+    // later and arrives when the server finished it: one stall that long
+    let stall_s = (v1.done_at.unwrap() - v0.done_at.unwrap()).as_secs_f64() - 1.0;
+    assert_eq!(r["stalls"], 1, "{r}");
+    assert_eq!(r["stalled_sessions"], 1);
+    let got = r["stall_time_s"].as_f64().unwrap();
+    assert!((got - stall_s).abs() <= 0.05, "stall {got} s vs {stall_s} s");
+    assert_eq!(r["startup_delay_s"]["count"], 1);
+    let startup = r["startup_delay_s"]["max"].as_f64().unwrap();
+    let v0_resp = (v0.done_at.unwrap() - v0.arrived).as_secs_f64();
+    assert!(startup >= v0_resp && startup <= v0_resp + 0.05, "{startup} vs {v0_resp}");
+    // sessions overlap: at 20/s the viewer (4 s) and the 400 ms ones ran
+    // beside others; every session started counts toward the peak
+    let peak = r["health"]["peak_active_sessions"].as_u64().unwrap();
+    assert!(peak >= 2, "peak {peak}");
+    // some sessions failed, some succeeded: ran and passed (no rule given)
+    assert_eq!(code, 0);
+}
+
+/// Latency from schedule of the request after a response held 3 s, in
+/// every late-pacing mode: within 50 ms of how late it truly finished
+/// against its slot (the issue's "done when").
+#[test]
+fn latency_from_schedule_is_the_true_lateness_in_every_late_pacing_mode() {
+    let t = tempfile::tempdir().unwrap();
+    let script = "#@session id=0\n/gt/p0.bin range=0-9999 timeout=10\n/gt/p1.bin range=0-9999 timeout=10 pacing=1\n/gt/p2.bin range=0-9999 timeout=10 pacing=1\n/gt/p3.bin range=0-9999 timeout=10 pacing=1\n\n";
+    let (w, seed) = workload(t.path(), script, 1);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for mode in ["delay", "burst", "skip"] {
+        let files: HashMap<String, u64> = (0..4).map(|i| (format!("/gt/p{i}.bin"), FILE)).collect();
+        let mut behaviours = HashMap::new();
+        behaviours.insert(
+            "/gt/p1.bin".to_string(),
+            Behaviour {
+                head_delay: Duration::from_secs(3),
+                ..Behaviour::default()
+            },
+        );
+        let server = rt
+            .block_on(GroundTruthServer::start(seed, files, behaviours))
+            .unwrap();
+        let out = t.path().join(format!("r-{mode}"));
+        let started = Instant::now();
+        let (code, r) = run(&w, server.addr, &out, &["--rate", "1", "--late-pacing", mode]);
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert_eq!(code, 0, "{mode}: {r}");
+        let served = server.served();
+        let rows = rows(&out);
+        let p1 = served_for(&served, "/gt/p1.bin");
+        let p2 = served_for(&served, "/gt/p2.bin");
+        // p2's slot is 1 s after p1's (p1 went on time at its slot)
+        let truly = ms(p2.done_at.unwrap() - p1.arrived) - 1000.0;
+        let row = rows.iter().find(|x| x.path == "/gt/p2.bin").unwrap();
+        let got = row.sent_s.unwrap() * 1e3 + row.response_ms.unwrap() - row.scheduled_s * 1e3;
+        assert!(
+            (got - truly).abs() <= 50.0,
+            "{mode}: p2 latency from schedule {got:.1} ms, truly {truly:.1} ms late"
+        );
+        assert!(truly > 1900.0, "{mode}: the server held p1 3 s: {truly}");
+        // and the summary's maximum is p1's 3 s (its own slot kept)
+        let max = r["latency_from_schedule_ms"]["max"].as_f64().unwrap();
+        let p1_truly = ms(p1.done_at.unwrap() - p1.arrived);
+        assert!(max >= p1_truly - 1.0 && max <= p1_truly + 30.0, "{mode}: max {max} vs {p1_truly}");
+    }
+}
