@@ -110,6 +110,9 @@ pub struct Live {
     pub started: AtomicU64,
     /// Sessions running.
     pub active: AtomicU64,
+    /// Most sessions running at once since the monitor last sampled (a
+    /// session shorter than the sampling tick still counts).
+    pub active_peak: AtomicU64,
     /// Sessions ended without failure.
     pub completed: AtomicU64,
     /// Sessions failed.
@@ -122,4 +125,23 @@ pub struct Live {
     pub total: AtomicU64,
     /// Set when the run is over.
     pub done: AtomicBool,
+}
+
+impl Live {
+    /// A session began: counts it as started and active, and raises the
+    /// peak of active sessions.
+    pub fn session_started(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.started.fetch_add(1, Relaxed);
+        let now = self.active.fetch_add(1, Relaxed) + 1;
+        self.active_peak.fetch_max(now, Relaxed);
+    }
+
+    /// The most sessions active at once since the last call (the peak is
+    /// then reset to the number active now).
+    pub fn take_active_peak(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = self.active.load(Relaxed);
+        self.active_peak.swap(now, Relaxed).max(now)
+    }
 }

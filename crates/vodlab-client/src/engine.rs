@@ -371,17 +371,22 @@ async fn monitor(
     let mut mon = Monitor::default();
     let mut stopped = false;
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep(tick) => {}
-            _ = done.changed() => return mon,
-        }
+        let finished = tokio::select! {
+            _ = tokio::time::sleep(tick) => false,
+            _ = done.changed() => true,
+        };
         let now = Instant::now();
         let cpu = cpu_seconds_of(None);
         let pct = 100.0 * (cpu - last_cpu) / now.duration_since(last).as_secs_f64().max(1e-3);
         last_cpu = cpu;
         last = now;
-        let active = ctx.live.active.load(Ordering::Relaxed);
+        // the most sessions active at once since the last sample, not the
+        // number at this instant: sessions shorter than a tick count too
+        let active = ctx.live.take_active_peak();
         mon.sample(ctx.secs(now), ctx.cfg.interval_s, active, pct);
+        if finished {
+            return mon;
+        }
         let streak = ctx.refused_streak.load(Ordering::Relaxed);
         let ok_at = ctx.t0 + Duration::from_micros(ctx.last_connect_ok_us.load(Ordering::Relaxed));
         let since_ok = now.saturating_duration_since(ok_at);

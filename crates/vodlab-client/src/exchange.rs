@@ -64,6 +64,31 @@ impl ErrorKind {
         }
     }
 
+    /// The kind in words, for summaries and reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "connection refused",
+            ErrorKind::Reset => "connection reset",
+            ErrorKind::Timeout => "deadline missed",
+            ErrorKind::BadStatus => "bad status",
+            ErrorKind::ShortBody => "body cut short",
+            ErrorKind::BadResponse => "malformed response",
+            ErrorKind::ContentMismatch => "wrong content",
+            ErrorKind::Descriptors => "client out of descriptors",
+            ErrorKind::Ports => "client out of local ports",
+            ErrorKind::Other => "other error",
+        }
+    }
+
+    /// The words for a name in results (`bad_status`), or the name itself
+    /// when it is none of [`ErrorKind::ALL`].
+    pub fn describe_name(name: &str) -> &str {
+        Self::ALL
+            .iter()
+            .find(|k| k.name() == name)
+            .map_or(name, |k| k.describe())
+    }
+
     /// True for errors that mean the client, not the server, failed.
     pub fn is_client_side(self) -> bool {
         matches!(self, ErrorKind::Descriptors | ErrorKind::Ports)

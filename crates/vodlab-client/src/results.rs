@@ -29,6 +29,29 @@ pub enum StopReason {
     Checkpoint,
 }
 
+impl StopReason {
+    /// Why the run ended, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::Finished => "every session ran",
+            StopReason::Interrupted => "interrupted",
+            StopReason::Duration => "the --duration cap passed",
+            StopReason::ServerUnreachable => "the server could not be reached",
+            StopReason::ShardMissing => "a shard's results are missing",
+            StopReason::Checkpoint => "a checkpoint of a run still going",
+        }
+    }
+}
+
+/// `n` and the noun, singular for one (`1 session`, `2 sessions`).
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Per-class (or overall) figures of measured sessions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClassResults {
@@ -463,6 +486,35 @@ impl Monitor {
     }
 }
 
+/// A `results.json` of a run that measured nothing: the shape every run's
+/// results have (`players`, `shard` and `merge` are absent), for checking
+/// `--fail-on` rules before a run, with the client classes given.
+pub fn shape(classes: &[String]) -> serde_json::Value {
+    let info = RunInfo {
+        target: String::new(),
+        workload: String::new(),
+        arrivals: Arrivals::Constant { rate: 1.0 },
+        seed: 0,
+        shaping: false,
+        pacing: false,
+        interval_s: 1.0,
+        late_threshold: Duration::ZERO,
+        scheduled_sessions: 0,
+        started_sessions: 0,
+        started_unix: 0.0,
+        duration_s: 0.0,
+        stopped_by: StopReason::Finished,
+        playback_buffer_s: 4.0,
+        pace_target: 1.0,
+    };
+    let mut metrics = RunMetrics::new(0);
+    for c in classes {
+        metrics.classes.insert(c.clone(), Default::default());
+    }
+    let r = assemble(&info, &metrics, &Monitor::default());
+    serde_json::to_value(r).unwrap_or_default()
+}
+
 /// Builds `results.json` from a run's merged metrics.
 pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
     let duration_s = info.duration_s;
@@ -533,8 +585,15 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         ));
     }
     if overall.sessions == 0 {
-        invalid
-            .push("no session was measured: every session fell in a ramp-up or ramp-down".into());
+        invalid.push(match reason {
+            StopReason::Finished => {
+                "no session was measured: every session fell in a ramp-up or ramp-down".into()
+            }
+            r => format!(
+                "no measured session ended before the run stopped ({})",
+                r.describe()
+            ),
+        });
     }
     let width = info.interval_s;
     let per = (width / sh.bins.width_s).round().max(1.0) as usize;
@@ -621,9 +680,55 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
 }
 
 impl Results {
+    /// A warning line for a run whose figures must not be read as an
+    /// answer (incomplete, invalid, or no session succeeded); `None` for a
+    /// complete, valid run. Summaries and reports put it first.
+    pub fn banner(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if !self.complete {
+            why.push(format!(
+                "INCOMPLETE: the run stopped early ({}); the figures cover only part of it",
+                self.stopped_by.describe()
+            ));
+        }
+        if !self.valid {
+            why.push(format!(
+                "INVALID: {}",
+                if self.invalid_reasons.is_empty() {
+                    "see invalid_reasons".to_string()
+                } else {
+                    self.invalid_reasons.join("; ")
+                }
+            ));
+        }
+        if self.no_session_succeeded() {
+            why.push(format!(
+                "NO SESSION SUCCEEDED: {} of {} failed",
+                self.failed_total(),
+                count(self.started_sessions, "started session")
+            ));
+        }
+        (!why.is_empty()).then(|| format!("!! {}", why.join("\n!! ")))
+    }
+
+    /// Sessions (measured or not) that failed, from the interval series.
+    pub fn failed_total(&self) -> u64 {
+        self.intervals.iter().map(|i| i.failed).sum()
+    }
+
+    /// True when sessions started and none ran to its end without a
+    /// failure (ramps included): the run measured nothing but failure.
+    pub fn no_session_succeeded(&self) -> bool {
+        let completed: u64 = self.intervals.iter().map(|i| i.completed).sum();
+        self.started_sessions > 0 && completed == 0 && self.failed_total() > 0
+    }
+
     /// A human-readable summary table.
     pub fn table(&self) -> String {
         let mut s = String::new();
+        if let Some(b) = self.banner() {
+            let _ = writeln!(s, "{b}");
+        }
         let state = match (self.complete, self.valid) {
             (true, true) => "complete, valid".to_string(),
             (c, v) => format!(
@@ -634,8 +739,9 @@ impl Results {
         };
         let _ = writeln!(
             s,
-            "run against {} ({state}; stopped: {:?})",
-            self.target, self.stopped_by
+            "run against {} ({state}; stopped: {})",
+            self.target,
+            self.stopped_by.describe()
         );
         for r in &self.invalid_reasons {
             let _ = writeln!(s, "  invalid: {r}");
@@ -664,22 +770,22 @@ impl Results {
         }
         let _ = writeln!(
             s,
-            "  sessions: {} started, {} measured, {} failed ({:.2} %), {} requests skipped",
+            "  sessions: {} started, {} measured, {} failed ({:.2} %), {} skipped",
             self.started_sessions,
             self.measured_sessions,
             self.failed_sessions,
             self.failed_sessions_pct,
-            self.skipped_requests
+            count(self.skipped_requests, "request")
         );
         let _ = writeln!(
             s,
-            "  throughput: {:.2} MB/s ({:.1} Mbit/s) over {:.1}-{:.1} s, {} requests, {} bytes",
+            "  throughput: {:.2} MiB/s ({:.1} Mbit/s) over {:.1}-{:.1} s, {}, {}",
             self.throughput_bytes_per_s / 1048576.0,
             self.throughput_mbit_per_s,
             self.measured_window_s[0],
             self.measured_window_s[1],
-            self.completed_requests,
-            self.completed_bytes
+            count(self.completed_requests, "request"),
+            count(self.completed_bytes, "byte")
         );
         let row = |s: &mut String, name: &str, m: &Summary| {
             let _ = writeln!(
@@ -714,21 +820,27 @@ impl Results {
         }
         let _ = writeln!(
             s,
-            "  stalls: {} in {} sessions, {:.1} s in all",
-            self.stalls, self.stalled_sessions, self.stall_time_s
+            "  stalls: {} in {}, {:.1} s in all",
+            self.stalls,
+            count(self.stalled_sessions, "session"),
+            self.stall_time_s
         );
         for (name, c) in &self.classes {
             let _ = writeln!(
                 s,
-                "  class {name:<12} {} sessions, {} failed, response p50 {:.1} ms p99 {:.1} ms, {} stalls",
-                c.measured_sessions, c.failed_sessions, c.response_time_ms.p50, c.response_time_ms.p99, c.stalls
+                "  class {name:<12} {}, {} failed, response p50 {:.1} ms p99 {:.1} ms, {}",
+                count(c.measured_sessions, "session"),
+                c.failed_sessions,
+                c.response_time_ms.p50,
+                c.response_time_ms.p99,
+                count(c.stalls, "stall")
             );
         }
         let errs: Vec<String> = self
             .errors
             .iter()
             .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
+            .map(|(k, n)| format!("{} {n}", crate::exchange::ErrorKind::describe_name(k)))
             .collect();
         let _ = writeln!(
             s,
@@ -757,8 +869,13 @@ impl Results {
         let h = &self.health;
         let _ = writeln!(
             s,
-            "  client: start lateness p99 {:.2} ms, send lateness p99 {:.2} ms, CPU max {:.0} % of {} cores, peak {} sessions, {:.0} MiB RSS",
-            h.start_lateness_ms.p99, h.send_lateness_ms.p99, h.max_cpu_pct, h.cpus, h.peak_active_sessions, h.peak_rss_mb
+            "  client: start lateness p99 {:.2} ms, send lateness p99 {:.2} ms, CPU max {:.0} % of {}, peak {} at once, {:.0} MiB RSS",
+            h.start_lateness_ms.p99,
+            h.send_lateness_ms.p99,
+            h.max_cpu_pct,
+            count(h.cpus as u64, "core"),
+            count(h.peak_active_sessions, "session"),
+            h.peak_rss_mb
         );
         if let Some(p) = &self.players {
             s.push_str(&p.table());

@@ -154,9 +154,13 @@ pub struct RunArgs {
     /// --time-compression`), else 1.
     #[arg(long, value_name = "K")]
     pub time_compression: Option<f64>,
-    /// Exit with status 1 when the results are invalid or incomplete.
+    /// Exit with status 1 when the results are invalid (the client could
+    /// not keep its schedule) or incomplete, besides the checks that always
+    /// apply (no session succeeded; `--fail-on`).
     #[arg(long)]
     pub strict: bool,
+    #[arg(long = "fail-on", value_name = "EXPR", value_parser = crate::exit::parse_rule, help = crate::exit::FAIL_ON_HELP)]
+    pub fail_on: Vec<vodlab_client::thresholds::Rule>,
     /// Allow a target that is not a loopback address.
     #[arg(long)]
     pub allow_remote: bool,
@@ -407,6 +411,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let (hostport, host) = parse_target(&a.target)?;
+    check_rules(&a.fail_on, &work.classes.keys().cloned().collect::<Vec<_>>())?;
     let mut work = work;
     anyhow::ensure!(
         work.session_count() > 0,
@@ -434,6 +439,23 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("{hostport} has no address"))?;
     if !a.allow_remote && !is_loopback(addr.ip()) {
         bail!("--target {} resolves to {}, not a loopback address; pass --allow-remote to load a remote server", a.target, addr.ip());
+    }
+    // one connection before the schedule starts: a server that is not
+    // there is "could not run" (exit 3) at once, not a run of failures
+    if let Err(e) = rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::net::TcpStream::connect(addr),
+        )
+        .await
+    })
+    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))
+    .and_then(|r| r.map(drop))
+    {
+        return Err(crate::exit::could_not_run(format!(
+            "--target {}: cannot connect to {addr} ({e}); is the server running and listening there?",
+            a.target
+        )));
     }
     let mut cfg = RunConfig::new(addr, host, a.target.clone(), arrivals);
     cfg.seed = a.seed;
@@ -555,6 +577,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?
     };
+    let signalled = Arc::new(std::sync::atomic::AtomicU8::new(0));
+    let seen = signalled.clone();
     let results = rt.block_on(async {
         tokio::spawn(async move {
             let name = tokio::select! {
@@ -562,6 +586,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 r = term.recv() => r.map(|_| "SIGTERM"),
             };
             if let Some(name) = name {
+                let code = if name == "SIGINT" {
+                    crate::exit::INTERRUPTED
+                } else {
+                    crate::exit::TERMINATED
+                };
+                seen.store(code, Ordering::Relaxed);
                 eprintln!("\nvodlab run: interrupted by {name}; writing the results so far");
                 let _ = cancel_tx.send(true);
             }
@@ -585,10 +615,59 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         out_dir.join("results.json").display()
     )?;
     rt.shutdown_timeout(Duration::from_millis(100));
-    if a.strict && !(results.valid && results.complete) {
-        return Ok(ExitCode::from(1));
+    judge(&results, &a.fail_on, a.strict, signalled.load(Ordering::Relaxed))
+}
+
+/// Checks `--fail-on` rules against the shape of a run's results before
+/// the run. A rule under `classes` or `players` is checked only for its
+/// section (the run decides which classes and players there are) and in
+/// full after the run.
+pub(crate) fn check_rules(
+    rules: &[vodlab_client::thresholds::Rule],
+    classes: &[String],
+) -> anyhow::Result<()> {
+    let shape = vodlab_client::results::shape(classes);
+    for r in rules {
+        let section = r.path[0].as_str();
+        if section == "classes" || section == "players" {
+            continue;
+        }
+        r.check_against(&shape)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// The exit status of a run that wrote its results (README "Exit
+/// statuses"): 130/143 when a signal stopped it; 3 when the server could
+/// not be reached; 1 when no session succeeded, a `--fail-on` rule was
+/// breached, or (`--strict`) the results are invalid or incomplete; else 0.
+pub(crate) fn judge(
+    results: &vodlab_client::Results,
+    rules: &[vodlab_client::thresholds::Rule],
+    strict: bool,
+    signal: u8,
+) -> anyhow::Result<ExitCode> {
+    use crate::exit;
+    let json = serde_json::to_value(results)?;
+    let breaches = vodlab_client::thresholds::evaluate_all(rules, &json)?;
+    for b in &breaches {
+        eprintln!("vodlab run: {b}");
+    }
+    if signal != 0 {
+        return Ok(ExitCode::from(signal));
+    }
+    if results.stopped_by == vodlab_client::StopReason::ServerUnreachable {
+        eprintln!("vodlab run: could not run: the server stopped accepting connections");
+        return Ok(ExitCode::from(exit::COULD_NOT_RUN));
+    }
+    if results.no_session_succeeded() {
+        eprintln!("vodlab run: failed: no session succeeded");
+        return Ok(ExitCode::from(exit::CHECK_FAILED));
+    }
+    if !breaches.is_empty() || (strict && !(results.valid && results.complete)) {
+        return Ok(ExitCode::from(exit::CHECK_FAILED));
+    }
+    Ok(ExitCode::from(exit::OK))
 }
 
 pub(crate) fn is_loopback(ip: IpAddr) -> bool {

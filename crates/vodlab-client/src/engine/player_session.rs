@@ -352,8 +352,7 @@ pub(super) async fn run_player_session(
         LinkSpec::default()
     };
     let start = Instant::now();
-    ctx.live.started.fetch_add(1, Ordering::Relaxed);
-    ctx.live.active.fetch_add(1, Ordering::Relaxed);
+    ctx.live.session_started();
     let mut io = Io {
         ctx: &ctx,
         run,

@@ -1,0 +1,80 @@
+//! vodlab's exit statuses (one table, README "Exit statuses"), the error
+//! that means "could not run", and `--fail-on` for the commands that
+//! measure.
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | ran, and every check passed |
+//! | 1 | ran, and a check failed: a `--fail-on` rule, no session succeeded, `--strict` |
+//! | 2 | bad usage or input (a flag, a spec, a file) |
+//! | 3 | could not run: the server unreachable, a peer program missing |
+//! | 130 | interrupted by SIGINT (143: SIGTERM); the results so far are written |
+
+use std::process::ExitCode;
+
+use vodlab_client::thresholds::{Breach, Rule};
+
+/// Ran; every check passed.
+pub const OK: u8 = 0;
+/// Ran; a check failed.
+pub const CHECK_FAILED: u8 = 1;
+/// Bad usage or input.
+pub const USAGE: u8 = 2;
+/// Could not run.
+pub const COULD_NOT_RUN: u8 = 3;
+/// Interrupted by SIGINT (128 + 2).
+pub const INTERRUPTED: u8 = 130;
+/// Stopped by SIGTERM (128 + 15).
+pub const TERMINATED: u8 = 143;
+
+/// An error that means the measurement could not happen at all (the server
+/// unreachable, a peer program missing): exit status 3, not 2.
+#[derive(Debug)]
+pub struct CouldNotRun(pub String);
+
+impl std::fmt::Display for CouldNotRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CouldNotRun {}
+
+/// `anyhow::Error` for [`CouldNotRun`].
+pub fn could_not_run(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(CouldNotRun(msg.into()))
+}
+
+/// The exit status of a failed command: 3 for [`CouldNotRun`] anywhere in
+/// the chain, else 2.
+pub fn status_of(e: &anyhow::Error) -> u8 {
+    if e.chain().any(|c| c.downcast_ref::<CouldNotRun>().is_some()) {
+        COULD_NOT_RUN
+    } else {
+        USAGE
+    }
+}
+
+/// The `--fail-on` flag's help, shared by run, capacity and compare.
+pub const FAIL_ON_HELP: &str = "Fail (exit 1) when the result's figure compares so: PATH OP VALUE, \
+e.g. `failed_sessions_pct>1`, `latency_from_schedule_ms.p99>500`, `players.rebuffered_sessions>0`, \
+`client_valid==false`; OP is > >= < <= == !=; repeatable; checked before the run (a typo is a usage \
+error) and named in the summary when breached";
+
+/// Parses one `--fail-on` value (for clap's `value_parser`).
+pub fn parse_rule(s: &str) -> Result<Rule, String> {
+    Rule::parse(s).map_err(|e| e.to_string())
+}
+
+/// Prints each breach to stderr and returns the status: 1 when any rule
+/// was breached, else `otherwise`.
+pub fn report_breaches(breaches: &[Breach], otherwise: u8) -> ExitCode {
+    for b in breaches {
+        eprintln!("vodlab: {b}");
+    }
+    ExitCode::from(if breaches.is_empty() {
+        otherwise
+    } else {
+        CHECK_FAILED
+    })
+}

@@ -1,0 +1,133 @@
+//! The README's exit-status table, row by row, for `vodlab run` (and the
+//! usage row for every subcommand): 0 ran and passed, 1 ran and a check
+//! failed, 2 bad usage or input, 3 could not run, 130/143 interrupted
+//! (tests/run_cli.rs). The server is the ground-truth server, whose
+//! behaviour the test scripts.
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use vodlab_client::groundtruth::{Behaviour, GroundTruthServer};
+
+fn script_workload(dir: &Path, n: usize) -> PathBuf {
+    let p = dir.join("s.vsl");
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!("/f{i}.bin range=0-9999 timeout=5\n\n"));
+    }
+    fs::write(&p, s).unwrap();
+    p
+}
+
+fn files(n: usize) -> HashMap<String, u64> {
+    (0..n).map(|i| (format!("/f{i}.bin"), 10_000)).collect()
+}
+
+fn run(w: &Path, target: &str, out: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(["run", w.to_str().unwrap(), "--target", target])
+        .args(["--rate", "50", "--quiet", "--check-bytes", "0", "--no-shaping"])
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn run_exits_by_the_table() {
+    let t = tempfile::tempdir().unwrap();
+    let w = script_workload(t.path(), 6);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let good = rt
+        .block_on(GroundTruthServer::start(0, files(6), HashMap::new()))
+        .unwrap();
+    let url = format!("http://{}", good.addr);
+
+    // 0: ran and passed
+    let o = run(&w, &url, &t.path().join("ok"), &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // 0: a rule that holds
+    let o = run(&w, &url, &t.path().join("ok2"), &["--fail-on", "failed_sessions_pct>0"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // 1: a rule that is breached, named on stderr, results written
+    let out = t.path().join("breach");
+    let o = run(&w, &url, &out, &["--fail-on", "completed_requests<100", "--fail-on", "failed_sessions_pct>0"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--fail-on completed_requests<100: breached (the figure is 6)"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("failed_sessions_pct>0: breached"));
+    assert!(out.join("results.json").exists());
+    // 2: a rule naming no figure fails before anything runs
+    let started = Instant::now();
+    let o = run(&w, &url, &t.path().join("typo"), &["--fail-on", "failed_session_pct>1"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no figure `failed_session_pct`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("failed_sessions_pct"), "lists what exists: {}", stderr(&o));
+    assert!(!t.path().join("typo").join("results.json").exists());
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let o = run(&w, &url, &t.path().join("syntax"), &["--fail-on", "p99"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("expected PATH OP VALUE"));
+    // 2: bad usage
+    let o = run(&w, &url, &t.path().join("usage"), &["--no-such-flag"]);
+    assert_eq!(code(&o), 2);
+
+    // 1: every session failed (the server answers 500 to everything)
+    let bad: HashMap<String, Behaviour> = (0..6)
+        .map(|i| {
+            (
+                format!("/f{i}.bin"),
+                Behaviour {
+                    status: Some(500),
+                    ..Behaviour::default()
+                },
+            )
+        })
+        .collect();
+    let broken = rt
+        .block_on(GroundTruthServer::start(0, files(6), bad))
+        .unwrap();
+    let out = t.path().join("allfail");
+    let o = run(&w, &format!("http://{}", broken.addr), &out, &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no session succeeded"), "{}", stderr(&o));
+    let summary = fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(summary.starts_with("!! NO SESSION SUCCEEDED"), "{summary}");
+    assert!(summary.contains("bad status 6"), "errors in words: {summary}");
+
+    // 3: nothing listens there
+    let port = common::free_port();
+    let started = Instant::now();
+    let o = run(&w, &format!("http://127.0.0.1:{port}"), &t.path().join("down"), &[]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// Every subcommand exits 2 on a flag it does not know (clap's usage
+/// error) and on a missing input file, never 0 or 1.
+#[test]
+fn usage_errors_exit_2_everywhere() {
+    for sub in [
+        "gen", "fileset", "run", "serve", "analyze", "simulate", "merge", "k8s", "lab", "disk",
+        "bench", "capacity", "box", "compare", "report", "script",
+    ] {
+        let o = common::vodlab(&[sub, "--no-such-flag-anywhere"]);
+        assert_eq!(code(&o), 2, "{sub}: {}", stderr(&o));
+    }
+    let o = common::vodlab(&["report", "/nonexistent/results.json"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
