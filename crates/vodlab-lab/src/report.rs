@@ -487,6 +487,7 @@ pub struct Page {
     body: String,
     title: String,
     toc: Vec<(String, String)>,
+    warnings: Vec<String>,
 }
 
 impl Page {
@@ -497,7 +498,19 @@ impl Page {
             body: String::new(),
             title: title.to_string(),
             toc: Vec::new(),
+            warnings: Vec::new(),
         }
+    }
+    /// A warning that must not be missed (an incomplete or invalid run, a
+    /// run in which no session succeeded): a banner where it occurs and
+    /// again at the top of the page.
+    pub fn warn(&mut self, text: &str) {
+        let _ = writeln!(self.body, "<p class=\"warn\">{}</p>", esc(text));
+        self.warnings.push(text.to_string());
+    }
+    /// The warnings given so far.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
     /// A section heading (listed in the contents).
     pub fn section(&mut self, title: &str) {
@@ -543,6 +556,9 @@ impl Page {
     /// The finished HTML document.
     pub fn finish(self) -> String {
         let mut toc = String::new();
+        for w in &self.warnings {
+            let _ = write!(toc, "<p class=\"warn\">{}</p>", esc(w));
+        }
         for (id, t) in &self.toc {
             let _ = write!(toc, "<li><a href=\"#{id}\">{}</a></li>", esc(t));
         }
@@ -552,6 +568,7 @@ impl Page {
              table{{border-collapse:collapse;margin:1em 0;font-size:14px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
              th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}figure{{margin:1em 0}}\
              figcaption{{font-size:13px;color:#555;max-width:720px}}svg{{max-width:100%;height:auto}}\
+             .warn{{background:#fde8e8;border:2px solid #c0392b;color:#7b1d13;padding:8px 12px;font-weight:bold}}\
              </style></head><body>\n<h1>{t}</h1>\n<ul>{toc}</ul>\n{b}\n<p style=\"color:#888;font-size:12px\">Rendered by vodlab report; self-contained, no network needed.</p></body></html>\n",
             t = esc(&self.title),
             b = self.body
@@ -564,7 +581,7 @@ pub mod pacing;
 pub mod players;
 mod sections;
 pub use ch5::{analysis_section, is_analysis, is_prefetch_sim, prefetch_sim_section};
-pub use pacing::{pacing_section, PacingManifest, PacingRun};
+pub use pacing::{delivery_section, pacing_section, PacingManifest, PacingRun};
 pub use players::players_section;
 pub use sections::{capacity_section, compare_section, request_order, run_section};
 
@@ -636,6 +653,48 @@ mod tests {
         );
         assert_eq!(request_order(csv, 2).len(), 2);
         assert!(request_order("nonsense", 5).is_empty());
+    }
+
+    /// An incomplete, invalid or all-failed run is a banner at the top of
+    /// the page, not a `valid true` cell (the issue's finding 5).
+    #[test]
+    fn a_run_that_must_not_be_read_as_an_answer_is_a_banner_at_the_top() {
+        let mut v = vodlab_client::results::shape(&["dsl".to_string()]);
+        v["workload"] = "w".into();
+        v["valid"] = true.into();
+        v["invalid_reasons"] = serde_json::json!([]);
+        let clean: vodlab_client::Results = serde_json::from_value(v.clone()).unwrap();
+        let mut p = Page::new("r");
+        run_section(&mut p, "w", &clean, None);
+        let html = p.finish();
+        assert!(!html.contains("class=\"warn\""), "a clean run has no banner");
+        assert!(html.contains("complete, valid"));
+
+        v["complete"] = false.into();
+        v["stopped_by"] = "interrupted".into();
+        v["started_sessions"] = 20.into();
+        v["measured_sessions"] = 2.into();
+        let r: vodlab_client::Results = serde_json::from_value(v.clone()).unwrap();
+        let mut p = Page::new("r");
+        p.section("first");
+        run_section(&mut p, "w", &r, None);
+        let html = p.finish();
+        let banner = html.find("INCOMPLETE: the run stopped early (interrupted)").unwrap();
+        let toc = html.find("<a href=\"#s0\">").unwrap();
+        assert!(banner < toc, "the banner comes before the contents");
+        assert!(html.contains("INCOMPLETE, valid"));
+        assert!(html.contains("2 (of 20 started)"));
+
+        v["complete"] = true.into();
+        v["intervals"] = serde_json::json!([{ "t_s": 0.0, "throughput_bytes_per_s": 0.0,
+            "completed_requests": 0, "active_sessions": 3, "started": 3, "completed": 0,
+            "failed": 3, "cpu_pct": 0.0 }]);
+        v["started_sessions"] = 3.into();
+        let r: vodlab_client::Results = serde_json::from_value(v).unwrap();
+        let mut p = Page::new("r");
+        run_section(&mut p, "w", &r, None);
+        assert_eq!(p.warnings().len(), 1, "{:?}", p.warnings());
+        assert!(p.warnings()[0].contains("NO SESSION SUCCEEDED: 3 of 3 started sessions failed"));
     }
 
     #[test]

@@ -132,6 +132,8 @@ pub struct PacingRun {
     pub config: String,
     /// Legend label.
     pub label: String,
+    /// Sessions its results.json says were started.
+    pub started_sessions: u64,
     /// Measured sessions of its results.json.
     pub measured_sessions: u64,
     /// Failed ones among them.
@@ -158,6 +160,7 @@ impl PacingRun {
             group: group.into(),
             config: config.into(),
             label: label.into(),
+            started_sessions: results.started_sessions,
             measured_sessions: results.measured_sessions,
             failed_sessions: results.failed_sessions,
             delivery: results.delivery.clone(),
@@ -257,8 +260,21 @@ pub fn pacer_cost_pct_per_10k(
     })
 }
 
-/// Renders the runs, one part per group (in first-appearance order).
+/// Renders the runs of a pacing experiment (`pacing.json`), one part per
+/// group (in first-appearance order), with the captions that tie each
+/// figure to the pacing paper's.
 pub fn pacing_section(page: &mut Page, title: &str, runs: &[PacingRun]) {
+    sections(page, title, runs, true);
+}
+
+/// Renders the delivery figures of runs that are not the pacing paper's
+/// experiment (one `results.json`): the same figures, captions without the
+/// paper's figure numbers.
+pub fn delivery_section(page: &mut Page, title: &str, runs: &[PacingRun]) {
+    sections(page, title, runs, false);
+}
+
+fn sections(page: &mut Page, title: &str, runs: &[PacingRun], paper: bool) {
     page.section(title);
     let mut groups: Vec<&str> = Vec::new();
     for r in runs {
@@ -268,11 +284,12 @@ pub fn pacing_section(page: &mut Page, title: &str, runs: &[PacingRun]) {
     }
     for g in groups {
         let rs: Vec<&PacingRun> = runs.iter().filter(|r| r.group == g).collect();
-        group_part(page, g, &rs);
+        group_part(page, g, &rs, paper);
     }
 }
 
-fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun]) {
+fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun], paper: bool) {
+    let cite = |text: &str| if paper { format!(" ({text})") } else { String::new() };
     page.heading(group);
     let times: Vec<Vec<RequestTimes>> = runs
         .iter()
@@ -304,9 +321,10 @@ fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun]) {
             vec![
                 r.label.clone(),
                 format!(
-                    "{}/{}",
+                    "{}/{} ({} started)",
                     r.measured_sessions - r.failed_sessions,
-                    r.measured_sessions
+                    r.measured_sessions,
+                    r.started_sessions
                 ),
                 f2(d.playback_latency_s.p50),
                 f2(d.playback_latency_s.max),
@@ -331,7 +349,7 @@ fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun]) {
     page.table(
         &[
             "server",
-            "sessions ok",
+            "sessions ok/measured",
             "playback p50 s",
             "playback max s",
             "download p50 s",
@@ -360,15 +378,18 @@ fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun]) {
         page.figure(
             &xy_chart(
                 &format!("Playback latency, sorted ({group})"),
-                "session (sorted)",
+                "request (sorted)",
                 "s from the connection attempt",
                 &pl,
                 Style::Line,
                 false,
                 true,
             ),
-            "Time from the connection attempt until the first B seconds of content arrived, \
-             sessions sorted from low to high (the paper's Figs. 2-3).",
+            &format!(
+                "Time from the connection attempt until the first B seconds of content arrived, \
+                 requests sorted from low to high{}.",
+                cite("the paper's Figs. 2-3")
+            ),
         );
     }
     let ends = curves(&|t| Some(t.end));
@@ -376,30 +397,36 @@ fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun]) {
         page.figure(
             &xy_chart(
                 &format!("Download end, sorted ({group})"),
-                "session (sorted)",
+                "request (sorted)",
                 "s from the start of the test",
                 &ends,
                 Style::Line,
                 false,
                 true,
             ),
-            "Time of each download's last byte from the start of the test, sorted (the paper's \
-             Figs. 4-5, end times).",
+            &format!(
+                "Time of each download's last byte from the start of the test, sorted{}.",
+                cite("the paper's Figs. 4-5, end times")
+            ),
         );
         let starts = curves(&|t| Some(t.first_byte));
         page.figure(
             &xy_chart(
                 &format!("Download start (first byte), sorted ({group})"),
-                "session (sorted)",
+                "request (sorted)",
                 "s from the start of the test",
                 &starts,
                 Style::Line,
                 false,
                 true,
             ),
-            "Time of each download's first byte from the start of the test, sorted (the paper's \
-             Figs. 4-5, start times; requests are issued 500 µs apart, so a server that makes \
-             connections wait shows here).",
+            &format!(
+                "Time of each download's first byte from the start of the test, sorted{}.",
+                cite(
+                    "the paper's Figs. 4-5, start times; requests are issued 500 µs apart, so a \
+                     server that makes connections wait shows here"
+                )
+            ),
         );
     }
     let agg = |paced: bool| -> Vec<Series> {
@@ -431,7 +458,10 @@ fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun]) {
                     false,
                     true,
                 ),
-                "Body bytes received by all sessions per 100 ms window (the paper's Figs. 6-7).",
+                &format!(
+                    "Body bytes received by all sessions per 100 ms window{}.",
+                    cite("the paper's Figs. 6-7")
+                ),
             );
         }
     }
@@ -520,6 +550,7 @@ mod tests {
             group: "2 sessions".into(),
             config: config.into(),
             label: config.into(),
+            started_sessions: 2,
             measured_sessions: 2,
             failed_sessions: 0,
             delivery: delivery.clone(),
@@ -543,5 +574,14 @@ mod tests {
         ] {
             assert!(h.contains(want), "missing {want}");
         }
+        assert!(h.contains("the paper's Figs. 2-3"));
+        assert!(h.contains("request (sorted)") && !h.contains("session (sorted)"));
+        // one run that is not the paper's experiment: the same figures,
+        // without the paper's figure numbers
+        let mut page = Page::new("t");
+        delivery_section(&mut page, "Delivery", &[run("run", 1.0)]);
+        let h = page.finish();
+        assert!(h.contains("Playback latency, sorted"));
+        assert!(!h.contains("the paper"), "paper captions in an unrelated run");
     }
 }

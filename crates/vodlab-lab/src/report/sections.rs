@@ -13,6 +13,11 @@ use crate::stats::MeanCi;
 /// Renders one run's results.json (and its requests.csv, if given) into the page.
 pub fn run_section(page: &mut Page, name: &str, r: &Results, requests_csv: Option<&str>) {
     page.heading(&format!("{name}: run figures"));
+    if let Some(b) = r.banner() {
+        for line in b.lines() {
+            page.warn(&format!("{name}: {}", line.trim_start_matches("!! ")));
+        }
+    }
     let f = |x: f64| format!("{x:.2}");
     page.table(
         &[
@@ -23,25 +28,23 @@ pub fn run_section(page: &mut Page, name: &str, r: &Results, requests_csv: Optio
             "response p50 ms",
             "p99 ms",
             "start-up p50 s",
-            "valid",
+            "state",
         ],
         &[vec![
-            r.measured_sessions.to_string(),
+            format!("{} (of {} started)", r.measured_sessions, r.started_sessions),
             r.failed_sessions.to_string(),
             r.stalled_sessions.to_string(),
             f(r.throughput_mbit_per_s),
             f(r.response_time_ms.p50),
             f(r.response_time_ms.p99),
             f(r.startup_delay_s.p50),
-            r.valid.to_string(),
+            format!(
+                "{}, {}",
+                if r.complete { "complete" } else { "INCOMPLETE" },
+                if r.valid { "valid" } else { "INVALID" }
+            ),
         ]],
     );
-    if !r.valid {
-        page.para(&format!(
-            "The load generator marked this run INVALID: {}",
-            r.invalid_reasons.join("; ")
-        ));
-    }
     let cdfs: Vec<Series> = r
         .classes
         .iter()
@@ -240,6 +243,27 @@ pub fn capacity_section(
     ));
     if let SearchOutcome::ClientLimited { .. } = cap.outcome {
         page.para(&cap.answer_line());
+    }
+    // a point whose figures say nothing about the server, or a search with
+    // no answer, is a banner, not a cell to be found
+    if a.capacity.is_none() {
+        page.warn(&format!(
+            "Capacity of {server}: no rate passed ({})",
+            cap.outcome.kind()
+        ));
+    }
+    for r in cap
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Invalid || !r.client_valid)
+    {
+        page.warn(&format!(
+            "Capacity of {server}: the point at {:.3} sessions/s is INVALID{}",
+            r.rate,
+            r.reason
+                .as_deref()
+                .map_or(String::new(), |x| format!(": {x}"))
+        ));
     }
     let mut sorted = cap.rows.clone();
     sorted.sort_by(|x, y| x.rate.total_cmp(&y.rate));
