@@ -88,30 +88,59 @@ impl Drop for GroundTruthServer {
     }
 }
 
-struct Setup {
-    seed: u64,
-    files: HashMap<String, u64>,
-    behaviours: HashMap<String, Behaviour>,
+/// What the server holds and how it behaves.
+#[derive(Debug, Clone, Default)]
+pub struct Site {
+    /// Seed of the synthetic content (the workload's, so that
+    /// `--check-bytes` accepts it).
+    pub seed: u64,
+    /// Paths (with the leading `/`) of synthetic files, and their sizes.
+    pub files: HashMap<String, u64>,
+    /// Paths of files with fixed bytes (manifests, playlists).
+    pub texts: HashMap<String, Vec<u8>>,
+    /// Paths that do not answer normally. A key `*SUFFIX` scripts every
+    /// path that ends with `SUFFIX` and has no exact entry.
+    pub behaviours: HashMap<String, Behaviour>,
+}
+
+impl Site {
+    fn behaviour(&self, path: &str) -> Behaviour {
+        self.behaviours
+            .get(path)
+            .or_else(|| {
+                self.behaviours
+                    .iter()
+                    .find(|(k, _)| k.strip_prefix('*').is_some_and(|sfx| path.ends_with(sfx)))
+                    .map(|(_, b)| b)
+            })
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The size of a path and the bytes of `len` of it from `at`.
+    fn size(&self, path: &str) -> Option<u64> {
+        self.files
+            .get(path)
+            .copied()
+            .or_else(|| self.texts.get(path).map(|t| t.len() as u64))
+    }
+
+    fn fill(&self, path: &str, at: u64, buf: &mut [u8]) {
+        match self.texts.get(path) {
+            Some(t) => buf.copy_from_slice(&t[at as usize..at as usize + buf.len()]),
+            None => content::fill(self.seed, content::file_key(path), at, buf),
+        }
+    }
 }
 
 impl GroundTruthServer {
-    /// Starts on 127.0.0.1 with an ephemeral port. `files` maps paths (with
-    /// the leading `/`) to sizes, whose bytes are the content of `seed`;
-    /// `behaviours` scripts paths that do not answer normally. Other paths
-    /// answer 404.
-    pub async fn start(
-        seed: u64,
-        files: HashMap<String, u64>,
-        behaviours: HashMap<String, Behaviour>,
-    ) -> std::io::Result<Self> {
+    /// Starts on 127.0.0.1 with an ephemeral port, serving `site`; paths
+    /// it does not hold answer 404.
+    pub async fn start(site: Site) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let served = Arc::new(Mutex::new(Vec::new()));
-        let setup = Arc::new(Setup {
-            seed,
-            files,
-            behaviours,
-        });
+        let setup = Arc::new(site);
         let log = served.clone();
         let task = tokio::spawn(async move {
             let mut n = 0u64;
@@ -164,7 +193,7 @@ fn parse_range(v: &str, size: u64) -> Option<(u64, u64)> {
 async fn serve_conn(
     mut sock: TcpStream,
     conn: u64,
-    setup: &Setup,
+    setup: &Site,
     log: &Mutex<Vec<Served>>,
 ) -> std::io::Result<()> {
     sock.set_nodelay(true)?;
@@ -188,8 +217,8 @@ async fn serve_conn(
         let arrived = Instant::now();
         let path = head.target.split('?').next().unwrap_or("").to_string();
         let range_hdr = head.header("range").map(str::to_string);
-        let b = setup.behaviours.get(&path).cloned().unwrap_or_default();
-        let size = setup.files.get(&path).copied();
+        let b = setup.behaviour(&path);
+        let size = setup.size(&path);
         let (status, start, len) = match (b.status, size) {
             (Some(s), _) => (s, 0, 0),
             (None, None) => (404, 0, 0),
@@ -293,7 +322,7 @@ async fn serve_conn(
             let end = if stop > sent { stop } else { len };
             let n = (end - sent).min(slice);
             let d = &mut data[..n as usize];
-            content::fill(setup.seed, content::file_key(&path), start + sent, d);
+            setup.fill(&path, start + sent, d);
             if let Some(w) = b.wrong_byte_at {
                 if (sent..sent + n).contains(&w) {
                     d[(w - sent) as usize] ^= 0xff;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use vodlab_client::groundtruth::{Behaviour, GroundTruthServer};
+use vodlab_client::groundtruth::{Behaviour, GroundTruthServer, Site};
 
 fn script_workload(dir: &Path, n: usize) -> PathBuf {
     let p = dir.join("s.vsl");
@@ -53,7 +53,10 @@ fn run_exits_by_the_table() {
     let w = script_workload(t.path(), 6);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let good = rt
-        .block_on(GroundTruthServer::start(0, files(6), HashMap::new()))
+        .block_on(GroundTruthServer::start(Site {
+            files: files(6),
+            ..Site::default()
+        }))
         .unwrap();
     let url = format!("http://{}", good.addr);
 
@@ -98,7 +101,11 @@ fn run_exits_by_the_table() {
         })
         .collect();
     let broken = rt
-        .block_on(GroundTruthServer::start(0, files(6), bad))
+        .block_on(GroundTruthServer::start(Site {
+            files: files(6),
+            behaviours: bad,
+            ..Site::default()
+        }))
         .unwrap();
     let out = t.path().join("allfail");
     let o = run(&w, &format!("http://{}", broken.addr), &out, &[]);

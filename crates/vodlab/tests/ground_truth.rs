@@ -15,16 +15,23 @@
 //! count, and per request in `requests.csv`: status, bytes, ttfb,
 //! response time, latency from schedule), `stalls`, `stalled_sessions`,
 //! `stall_time_s`, `startup_delay_s`, `health.peak_active_sessions`, and
-//! the exit status.
+//! the exit status; latency from schedule under each `--late-pacing` mode;
+//! for a closed-loop player (`--player dash`): `players.overall`'s
+//! `sessions`, `failed`, `segments`, `startup_delay_ms`,
+//! `rebuffer_events`, `rebuffered_sessions`, `rebuffer_time_s`, and the
+//! viewer's wait (`startup_delay_s`, manifest and init included).
 //!
 //! Not covered here, and why: `throughput_bytes_per_s` over the measured
 //! window (its window edges are 100 ms bins: the sum over intervals is
 //! checked instead); `delivery` (the pacing paper's figures, checked
 //! against a pacing server in `tests/pacing_metrics.rs` of vodlab-client);
 //! `health` lateness and CPU (the client's own clock, not the server's
-//! behaviour); `transport` counts (`tests/protocols.rs`); `players` (the
-//! closed-loop players, `tests/players_live.rs`); HTTP/2 (this server
-//! speaks HTTP/1.1 only); echoes of the settings (`target`, `seed`, …).
+//! behaviour); `transport` counts (`tests/protocols.rs`); the players'
+//! bit-rate, switch and QoE figures (their ABR decisions, checked
+//! bit-exactly against Sabre in `tests/sabre.rs`); HTTP/2 (this server
+//! speaks HTTP/1.1 only: the h2 executor shares the session driver, whose
+//! figures these are, and `tests/protocols.rs` checks that h1 and h2 runs
+//! of one workload agree); echoes of the settings (`target`, `seed`, …).
 
 mod common;
 
@@ -34,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use vodlab_client::groundtruth::{Behaviour, GroundTruthServer, Served};
+use vodlab_client::groundtruth::{Behaviour, GroundTruthServer, Served, Site};
 
 /// Bytes of every file the server holds.
 const FILE: u64 = 100_000;
@@ -303,7 +310,12 @@ fn every_figure_of_a_run_equals_what_the_server_did() {
     let (w, seed) = workload(t.path(), &script, sessions);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt
-        .block_on(GroundTruthServer::start(seed, files, behaviours))
+        .block_on(GroundTruthServer::start(Site {
+            seed,
+            files,
+            behaviours,
+            ..Site::default()
+        }))
         .unwrap();
     let out = t.path().join("r");
     let (code, r) = run(
@@ -451,7 +463,12 @@ fn latency_from_schedule_is_the_true_lateness_in_every_late_pacing_mode() {
             },
         );
         let server = rt
-            .block_on(GroundTruthServer::start(seed, files, behaviours))
+            .block_on(GroundTruthServer::start(Site {
+            seed,
+            files,
+            behaviours,
+            ..Site::default()
+        }))
             .unwrap();
         let out = t.path().join(format!("r-{mode}"));
         let started = Instant::now();
@@ -476,4 +493,109 @@ fn latency_from_schedule_is_the_true_lateness_in_every_late_pacing_mode() {
         let p1_truly = ms(p1.done_at.unwrap() - p1.arrived);
         assert!(max >= p1_truly - 1.0 && max <= p1_truly + 30.0, "{mode}: max {max} vs {p1_truly}");
     }
+}
+
+/// A closed-loop DASH player (`--player dash`) against the ground-truth
+/// server holding its second segment 6 s: its start-up delay, its one
+/// stall and its length, and its segment count are what the server did.
+/// The player model (Sabre's) starts playback when the first segment
+/// arrives, so the stall runs from the end of the first segment's 4 s of
+/// media to the second segment's arrival.
+#[test]
+fn a_players_startup_and_stall_equal_what_the_server_did() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().join("w");
+    common::vodlab_ok(&[
+        "gen", "--preset", "dash-vod", "--sessions", "1", "--titles", "1", "-o",
+        w.to_str().unwrap(),
+    ]);
+    // the one session watches at least 6 segments: its script's first
+    // request, repeated (viewing time = requests x request_s)
+    let m: serde_json::Value =
+        serde_json::from_slice(&fs::read(w.join("workload.json")).unwrap()).unwrap();
+    let shard = w.join(m["shards"][0]["file"].as_str().unwrap());
+    let text = fs::read_to_string(&shard).unwrap();
+    let header: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
+    let first = text
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let mut s = header.join("\n");
+    for _ in 0..6 {
+        s.push_str(&format!("\n{first}"));
+    }
+    s.push_str("\n\n");
+    fs::write(&shard, s).unwrap();
+    let catalog: vodlab_workload::Catalog =
+        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    let segment_s = catalog.request_s;
+    let mut site = Site {
+        seed: m["seed"].as_u64().unwrap(),
+        files: catalog.files().map(|(p, n)| (format!("/{p}"), n)).collect(),
+        ..Site::default()
+    };
+    for f in vodlab_manifest::manifests(&catalog) {
+        site.texts.insert(format!("/{}", f.rel), f.text.into_bytes());
+    }
+    site.behaviours.insert(
+        "*/00001.m4s".into(),
+        Behaviour {
+            head_delay: Duration::from_secs(6),
+            ..Behaviour::default()
+        },
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(GroundTruthServer::start(site)).unwrap();
+    let out = t.path().join("r");
+    let o = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(["run", w.to_str().unwrap(), "--target"])
+        .arg(format!("http://{}", server.addr))
+        .args([
+            "--rate", "5", "--player", "dash", "--abr", "throughput", "--no-abandon",
+            "--max-segments", "4", "--ramp-up", "0", "--ramp-down", "0", "--check-bytes", "0",
+            "--no-shaping", "--quiet",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = common::results(&out);
+    let p = &r["players"]["overall"];
+    let served = server.served();
+    let manifest = served.iter().find(|s| s.path.ends_with(".mpd")).unwrap();
+    let segs: Vec<&Served> = served.iter().filter(|s| s.path.ends_with(".m4s")).collect();
+    assert_eq!(segs.len(), 4, "{served:?}");
+    assert!(segs[1].path.ends_with("/00001.m4s"));
+    assert_eq!(p["sessions"], 1, "{r}");
+    assert_eq!(p["failed"], 0);
+    assert_eq!(p["segments"], segs.len() as u64);
+    // the player's start-up (docs/run.md): its first segment's request to
+    // playback start, i.e. that segment's last byte
+    let startup_ms = p["startup_delay_ms"]["max"].as_f64().unwrap();
+    let truly = ms(segs[0].done_at.unwrap() - segs[0].arrived);
+    assert!(
+        startup_ms >= truly - 1.0 && startup_ms <= truly + 30.0,
+        "start-up {startup_ms} ms, server {truly} ms"
+    );
+    // the viewer's wait (the session's startup_delay_s): from the session's
+    // start, just before its manifest request arrived, to that last byte —
+    // manifest and init segment included
+    let wait_s = r["startup_delay_s"]["max"].as_f64().unwrap();
+    let truly_s = (segs[0].done_at.unwrap() - manifest.arrived).as_secs_f64();
+    assert!(
+        wait_s >= truly_s - 0.001 && wait_s <= truly_s + 0.03,
+        "viewer's wait {wait_s} s, server {truly_s} s"
+    );
+    // one stall: from the first segment's media running out to the second
+    // segment's arrival
+    let stall_s = (segs[1].done_at.unwrap() - segs[0].done_at.unwrap()).as_secs_f64() - segment_s;
+    assert!(stall_s > 1.5, "the server held the segment: {stall_s}");
+    assert_eq!(p["rebuffer_events"], 1, "{p}");
+    assert_eq!(p["rebuffered_sessions"], 1);
+    let got = p["rebuffer_time_s"].as_f64().unwrap();
+    assert!((got - stall_s).abs() <= 0.05, "stall {got} s, server {stall_s} s");
 }
