@@ -389,6 +389,10 @@ pub struct Overrides {
     /// Replace the number of titles.
     pub titles: Option<u32>,
     /// Multiply titles, sessions, shard size and ramps by this factor.
+    /// Overrides never make more than [`limits::MAX_SHARDS`] scripts: with
+    /// `scale` or `sessions` the shard size is at least
+    /// `ceil(count / MAX_SHARDS)`; `catalog.median_duration_top` is capped at
+    /// the scaled title count.
     pub scale: Option<f64>,
 }
 
@@ -504,15 +508,26 @@ impl Spec {
             if let Some(n) = self.measurement.shard_sessions.as_mut() {
                 *n = s(*n);
             }
+            self.catalog.median_duration_top =
+                self.catalog.median_duration_top.min(self.catalog.titles);
             let m = &mut self.measurement;
             m.ramp_up_sessions = (m.ramp_up_sessions as f64 * f).round() as u32;
             m.ramp_down_sessions = (m.ramp_down_sessions as f64 * f).round() as u32;
         }
         if let Some(n) = o.titles {
             self.catalog.titles = n;
+            self.catalog.median_duration_top = self.catalog.median_duration_top.min(n);
         }
         if let Some(n) = o.sessions {
             self.sessions.count = n;
+        }
+        if o.scale.is_some() || o.sessions.is_some() {
+            // an override changed the count or the shard size: the shard size
+            // grows to what keeps the scripts within the limit (a spec file
+            // that asks for too many scripts itself is still an error)
+            if let Some(n) = self.measurement.shard_sessions.as_mut() {
+                *n = (*n).max(self.sessions.count.div_ceil(limits::MAX_SHARDS));
+            }
         }
         if let Some(seed) = o.seed {
             self.measurement.seed = seed;

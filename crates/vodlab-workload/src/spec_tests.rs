@@ -163,3 +163,56 @@ fn netflix_settings_are_checked_by_key() {
     let e = err(&nf.replace("pause_s = {", "pause_z = {"));
     assert!(e.contains("pause_z"), "{e}");
 }
+
+#[test]
+fn overrides_keep_shards_within_the_limit() {
+    use crate::limits::MAX_SHARDS;
+    // bench's workload: 1/100 of youtube-2011 (shards of 6) with 10,000 sessions
+    let mut s = presets::load("youtube-2011").unwrap();
+    s.apply(
+        &Overrides {
+            scale: Some(0.01),
+            sessions: Some(10_000),
+            ..Default::default()
+        },
+        "p",
+    )
+    .unwrap();
+    assert_eq!(s.sessions.count, 10_000);
+    assert!(s.shard_count() <= MAX_SHARDS, "{}", s.shard_count());
+    assert_eq!(
+        s.measurement.shard_sessions,
+        Some(10_000u32.div_ceil(MAX_SHARDS))
+    );
+    // a scale that keeps shards within the limit leaves the scaled size alone
+    let mut s = presets::load("youtube-2011").unwrap();
+    s.apply(
+        &Overrides {
+            scale: Some(0.01),
+            ..Default::default()
+        },
+        "p",
+    )
+    .unwrap();
+    assert_eq!(s.measurement.shard_sessions, Some(6));
+    // a spec file that asks for too many scripts itself is still refused
+    let text = presets::source("youtube-2011")
+        .unwrap()
+        .replace("shard_sessions = 600", "shard_sessions = 1");
+    let e = Spec::from_toml_str(&text, "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than the limit of 1024"), "{e}");
+    // scale down to one title caps median_duration_top at it
+    let mut s = presets::load("dash-vod").unwrap();
+    s.apply(
+        &Overrides {
+            scale: Some(0.001),
+            ..Default::default()
+        },
+        "p",
+    )
+    .unwrap();
+    assert_eq!(s.catalog.titles, 1);
+    assert_eq!(s.catalog.median_duration_top, 1);
+}

@@ -22,7 +22,7 @@ pub struct GenArgs {
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
     /// Output directory (created; an existing vodlab workload in it is replaced).
-    #[arg(short, long, value_name = "DIR", required_unless_present_any = ["list_presets", "show_preset"])]
+    #[arg(short, long, value_name = "DIR", required_unless_present_any = ["list_presets", "show_preset", "check"])]
     pub output: Option<PathBuf>,
     /// Seed of every random draw (overrides [measurement] seed).
     #[arg(long)]
@@ -53,6 +53,11 @@ pub struct GenArgs {
     /// Print a preset's TOML (a starting point for your own spec) and exit.
     #[arg(long, value_name = "NAME")]
     pub show_preset: Option<String>,
+    /// Check the specification with the overrides applied (every bound, the
+    /// size estimate and the script layout) and exit without constructing or
+    /// writing anything.
+    #[arg(long)]
+    pub check: bool,
 }
 
 pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
@@ -99,6 +104,19 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
             "--shards {n} cannot split {} sessions into {n} non-empty scripts",
             spec.sessions.count
         );
+    }
+    if a.check {
+        writeln!(
+            out,
+            "workload {} (seed {}) is valid: {} sessions of {} titles in {} script file(s) of up to {} sessions",
+            spec.name,
+            spec.measurement.seed,
+            spec.sessions.count,
+            spec.catalog.titles,
+            spec.shard_count(),
+            spec.sessions.count.div_ceil(spec.shard_count())
+        )?;
+        return Ok(ExitCode::SUCCESS);
     }
     let dir = a.output.as_ref().expect("clap requires -o");
     let workload = try_construct(&spec, &origin)?;
