@@ -16,7 +16,9 @@
 //! - `VALUE` is a number or `true`/`false`.
 //!
 //! The rule says when the result **fails**: `failed_sessions_pct>1` fails a
-//! run in which more than 1 % of the measured sessions failed.
+//! run in which more than 1 % of the measured sessions failed. A figure
+//! the result leaves empty (`null`: no rate passed, so no capacity) fails
+//! every rule on it: the check cannot pass without a value.
 
 use std::fmt;
 
@@ -225,6 +227,9 @@ impl Rule {
         let v = self.lookup(sample)?;
         let path = self.path.join(".");
         match (v, self.bound) {
+            // a figure that is absent until the run gives it (a capacity
+            // before any point passed)
+            (Value::Null, _) => Ok(()),
             (Value::Number(_), Bound::Number(_)) | (Value::Bool(_), Bound::Bool(_)) => Ok(()),
             (Value::Number(_), Bound::Bool(_)) | (Value::Bool(_), Bound::Number(_)) => {
                 Err(RuleError::Mismatch(self.text.clone()))
@@ -253,6 +258,8 @@ impl Rule {
     pub fn evaluate(&self, result: &Value) -> Result<Option<Breach>, RuleError> {
         let v = self.lookup(result)?;
         let failed = match (v, self.bound) {
+            // no figure to judge (no rate passed, say): the check cannot pass
+            (Value::Null, _) => true,
             (Value::Number(n), Bound::Number(b)) => {
                 let x = n.as_f64().unwrap_or(f64::NAN);
                 match self.op {
@@ -277,6 +284,7 @@ impl Rule {
         Ok(failed.then(|| Breach {
             rule: self.text.clone(),
             actual: match v {
+                Value::Null => "absent".to_string(),
                 Value::Number(n) => n.to_string(),
                 other => other.to_string(),
             },
@@ -286,7 +294,13 @@ impl Rule {
 
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}{}", self.path.join("."), self.op.symbol(), self.bound)
+        write!(
+            f,
+            "{}{}{}",
+            self.path.join("."),
+            self.op.symbol(),
+            self.bound
+        )
     }
 }
 
@@ -301,7 +315,11 @@ pub struct Breach {
 
 impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "--fail-on {}: breached (the figure is {})", self.rule, self.actual)
+        write!(
+            f,
+            "--fail-on {}: breached (the figure is {})",
+            self.rule, self.actual
+        )
     }
 }
 
@@ -351,6 +369,11 @@ mod tests {
         assert!(fails("p99_latency_ms==480"));
         assert!(fails("players.rebuffer_events>2"));
         assert!(!fails("players.overall.rebuffer_events>3"));
+        // an absent figure fails any rule on it, and says so
+        let none = json!({ "answer": { "capacity": null } });
+        let b = Rule::parse("answer.capacity<10").unwrap();
+        assert!(b.check_against(&none).is_ok());
+        assert_eq!(b.evaluate(&none).unwrap().unwrap().actual, "absent");
         assert!(!fails("failed_pct!=2.5"));
     }
 
@@ -387,7 +410,10 @@ mod tests {
         assert!(typo.contains("no figure `failed_session_pct`"), "{typo}");
         assert!(typo.contains("failed_sessions_pct"), "{typo}");
         let deep = c("latency_from_schedule_ms.p98>1");
-        assert!(deep.contains("`latency_from_schedule_ms` has: p99, p50") || deep.contains("p50, p99"), "{deep}");
+        assert!(
+            deep.contains("`latency_from_schedule_ms` has: p99, p50") || deep.contains("p50, p99"),
+            "{deep}"
+        );
         assert!(c("latency_from_schedule_ms>1").contains("e.g. `latency_from_schedule_ms."));
         assert!(c("intervals>1").contains("a list"));
         assert!(c("valid>1").contains("boolean only"));

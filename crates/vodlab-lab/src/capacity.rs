@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::files::{parse_versioned, read_with, write_pretty, FileError};
-use crate::search::{Answer, Ending, Search, SearchMode, Verdict};
+use crate::search::{Answer, Ending, Point, RunExtra, Search, SearchMode, Verdict};
 use crate::stats::MeanCi;
+use vodlab_client::results::Results;
 
 /// The `format` of a capacity.json.
 pub const CAPACITY_FORMAT: &str = "vodlab-capacity";
@@ -243,10 +244,209 @@ pub struct CapacityFile {
     pub answer: Answer,
     /// Summary rows, one per point.
     pub rows: Vec<Row>,
+    /// The answer in viewers' units: concurrent viewers and delivered
+    /// Gbit/s at the highest failure-free point (absent when no point
+    /// passed, and in files written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_capacity: Option<Viewers>,
+    /// The workload's bit-rate mix (absent in files written before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bitrate_mix: Vec<RepShare>,
     /// Wall-clock start, Unix seconds.
     pub started_at_unix_s: f64,
     /// Length of the whole search, s.
     pub duration_s: f64,
+}
+
+/// What a failure-free point delivered, in viewers' units: how many viewers
+/// watched at once and how many bits reached them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Viewers {
+    /// New sessions/s of the point.
+    pub rate: f64,
+    /// Runs the figures are over.
+    pub runs: usize,
+    /// Concurrent viewers: the time average of active sessions over each
+    /// run's measured window, mean over the runs (`None`: runs written
+    /// before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_active_sessions: Option<f64>,
+    /// Most sessions active at once in any run's measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_active_sessions: Option<u64>,
+    /// Delivered Gbit/s (10^9 bit/s): the throughput over the measured
+    /// window, mean over the runs.
+    pub delivered_gbit_s: f64,
+}
+
+impl Viewers {
+    /// The figures of a point's runs (`None` for a point without runs).
+    pub fn of(p: &Point) -> Option<Self> {
+        let tput = p.throughput()?;
+        Some(Self {
+            rate: p.rate,
+            runs: p.runs.len(),
+            mean_active_sessions: p.mean_of(|o| o.extra.mean_active_sessions).map(|c| c.mean),
+            peak_active_sessions: p
+                .runs
+                .iter()
+                .filter_map(|o| o.extra.peak_active_sessions)
+                .max(),
+            delivered_gbit_s: tput.mean * 8.0 / 1e9,
+        })
+    }
+
+    /// `12.0 new sessions/s without a failed session: 96 concurrent viewers
+    /// on average (peak 110), 0.41 Gbit/s delivered` (the part after the
+    /// server's name).
+    pub fn sentence(&self) -> String {
+        let viewers = match (self.mean_active_sessions, self.peak_active_sessions) {
+            (Some(m), Some(p)) => format!("{m:.0} concurrent viewers on average (peak {p})"),
+            (Some(m), None) => format!("{m:.0} concurrent viewers on average"),
+            _ => "concurrent viewers not recorded".to_string(),
+        };
+        format!(
+            "{:.1} new sessions/s without a failed session: {viewers}, {:.2} Gbit/s delivered",
+            self.rate, self.delivered_gbit_s
+        )
+    }
+}
+
+/// One representation's share of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepShare {
+    /// Representation name.
+    pub name: String,
+    /// Its bit rate, kbit/s.
+    pub bitrate_kbps: f64,
+    /// Percent of the workload's sessions.
+    pub sessions_pct: f64,
+    /// Percent of its requests (`None`: the workload's stats.json does not
+    /// say, as for the netflix session model, whose sessions switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_pct: Option<f64>,
+    /// Percent of its requested bytes (`None` likewise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_pct: Option<f64>,
+}
+
+/// The bit-rate mix of the `vodlab gen` workload in `dir`, from its
+/// catalog.json (names and bit rates) and stats.json (counts); the
+/// representations no session requests are left out.
+pub fn bitrate_mix(dir: &Path) -> Result<Vec<RepShare>, FileError> {
+    #[derive(Deserialize)]
+    struct Rep {
+        name: String,
+        bitrate_kbps: f64,
+    }
+    #[derive(Deserialize)]
+    struct Catalog {
+        representations: Vec<Rep>,
+    }
+    #[derive(Deserialize)]
+    struct Stats {
+        sessions_per_representation: Vec<(String, u64)>,
+        #[serde(default)]
+        requests_per_representation: Vec<(String, u64)>,
+        #[serde(default)]
+        bytes_per_representation: Vec<(String, u64)>,
+    }
+    fn json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, FileError> {
+        let text = std::fs::read(path).map_err(|source| FileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_slice(&text).map_err(|e| FileError::In {
+            path: path.to_path_buf(),
+            source: Box::new(FileError::Json(e)),
+        })
+    }
+    let cat: Catalog = json(&dir.join("catalog.json"))?;
+    let st: Stats = json(&dir.join("stats.json"))?;
+    let pct = |v: &[(String, u64)], name: &str| -> Option<f64> {
+        let total: u64 = v.iter().map(|x| x.1).sum();
+        let n = v.iter().find(|x| x.0 == name)?.1;
+        (total > 0).then(|| 100.0 * n as f64 / total as f64)
+    };
+    Ok(cat
+        .representations
+        .iter()
+        .filter_map(|r| {
+            let sessions_pct = pct(&st.sessions_per_representation, &r.name)?;
+            (sessions_pct > 0.0).then(|| RepShare {
+                name: r.name.clone(),
+                bitrate_kbps: r.bitrate_kbps,
+                sessions_pct,
+                requests_pct: pct(&st.requests_per_representation, &r.name),
+                bytes_pct: pct(&st.bytes_per_representation, &r.name),
+            })
+        })
+        .collect())
+}
+
+/// `bit rates by share of bytes: 419 kbit/s 60 %, 2097 kbit/s 40 %` (of
+/// sessions where the workload does not give bytes).
+pub fn mix_words(mix: &[RepShare]) -> String {
+    let by_bytes = mix.iter().all(|r| r.bytes_pct.is_some());
+    let parts: Vec<String> = mix
+        .iter()
+        .map(|r| {
+            let share = if by_bytes {
+                r.bytes_pct.unwrap_or(0.0)
+            } else {
+                r.sessions_pct
+            };
+            format!("{:.0} kbit/s {share:.0} %", r.bitrate_kbps)
+        })
+        .collect();
+    format!(
+        "bit rates by share of {}: {}",
+        if by_bytes { "bytes" } else { "sessions" },
+        parts.join(", ")
+    )
+}
+
+/// Concurrency of a run over its measured window: (time average of active
+/// sessions, most at once).
+///
+/// The average is exact at the interval boundaries and sampled between
+/// them: sessions started minus sessions ended before each boundary in the
+/// window, times the interval width, over the window's length. Every
+/// session's start and end fall in the interval that holds them, so each
+/// session counts at the boundaries it spans: in expectation (arrival times
+/// at random phases to the boundaries) its duration over the width, and the
+/// sum is the integral of active sessions. The peak is the most of those
+/// counts and of the monitor's per-interval peaks (samples at most 1 s
+/// apart), so a peak shorter than the sampling can be missed.
+pub fn concurrency(r: &Results) -> Option<(f64, u64)> {
+    let [from, to] = r.measured_window_s;
+    let w = r.interval_s;
+    if !(to > from && w > 0.0) || r.intervals.is_empty() {
+        return None;
+    }
+    let mut active: i64 = 0;
+    let mut area = 0.0;
+    let mut peak = 0u64;
+    for iv in &r.intervals {
+        let (lo, hi) = (iv.t_s, iv.t_s + w);
+        if (from..=to).contains(&lo) {
+            area += active.max(0) as f64 * w;
+            peak = peak.max(active.max(0) as u64);
+        }
+        if hi > from && lo <= to {
+            peak = peak.max(iv.active_sessions);
+        }
+        active += iv.started as i64 - (iv.completed + iv.failed) as i64;
+    }
+    Some((area / (to - from), peak))
+}
+
+/// Adds a run's concurrency ([`concurrency`]) to its figures.
+pub fn add_viewer_figures(e: &mut RunExtra, r: &Results) {
+    if let Some((mean, peak)) = concurrency(r) {
+        e.mean_active_sessions = Some(mean);
+        e.peak_active_sessions = Some(peak);
+    }
 }
 
 /// What a capacity.json says besides the search itself.
@@ -310,6 +510,8 @@ impl CapacityFile {
             search: search.clone(),
             answer: search.answer(),
             rows: rows(search),
+            at_capacity: search.best_point().and_then(Viewers::of),
+            bitrate_mix: Vec::new(),
             started_at_unix_s: meta.started_at_unix_s,
             duration_s: now - meta.started_at_unix_s,
         }

@@ -184,6 +184,16 @@ pub struct Figures {
     /// p99 response time, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_p99_ms: Option<f64>,
+    /// Concurrent viewers: time average of active sessions over the
+    /// measured window ([`crate::capacity::concurrency`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_active_sessions: Option<f64>,
+    /// Most sessions active at once (the most of any run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_active_sessions: Option<u64>,
+    /// Delivered Gbit/s (10^9 bit/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_gbit_s: Option<f64>,
 }
 
 impl Figures {
@@ -200,6 +210,13 @@ impl Figures {
             server_cpu_s_per_gb: m(|e| e.server_cpu_s_per_gb),
             cache_miss_pct: m(|e| e.cache_miss_pct),
             response_p99_ms: m(|e| e.response_p99_ms),
+            mean_active_sessions: m(|e| e.mean_active_sessions),
+            peak_active_sessions: p
+                .runs
+                .iter()
+                .filter_map(|o| o.extra.peak_active_sessions)
+                .max(),
+            delivered_gbit_s: p.throughput().map(|t| t.mean * 8.0 / 1e9),
         }
     }
 }

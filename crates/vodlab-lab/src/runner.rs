@@ -635,6 +635,20 @@ impl PointRunner {
         server: Option<String>,
         started: f64,
     ) -> Result<CapacityFile, FileError> {
+        let file = self.capacity_file(search, stop, server, started);
+        file.write(&self.out.join("capacity.json"))?;
+        Ok(file)
+    }
+
+    /// `capacity.json` of `search` as it stands, not written (before a
+    /// search: the shape `--fail-on` rules are checked against).
+    pub fn capacity_file(
+        &self,
+        search: &Search,
+        stop: Option<&Stop>,
+        server: Option<String>,
+        started: f64,
+    ) -> CapacityFile {
         let meta = CapacityMeta {
             workload: self.work.name.clone(),
             target: self.base.target.clone(),
@@ -649,9 +663,7 @@ impl PointRunner {
             client_processes: Some(self.settings.client_processes),
             started_at_unix_s: started,
         };
-        let file = CapacityFile::new(search, stop, meta, unix_now());
-        file.write(&self.out.join("capacity.json"))?;
-        Ok(file)
+        CapacityFile::new(search, stop, meta, unix_now())
     }
 
     /// Shuts the runtime down.

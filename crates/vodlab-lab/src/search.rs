@@ -222,6 +222,13 @@ pub struct RunExtra {
     /// Peak memory of the box (page cache included), bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub box_memory_peak_bytes: Option<u64>,
+    /// Concurrent viewers: the time average of active sessions over the
+    /// run's measured window (`capacity::add_viewer_figures`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_active_sessions: Option<f64>,
+    /// Most sessions active at once in the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_active_sessions: Option<u64>,
 }
 
 /// How the stepping phase raises the rate.

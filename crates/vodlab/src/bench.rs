@@ -13,10 +13,11 @@ use vodlab_lab::runner::unix_now;
 use vodlab_lab::{Answer, Search, SearchOutcome};
 use vodlab_server::{Config, IoMode, Server};
 
-use crate::capacity::{self, Printer, SearchArgs};
+use crate::capacity::{self, Printer, SearchArgs, SearchDefaults};
 
 /// Arguments of `vodlab bench`.
 #[derive(Debug, Args)]
+#[command(mut_args(bench_default))]
 pub struct BenchArgs {
     /// Workload preset (see `vodlab gen --list-presets`; as root on the
     /// emulated drive: youtube-2011-unchunked unless given).
@@ -59,9 +60,58 @@ pub struct BenchArgs {
     /// As root: the servers compared on the emulated drive.
     #[arg(long, value_delimiter = ',', default_value = "vodlab-asap,nginx")]
     pub servers: Vec<String>,
-    /// Search settings (bench's defaults: unpaced sessions, 15 s per point).
+    /// Search settings (bench's defaults: unpaced sessions and [`CACHED`],
+    /// or [`DISK`] as root).
     #[command(flatten)]
     pub search: SearchArgs,
+}
+
+/// bench's search settings where the flag is not given, without root (or
+/// with `--cached`): unpaced sessions, short points.
+pub const CACHED: SearchDefaults = SearchDefaults {
+    window: 15.0,
+    drain: 30.0,
+    start: 4.0,
+    precision: 0.15,
+    ..SearchDefaults::CAPACITY
+};
+
+/// bench's search settings as root, on the emulated drive.
+pub const DISK: SearchDefaults = SearchDefaults {
+    window: 10.0,
+    // unpaced sessions: a point passes when its backlog ends within the
+    // drain, so a drain as long as the window makes the answer follow the
+    // drive's throughput; with 30 s nginx's backlog of a 10 s window
+    // finished at ASAP's rate (the same answer for both)
+    drain: 10.0,
+    max_points: 6,
+    // client and servers share this machine's cores: a session start a few
+    // tens of ms late does not change a disk-bound point, but at 10 ms one
+    // late start in 40 made points INVALID here
+    late_threshold_ms: 100.0,
+    ..CACHED
+};
+
+/// `--help` of a search flag of bench whose default is bench's own: its
+/// text and bench's two defaults (from [`CACHED`] and [`DISK`]) instead of
+/// capacity's; every other flag as it is.
+fn bench_default(arg: clap::Arg) -> clap::Arg {
+    let id = arg.get_id().as_str().to_string();
+    let pick = |d: &SearchDefaults| match id.as_str() {
+        "window" => Some(d.window.to_string()),
+        "drain" => Some(d.drain.to_string()),
+        "start" => Some(d.start.to_string()),
+        "precision" => Some(d.precision.to_string()),
+        "max_points" => Some(d.max_points.to_string()),
+        "late_threshold_ms" => Some(d.late_threshold_ms.to_string()),
+        _ => None,
+    };
+    let (Some(cached), Some(disk)) = (pick(&CACHED), pick(&DISK)) else {
+        return arg;
+    };
+    let text = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+    let help = format!("{text} [default: {cached}; as root on the emulated drive: {disk}]");
+    arg.hide_default_value(true).help(help)
 }
 
 /// `vodlab gen` of the bench's preset, scale and sessions into `wl`.
@@ -123,18 +173,22 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     // or link emulation (each downloads as fast as the server lets it), short points
     let given =
         |flag: &str| std::env::args().any(|x| x == flag || x.starts_with(&format!("{flag}=")));
-    if !given("--window") {
-        a.search.window = 15.0;
+    if a.search.print_settings {
+        // what each kind of bench would run with, from the same code
+        let mut cached = a.search.clone();
+        CACHED.apply(&mut cached, &given);
+        let mut disk = a.search.clone();
+        DISK.apply(&mut disk, &given);
+        println!(
+            "{}",
+            serde_json::json!({
+                "cached": SearchDefaults::of(&cached),
+                "disk": SearchDefaults::of(&disk),
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
     }
-    if !given("--drain") {
-        a.search.drain = 30.0;
-    }
-    if !given("--start") {
-        a.search.start = 4.0;
-    }
-    if !given("--precision") {
-        a.search.precision = 0.15;
-    }
+    CACHED.apply(&mut a.search, &given);
     if !a.paced {
         a.search.no_pacing = true;
         a.search.no_shaping = true;
@@ -143,6 +197,9 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.search.config()?;
     if !a.cached {
         match disk_bench_possible() {
+            Ok(()) if !a.search.fail_on.is_empty() => anyhow::bail!(
+                "--fail-on: the emulated-drive bench compares servers; judge its compare.json with `vodlab compare --fail-on`, or give --cached to judge the cached bench's capacity.json"
+            ),
             Ok(()) => return disk_bench(a, &given),
             Err(why) => eprintln!(
                 "vodlab bench: {why}; so no emulated disk and no memory box (the thesis's experiment needs both): running the cached smoke test instead (the embedded server, its files in the page cache)"
@@ -198,10 +255,21 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
     eprintln!("vodlab bench: embedded server (io {:?}) on {target}", a.io);
     let mut runner = capacity::runner(&wl, &target, false, &a.search, &out)?;
     let mut search = Search::new(cfg)?;
+    capacity::check_rules(
+        &a.search.fail_on,
+        runner.capacity_file(&search, None, None, 0.0),
+    )?;
     let started = unix_now();
     let mut printer = Printer::new("  ", &a.search);
-    let res: anyhow::Result<Answer> =
-        runner.run_search(&mut search, &mut printer, || Ok(()), |_, _| Ok(()));
+    let res: anyhow::Result<Answer> = runner.run_search(
+        &mut search,
+        &mut printer,
+        || Ok(()),
+        |m, o| {
+            vodlab_lab::capacity::add_viewer_figures(&mut o.extra, &m.results);
+            Ok(())
+        },
+    );
     let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
     let file = runner.write_capacity(
         &search,
@@ -210,29 +278,33 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
         started,
     )?;
     runner.finish();
+    let file = capacity::with_mix(file, &wl, &out)?;
     srt.block_on(server.shutdown());
     srt.shutdown_timeout(std::time::Duration::from_millis(200));
     let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench", 20_000)?;
     std::fs::write(out.join("report.html"), html)?;
     print!("{}", capacity::table(&file));
-    println!("{}", bench_answer(&file.answer, &file.outcome, &a));
+    println!("{}", bench_answer(&file, &a));
     println!(
         "  results: {}\n  report:  {}",
         out.join("capacity.json").display(),
         out.join("report.html").display()
     );
+    let breaches =
+        vodlab_client::thresholds::evaluate_all(&a.search.fail_on, &serde_json::to_value(&file)?)?;
     if let Err(e) = res {
         eprintln!("vodlab bench: stopped early: {e:#}");
         return Ok(ExitCode::from(1));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::report_breaches(&breaches, crate::exit::OK))
 }
 
 /// bench's answer in one sentence. The capacity always comes from a valid
 /// point (the search never passes an INVALID one); when the load generator
 /// limited the search the sentence says so and gives no number as "the"
 /// answer, only the valid lower bound.
-fn bench_answer(answer: &Answer, outcome: &SearchOutcome, a: &BenchArgs) -> String {
+fn bench_answer(file: &vodlab_lab::CapacityFile, a: &BenchArgs) -> String {
+    let (answer, outcome) = (&file.answer, &file.outcome);
     let how = if a.search.no_pacing {
         "unpaced viewers, client and server sharing this machine's CPUs"
     } else {
@@ -253,11 +325,20 @@ fn bench_answer(answer: &Answer, outcome: &SearchOutcome, a: &BenchArgs) -> Stri
             } else {
                 "at least "
             };
-            format!(
-                "answer: on this machine the embedded vodlab serve starts {} of {} ({how}) with no failed session",
-                answer.capacity.map_or("fewer than the lowest rate tried".to_string(), |c| format!("{bound}{c:.1} new sessions/s")),
-                a.preset,
-            )
+            let server = format!("vodlab serve ({:?})", a.io).to_lowercase();
+            match &file.at_capacity {
+                // one sentence: the rate, the viewers it kept and the bits
+                Some(v) => format!(
+                    "answer: on this machine, with {} ({how}), {server} served {bound}{}{}",
+                    a.preset,
+                    v.sentence(),
+                    capacity::mix_suffix(&file.bitrate_mix)
+                ),
+                None => format!(
+                    "answer: on this machine {server} starts fewer than the lowest rate tried of {} ({how}) without a failed session",
+                    a.preset
+                ),
+            }
         }
     }
 }
@@ -304,28 +385,7 @@ fn disk_bench(mut a: BenchArgs, given: &dyn Fn(&str) -> bool) -> anyhow::Result<
     if !given("--sessions") {
         a.sessions = 360;
     }
-    if !given("--window") {
-        a.search.window = 10.0;
-    }
-    // unpaced sessions: a point passes when its backlog ends within the
-    // drain, so a drain as long as the window makes the answer follow the
-    // drive's throughput; with 30 s nginx's backlog of a 10 s window
-    // finished at ASAP's rate (the same answer for both)
-    if !given("--drain") {
-        a.search.drain = 10.0;
-    }
-    if !given("--max-points") {
-        a.search.max_points = 6;
-    }
-    if !given("--start") {
-        a.search.start = 4.0;
-    }
-    // client and servers share this machine's cores: a session start a few
-    // tens of ms late does not change a disk-bound point, but at 10 ms one
-    // late start in 40 made points INVALID here
-    if !given("--late-threshold-ms") {
-        a.search.late_threshold_ms = 100.0;
-    }
+    DISK.apply(&mut a.search, given);
     check_bounds(&a)?;
     let profile = vodlab_disk::Profile::resolve(&a.disk)?;
     let exe = std::env::current_exe()?;
@@ -387,9 +447,11 @@ fn disk_bench(mut a: BenchArgs, given: &dyn Fn(&str) -> bool) -> anyhow::Result<
     let file = vodlab_lab::CompareFile::read(&out.join("compare.json"))?;
     let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench", 20_000)?;
     std::fs::write(out.join("report.html"), html)?;
+    let mix = vodlab_lab::capacity::bitrate_mix(&wl).unwrap_or_default();
     println!(
-        "{}",
-        disk_answer(&file, &profile, a.mem, &a.preset, a.scale)
+        "{}{}",
+        disk_answer(&file, &profile, a.mem, &a.preset, a.scale),
+        capacity::mix_suffix(&mix)
     );
     println!(
         "  {:.0} s; results: {}\n  report:  {}",
@@ -443,7 +505,22 @@ fn disk_answer(
     let mut parts = Vec::new();
     for r in &file.servers {
         if let Some((t, _)) = cap(&r.server) {
-            parts.push(format!("{} {t}", server_label(&r.server)));
+            // the viewers and bits at that rate, where a point passed
+            let users = r
+                .at_capacity
+                .as_ref()
+                .and_then(|f| {
+                    let m = f.mean_active_sessions?;
+                    let peak = f
+                        .peak_active_sessions
+                        .map_or(String::new(), |p| format!(" (peak {p})"));
+                    Some(format!(
+                        ": {m:.0} concurrent viewers on average{peak}, {:.2} Gbit/s delivered",
+                        f.delivered_gbit_s?
+                    ))
+                })
+                .unwrap_or_default();
+            parts.push(format!("{} {t}{users}", server_label(&r.server)));
         }
     }
     let mut s = format!(

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::{bail, Context};
 use clap::Args;
 use vodlab_client::Live;
-use vodlab_lab::capacity::rows;
+use vodlab_lab::capacity::{add_viewer_figures, bitrate_mix, mix_words, rows};
 use vodlab_lab::runner::unix_now;
 use vodlab_lab::{
     CapacityFile, Criterion, Interrupter, Outcome, PointRunner, PointSettings, RunObserver, Search,
@@ -30,7 +30,7 @@ pub struct SearchArgs {
     #[arg(long, default_value = "none", value_name = "RULE")]
     pub criterion: String,
     /// First rate tried, sessions/s.
-    #[arg(long, default_value_t = 1.0, value_name = "SESSIONS_PER_S")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.start, value_name = "SESSIONS_PER_S")]
     pub start: f64,
     /// How the rate rises until a point fails: `xF` multiplies by F, `+D`
     /// adds D sessions/s (the thesis adds a fixed step).
@@ -49,7 +49,7 @@ pub struct SearchArgs {
     )]
     pub search_mode: String,
     /// Bisect until the bracket is narrower than this fraction of the rate.
-    #[arg(long, default_value_t = 0.1, value_name = "FRACTION")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.precision, value_name = "FRACTION")]
     pub precision: f64,
     /// Highest rate to try, sessions/s.
     #[arg(long, default_value_t = 1000.0)]
@@ -62,15 +62,15 @@ pub struct SearchArgs {
     #[arg(long, default_value_t = 1)]
     pub repeats: u32,
     /// Stop after this many rates.
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.max_points)]
     pub max_points: usize,
     /// Seconds of arrivals per point: a point starts rate x window sessions
     /// (the first ones of the workload, the same for every point).
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.window, value_name = "SECONDS")]
     pub window: f64,
     /// After the last arrival, wait at most this long for sessions to end;
     /// sessions still running then count as failed.
-    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.drain, value_name = "SECONDS")]
     pub drain: f64,
     /// Pause between points, seconds (lets the server close connections).
     #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
@@ -99,7 +99,7 @@ pub struct SearchArgs {
     /// Client lateness threshold, ms (see `vodlab run --help`): a run with
     /// more than 1 % of its session starts or request sends later than this
     /// is INVALID, and an INVALID point ends the search (docs/experiments.md).
-    #[arg(long, default_value_t = 10.0, value_name = "MS")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.late_threshold_ms, value_name = "MS")]
     pub late_threshold_ms: f64,
     /// Spread each point over N local client processes, so the client is
     /// not the bottleneck on a machine with more cores: each point runs as
@@ -123,8 +123,85 @@ pub struct SearchArgs {
     /// No live progress of each run.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the search settings this command would run with (JSON) and
+    /// exit (for tests: `--help`'s defaults against what runs).
+    #[arg(long, hide = true)]
+    pub print_settings: bool,
+    /// Fail (exit 1) when the result's figure compares so: PATH OP VALUE
+    /// over capacity.json (`compare`: over each server's row of
+    /// compare.json), e.g. `answer.capacity<10`,
+    /// `at_capacity.mean_viewers<100`; OP is > >= < <= == !=; repeatable;
+    /// checked before the search (a typo is a usage error), named on stderr
+    /// when breached.
+    #[arg(long = "fail-on", value_name = "EXPR", value_parser = crate::exit::parse_rule)]
+    pub fail_on: Vec<vodlab_client::thresholds::Rule>,
     #[command(flatten)]
     pub transport: crate::run::TransportArgs,
+}
+
+/// The search settings a command runs with where its flag is not given:
+/// the one source of `--help`'s defaults and of what runs (`capacity` and
+/// `compare` take [`SearchDefaults::CAPACITY`]; `bench` its own).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SearchDefaults {
+    /// `--window`, s.
+    pub window: f64,
+    /// `--drain`, s.
+    pub drain: f64,
+    /// `--start`, sessions/s.
+    pub start: f64,
+    /// `--precision`.
+    pub precision: f64,
+    /// `--max-points`.
+    pub max_points: usize,
+    /// `--late-threshold-ms`.
+    pub late_threshold_ms: f64,
+}
+
+impl SearchDefaults {
+    /// `vodlab capacity` and `vodlab compare`.
+    pub const CAPACITY: Self = Self {
+        window: 60.0,
+        drain: 120.0,
+        start: 1.0,
+        precision: 0.1,
+        max_points: 12,
+        late_threshold_ms: 10.0,
+    };
+
+    /// Sets each setting of `a` whose flag `given` says was not given.
+    pub fn apply(&self, a: &mut SearchArgs, given: &dyn Fn(&str) -> bool) {
+        if !given("--window") {
+            a.window = self.window;
+        }
+        if !given("--drain") {
+            a.drain = self.drain;
+        }
+        if !given("--start") {
+            a.start = self.start;
+        }
+        if !given("--precision") {
+            a.precision = self.precision;
+        }
+        if !given("--max-points") {
+            a.max_points = self.max_points;
+        }
+        if !given("--late-threshold-ms") {
+            a.late_threshold_ms = self.late_threshold_ms;
+        }
+    }
+
+    /// The settings `a` runs with.
+    pub fn of(a: &SearchArgs) -> Self {
+        Self {
+            window: a.window,
+            drain: a.drain,
+            start: a.start,
+            precision: a.precision,
+            max_points: a.max_points,
+            late_threshold_ms: a.late_threshold_ms,
+        }
+    }
 }
 
 /// Bounds of the search flags, checked at parse time (docs/experiments.md).
@@ -448,6 +525,47 @@ pub fn fmt_ci(c: Option<vodlab_lab::MeanCi>, digits: usize) -> String {
     }
 }
 
+/// Records the bit-rate mix of the workload in `workload` in `file` and
+/// rewrites `out/capacity.json` with it; a workload without a readable
+/// catalog.json and stats.json (not made by `vodlab gen`) keeps the file as
+/// it is, with a warning.
+pub fn with_mix(
+    mut file: CapacityFile,
+    workload: &Path,
+    out: &Path,
+) -> anyhow::Result<CapacityFile> {
+    match bitrate_mix(workload) {
+        Ok(mix) => {
+            file.bitrate_mix = mix;
+            file.write(&out.join("capacity.json"))?;
+        }
+        Err(e) => eprintln!("vodlab: no bit-rate mix in capacity.json: {e}"),
+    }
+    Ok(file)
+}
+
+/// The answer in viewers' units: `at the highest failure-free rate, 12.0
+/// new sessions/s without a failed session: 96 concurrent viewers on
+/// average (peak 110), 0.41 Gbit/s delivered (bit rates by share of bytes:
+/// ...)`; `None` when no point passed.
+pub fn viewers_line(file: &CapacityFile) -> Option<String> {
+    let v = file.at_capacity.as_ref()?;
+    Some(format!(
+        "in viewers: {}{}",
+        v.sentence(),
+        mix_suffix(&file.bitrate_mix)
+    ))
+}
+
+/// ` (bit rates by share of bytes: ...)`, or nothing without a mix.
+pub fn mix_suffix(mix: &[vodlab_lab::capacity::RepShare]) -> String {
+    if mix.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", mix_words(mix))
+    }
+}
+
 /// The summary table and the answer in words.
 pub fn table(file: &CapacityFile) -> String {
     let mut s = String::new();
@@ -471,6 +589,10 @@ pub fn table(file: &CapacityFile) -> String {
 }
 
 pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
+    if a.search.print_settings {
+        println!("{}", serde_json::to_string(&SearchDefaults::of(&a.search))?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let cfg = a.search.config()?;
     let out = a
         .output
@@ -486,6 +608,10 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
     };
     let mut runner = runner(&a.workload, &a.target, a.allow_remote, &a.search, &out)?;
     let mut search = Search::new(cfg)?;
+    check_rules(
+        &a.search.fail_on,
+        runner.capacity_file(&search, None, None, 0.0),
+    )?;
     eprintln!(
         "vodlab capacity: {} against {}; criterion: {}; {} s of arrivals per point, drain {} s; output {}",
         runner.workload_name(),
@@ -507,16 +633,61 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(())
         },
-        |_, _| Ok(()),
+        |m, o| {
+            add_viewer_figures(&mut o.extra, &m.results);
+            Ok(())
+        },
     );
     let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
     let file = runner.write_capacity(&search, stop.as_ref(), None, started)?;
     runner.finish();
+    let file = with_mix(file, &a.workload, &out)?;
     print!("{}", table(&file));
+    if let Some(v) = viewers_line(&file) {
+        println!("{v}");
+    }
     println!("  results: {}", out.join("capacity.json").display());
+    let breaches =
+        vodlab_client::thresholds::evaluate_all(&a.search.fail_on, &serde_json::to_value(&file)?)?;
     if let Err(e) = res {
         eprintln!("vodlab capacity: stopped early: {e:#}");
-        return Ok(ExitCode::from(1));
+        for b in &breaches {
+            eprintln!("vodlab capacity: {b}");
+        }
+        return Ok(ExitCode::from(if runner_interrupted() {
+            crate::exit::INTERRUPTED
+        } else {
+            crate::exit::CHECK_FAILED
+        }));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::report_breaches(&breaches, crate::exit::OK))
+}
+
+/// True once Ctrl-C or SIGTERM stopped the search.
+fn runner_interrupted() -> bool {
+    interrupter().is_interrupted()
+}
+
+/// Checks `--fail-on` rules against the shape of a capacity.json before
+/// anything runs: a path that names no figure is a
+/// usage error, not a wasted search.
+pub fn check_rules(
+    rules: &[vodlab_client::thresholds::Rule],
+    mut shape: vodlab_lab::CapacityFile,
+) -> anyhow::Result<()> {
+    // the figures a finished search adds, present so their names are known
+    shape
+        .at_capacity
+        .get_or_insert(vodlab_lab::capacity::Viewers {
+            rate: 0.0,
+            runs: 0,
+            mean_active_sessions: Some(0.0),
+            peak_active_sessions: Some(0),
+            delivered_gbit_s: 0.0,
+        });
+    let v = serde_json::to_value(shape)?;
+    for r in rules {
+        r.check_against(&v)?;
+    }
+    Ok(())
 }

@@ -150,6 +150,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         crate::capacity::within_int("--workers", w as u64, 1, MAX_WORKERS)?;
     }
     let specs = rows::parse(&a)?;
+    check_row_rules(&a.search.fail_on, &specs)?;
     let (_, catalog) = crate::fileset::load(&a.workload)?;
     let disk = a.disk.spec(Some(&a.workload), a.search.time_compression)?;
     anyhow::ensure!(
@@ -371,14 +372,62 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     rows::sort(&mut rows, &specs);
     file.servers = rows.clone();
-    let text = summary(&file);
+    let mut text = summary(&file);
+    match vodlab_lab::capacity::bitrate_mix(&a.workload) {
+        Ok(mix) if !mix.is_empty() => {
+            text += &format!("{}\n", vodlab_lab::capacity::mix_words(&mix))
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("vodlab compare: no bit-rate mix: {e}"),
+    }
     file.complete = true;
     file.duration_s = Some(unix_now() - started);
     file.write(&out.join("compare.json"))?;
     std::fs::write(out.join("summary.txt"), &text)?;
     print!("{text}");
     println!("  results: {}", out.join("compare.json").display());
-    Ok(ExitCode::SUCCESS)
+    // --fail-on over each server's row that ran
+    let mut breaches = Vec::new();
+    for row in file.servers.iter().filter(|r| {
+        !matches!(r.outcome, vodlab_lab::SearchOutcome::Skipped { .. }) && r.error.is_none()
+    }) {
+        let v = serde_json::to_value(row)?;
+        for mut b in vodlab_client::thresholds::evaluate_all(&a.search.fail_on, &v)? {
+            b.rule = format!("{} (server {})", b.rule, row.server);
+            breaches.push(b);
+        }
+    }
+    Ok(crate::exit::report_breaches(&breaches, crate::exit::OK))
+}
+
+/// Checks `--fail-on` rules before anything runs: a rule's first name must
+/// be a field of a server's row of compare.json (`answer`, `at_capacity`,
+/// …); the rest of its path is checked against each row after the runs,
+/// since a row's figures depend on what its runs measured.
+fn check_row_rules(
+    rules: &[vodlab_client::thresholds::Rule],
+    specs: &[vodlab_lab::servers::ServerSpec],
+) -> anyhow::Result<()> {
+    let Some(spec) = specs.first() else {
+        return Ok(());
+    };
+    let mut row = serde_json::to_value(rows::skipped(spec, String::new()))?;
+    // the optional sections, present so their names are known
+    for k in ["at_capacity", "at_overload", "error"] {
+        if row.get(k).is_none_or(|v| v.is_null()) {
+            row[k] = serde_json::json!({});
+        }
+    }
+    for r in rules {
+        if row.get(&r.path[0]).is_none() {
+            let top = vodlab_client::thresholds::Rule {
+                path: vec![r.path[0].clone()],
+                ..r.clone()
+            };
+            top.check_against(&row)?;
+        }
+    }
+    Ok(())
 }
 
 fn summary(file: &CompareFile) -> String {
@@ -393,10 +442,13 @@ fn summary(file: &CompareFile) -> String {
         .unwrap_or(0)
         .max(15);
     s += &format!(
-        "{:<w$} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}\n",
+        "{:<w$} {:>12} {:>8} {:>8} {:>6} {:>7} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}\n",
         "server",
         "sessions/s",
         "x nginx",
+        "viewers",
+        "peak",
+        "Gbit/s",
         "deliv MB/s",
         "disk MB/s",
         "of seq",
@@ -423,10 +475,13 @@ fn summary(file: &CompareFile) -> String {
             _ => String::new(),
         };
         s += &format!(
-            "{:<w$} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}{}\n",
+            "{:<w$} {:>12} {:>8} {:>8} {:>6} {:>7} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}{}\n",
             r.server,
             cap,
             f(r.answer.capacity.zip(nginx).map(|(a, b)| a / b), 2),
+            f(c.mean_active_sessions, 0),
+            f(c.peak_active_sessions.map(|p| p as f64), 0),
+            f(c.delivered_gbit_s, 2),
             f(c.delivered_mb_s, 1),
             f(c.disk_mb_s, 1),
             f(c.disk_mb_s.zip(bound).map(|(d, b)| 100.0 * d / b), 0)
@@ -451,10 +506,10 @@ fn summary(file: &CompareFile) -> String {
     }
     match &file.disk {
         Some(d) => s += &format!(
-            "figures at each server's highest failure-free rate; disk = the emulated drive {} (model time, k = {}): its MB/s, mean read and service time per read, each run from a fresh mount\n",
+            "figures at each server's highest failure-free rate (viewers: concurrent sessions, mean over the measured window; peak: most at once); disk = the emulated drive {} (model time, k = {}): its MB/s, mean read and service time per read, each run from a fresh mount\n",
             d.profile, d.time_compression
         ),
-        None => s += "figures at each server's highest failure-free rate; disk = reads charged to the box's cgroup\n",
+        None => s += "figures at each server's highest failure-free rate (viewers: concurrent sessions, mean over the measured window; peak: most at once); disk = reads charged to the box's cgroup\n",
     }
     s
 }
@@ -521,6 +576,7 @@ fn one_server(
                 };
                 let usage = u0.zip(box_usage(&b)?);
                 add_box_figures(&mut o.extra, m.results.duration_s, device, usage);
+                vodlab_lab::capacity::add_viewer_figures(&mut o.extra, &m.results);
                 Ok(())
             },
         )
@@ -703,6 +759,7 @@ fn one_server_disk(
             let usage = before.get().zip(box_usage(&b)?);
             add_box_figures(&mut o.extra, secs, None, usage);
             add_disk_figures(&mut o.extra, secs, d.time_compression, &r);
+            vodlab_lab::capacity::add_viewer_figures(&mut o.extra, &m.results);
             if let Some(rel) = &o.extra.results {
                 std::fs::write(
                     sdir.join(rel).join("disk.json"),

@@ -31,7 +31,14 @@ fn files(n: usize) -> HashMap<String, u64> {
 fn run(w: &Path, target: &str, out: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vodlab"))
         .args(["run", w.to_str().unwrap(), "--target", target])
-        .args(["--rate", "50", "--quiet", "--check-bytes", "0", "--no-shaping"])
+        .args([
+            "--rate",
+            "50",
+            "--quiet",
+            "--check-bytes",
+            "0",
+            "--no-shaping",
+        ])
         .arg("-o")
         .arg(out)
         .args(extra)
@@ -64,21 +71,53 @@ fn run_exits_by_the_table() {
     let o = run(&w, &url, &t.path().join("ok"), &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     // 0: a rule that holds
-    let o = run(&w, &url, &t.path().join("ok2"), &["--fail-on", "failed_sessions_pct>0"]);
+    let o = run(
+        &w,
+        &url,
+        &t.path().join("ok2"),
+        &["--fail-on", "failed_sessions_pct>0"],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     // 1: a rule that is breached, named on stderr, results written
     let out = t.path().join("breach");
-    let o = run(&w, &url, &out, &["--fail-on", "completed_requests<100", "--fail-on", "failed_sessions_pct>0"]);
+    let o = run(
+        &w,
+        &url,
+        &out,
+        &[
+            "--fail-on",
+            "completed_requests<100",
+            "--fail-on",
+            "failed_sessions_pct>0",
+        ],
+    );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stderr(&o).contains("--fail-on completed_requests<100: breached (the figure is 6)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--fail-on completed_requests<100: breached (the figure is 6)"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!stderr(&o).contains("failed_sessions_pct>0: breached"));
     assert!(out.join("results.json").exists());
     // 2: a rule naming no figure fails before anything runs
     let started = Instant::now();
-    let o = run(&w, &url, &t.path().join("typo"), &["--fail-on", "failed_session_pct>1"]);
+    let o = run(
+        &w,
+        &url,
+        &t.path().join("typo"),
+        &["--fail-on", "failed_session_pct>1"],
+    );
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("no figure `failed_session_pct`"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("failed_sessions_pct"), "lists what exists: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no figure `failed_session_pct`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("failed_sessions_pct"),
+        "lists what exists: {}",
+        stderr(&o)
+    );
     assert!(!t.path().join("typo").join("results.json").exists());
     assert!(started.elapsed() < Duration::from_secs(10));
     let o = run(&w, &url, &t.path().join("syntax"), &["--fail-on", "p99"]);
@@ -110,15 +149,27 @@ fn run_exits_by_the_table() {
     let out = t.path().join("allfail");
     let o = run(&w, &format!("http://{}", broken.addr), &out, &[]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stderr(&o).contains("no session succeeded"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no session succeeded"),
+        "{}",
+        stderr(&o)
+    );
     let summary = fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(summary.starts_with("!! NO SESSION SUCCEEDED"), "{summary}");
-    assert!(summary.contains("bad status 6"), "errors in words: {summary}");
+    assert!(
+        summary.contains("bad status 6"),
+        "errors in words: {summary}"
+    );
 
     // 3: nothing listens there
     let port = common::free_port();
     let started = Instant::now();
-    let o = run(&w, &format!("http://127.0.0.1:{port}"), &t.path().join("down"), &[]);
+    let o = run(
+        &w,
+        &format!("http://127.0.0.1:{port}"),
+        &t.path().join("down"),
+        &[],
+    );
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -137,4 +188,135 @@ fn usage_errors_exit_2_everywhere() {
     }
     let o = common::vodlab(&["report", "/nonexistent/results.json"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+/// One point of 2 sessions/s over 2 s, unpaced: what `capacity` and
+/// `compare` search here.
+const ONE_POINT: [&str; 14] = [
+    "--no-pacing",
+    "--no-shaping",
+    "--window",
+    "2",
+    "--drain",
+    "10",
+    "--start",
+    "2",
+    "--max-points",
+    "1",
+    "--pause",
+    "0.2",
+    "--quiet",
+    "--late-threshold-ms",
+];
+
+fn one_point() -> Vec<&'static str> {
+    let mut v = ONE_POINT.to_vec();
+    v.push("1000");
+    v
+}
+
+/// `--fail-on` on `capacity` (over capacity.json) and `compare` (over each
+/// server's row): a breached rule exits 1 and is named, a rule that holds
+/// exits 0, a rule naming no figure exits 2 before any search.
+#[test]
+fn capacity_and_compare_judge_their_results_with_fail_on() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().join("w");
+    let root = t.path().join("root");
+    common::vodlab_ok(&[
+        "gen",
+        "--preset",
+        "youtube-2011-2mb",
+        "--scale",
+        "0.002",
+        "--sessions",
+        "40",
+        "--titles",
+        "4",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    common::vodlab_ok(&[
+        "fileset",
+        "create",
+        w.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    let catalog: vodlab_workload::Catalog =
+        serde_json::from_slice(&fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_slice(&fs::read(w.join("workload.json")).unwrap()).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt
+        .block_on(GroundTruthServer::start(Site {
+            seed: m["seed"].as_u64().unwrap(),
+            files: catalog.files().map(|(p, n)| (format!("/{p}"), n)).collect(),
+            ..Site::default()
+        }))
+        .unwrap();
+    let target = format!("http://{}", server.addr);
+    let ws = w.to_str().unwrap();
+    let capacity = |out: &str, rule: &str| {
+        let mut args = vec!["capacity", ws, "--target", &target, "--fail-on", rule];
+        args.extend(one_point());
+        let out = t.path().join(out);
+        args.extend(["-o", out.to_str().unwrap()]);
+        common::vodlab(&args)
+    };
+    // the one point passes: its capacity is 2 sessions/s
+    let o = capacity("c-hold", "answer.capacity<1");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = capacity("c-breach", "answer.capacity<1000");
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--fail-on answer.capacity<1000: breached (the figure is 2"),
+        "{}",
+        stderr(&o)
+    );
+    let o = capacity("c-typo", "answer.capacty<1");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no figure `answer.capacty`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!t.path().join("c-typo").join("capacity.json").exists());
+    drop(server);
+
+    let port = common::free_port().to_string();
+    let compare = |out: &str, rule: &str| {
+        let mut args = vec![
+            "compare",
+            ws,
+            "--root",
+            root.to_str().unwrap(),
+            "--port",
+            &port,
+            "--no-box",
+            "--no-seqread",
+            "--servers",
+            "vodlab-vanilla",
+            "--fail-on",
+            rule,
+        ];
+        args.extend(one_point());
+        let out = t.path().join(out);
+        args.extend(["-o", out.to_str().unwrap()]);
+        common::vodlab(&args)
+    };
+    let o = compare("cmp-typo", "atcapacity.rate<1");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no figure `atcapacity`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = compare("cmp-breach", "at_capacity.rate<1000");
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--fail-on at_capacity.rate<1000 (server vodlab-vanilla): breached"),
+        "{}",
+        stderr(&o)
+    );
 }

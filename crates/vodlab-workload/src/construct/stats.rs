@@ -45,6 +45,15 @@ pub struct Stats {
     pub request_s: f64,
     /// Sessions per representation, in ladder order.
     pub sessions_per_representation: Vec<(String, u64)>,
+    /// Requests per representation, in ladder order (absent for the
+    /// `netflix` session model, whose sessions switch representations, and
+    /// in workloads written before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests_per_representation: Vec<(String, u64)>,
+    /// Bytes requested per representation, in ladder order (absent where
+    /// `requests_per_representation` is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bytes_per_representation: Vec<(String, u64)>,
     /// Sessions per client class, in spec order.
     pub sessions_per_class: Vec<(String, u64)>,
     /// Number of shards (session-script files).
@@ -72,6 +81,8 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
     let mut unit_views = vec![0u32; total_units];
     let mut title_views = vec![0u32; n];
     let mut per_rep = vec![0u64; catalog.representations.len()];
+    let mut rep_requests = vec![0u64; catalog.representations.len()];
+    let mut rep_bytes = vec![0u64; catalog.representations.len()];
     let mut per_class = vec![0u64; spec.clients.len()];
     let mut total_requests = 0u64;
     let mut total_bytes = 0u64;
@@ -83,6 +94,7 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
         per_rep[tr.rep] += 1;
         per_class[s.class as usize] += 1;
         total_requests += s.requests as u64;
+        rep_requests[tr.rep] += s.requests as u64;
         if netflix {
             // a netflix session is not a run of request units: its figures
             // come from its plan (NetflixStats), filled in by the caller
@@ -92,9 +104,11 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
         for u in s.start..s.start + s.requests {
             unit_views[base + u as usize] += 1;
             let (_, range) = catalog.request(t, tr, u);
-            total_bytes += range
+            let bytes = range
                 .and_then(|g| g.len())
                 .unwrap_or(catalog.representations[tr.rep].request_bytes);
+            total_bytes += bytes;
+            rep_bytes[tr.rep] += bytes;
         }
     }
     let unique_titles = title_views.iter().filter(|&&v| v > 0).count() as u64;
@@ -154,6 +168,18 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
             .zip(per_rep)
             .map(|(r, c)| (r.name.clone(), c))
             .collect(),
+        // a netflix session switches representations: its requests are not
+        // its stable representation's
+        requests_per_representation: if netflix {
+            Vec::new()
+        } else {
+            named(catalog, rep_requests)
+        },
+        bytes_per_representation: if netflix {
+            Vec::new()
+        } else {
+            named(catalog, rep_bytes)
+        },
         sessions_per_class: spec
             .clients
             .iter()
@@ -164,6 +190,16 @@ pub(super) fn compute_stats(spec: &Spec, catalog: &Catalog, sessions: &[GenSessi
         measured_sessions: measured,
         netflix: None,
     }
+}
+
+/// Per-representation counts with the representations' names.
+fn named(catalog: &Catalog, counts: Vec<u64>) -> Vec<(String, u64)> {
+    catalog
+        .representations
+        .iter()
+        .zip(counts)
+        .map(|(r, c)| (r.name.clone(), c))
+        .collect()
 }
 
 fn round(v: f64, digits: i32) -> f64 {
