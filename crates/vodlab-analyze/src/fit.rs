@@ -113,7 +113,9 @@ pub struct Piece {
     /// Coefficient of determination of the log-log line (`null`: undefined).
     #[serde(deserialize_with = "null_is_nan")]
     pub r2: f64,
-    /// Growth factor d/x = P^(−1/c) − 1 for the settings' P (`null`: none).
+    /// Growth factor d/x = P^(−1/c) − 1 for the settings' P: infinite for
+    /// a flat piece (c = 0: no chain ends in it), which JSON has no number
+    /// for (`null`; read back as NaN, like a figure that is not defined).
     #[serde(deserialize_with = "null_is_nan")]
     pub growth: f64,
 }
@@ -154,10 +156,14 @@ pub fn fit_piece(points: &[(f64, f64)], from: f64, to: f64, p: f64) -> Option<Pi
     if sxx == 0.0 {
         return None;
     }
-    let slope = sxy / sxx;
-    let c = -slope;
+    // A flat piece (no chain ended in it: every S the same) is c = 0 and a
+    // perfect fit. The sums would give c = ±1e-32 from rounding, and with
+    // it a growth factor of -1 or of 10^18 and more by the noise's sign.
+    let flat = xy.iter().all(|v| v.1 == xy[0].1);
+    let slope = if flat { 0.0 } else { sxy / sxx };
+    let c = if flat { 0.0 } else { -slope };
     let a = 10f64.powf(my - slope * mx);
-    let r2 = if syy == 0.0 {
+    let r2 = if flat || syy == 0.0 {
         1.0
     } else {
         sxy * sxy / (sxx * syy)
@@ -238,6 +244,31 @@ mod tests {
         assert!((mid.a - a).abs() / a < 0.02, "{mid:?} vs A {a}");
         assert!(mid.r2 > 0.999);
         assert!((mid.growth - growth_factor(0.45, c)).abs() < 0.1);
+    }
+
+    #[test]
+    fn a_flat_piece_has_c_zero_and_no_finite_growth() {
+        // one chain of 100 kB and six of 30 MB: S is 6/7 all through
+        // 1 MB..30 MB, where no chain ends
+        let mut h = LengthHistogram::default();
+        h.record(100_000);
+        for _ in 0..6 {
+            h.record(30_000_000);
+        }
+        let pieces = fit(&h, &[1e6, 2e8], 0.45);
+        let mid = pieces.iter().find(|p| p.from == 1e6).unwrap();
+        assert!(mid.points >= 2, "{mid:?}");
+        assert_eq!(
+            mid.c.to_bits(),
+            0f64.to_bits(),
+            "+0, not rounding noise: {mid:?}"
+        );
+        assert!((mid.a - 6.0 / 7.0).abs() < 1e-12, "{mid:?}");
+        assert_eq!(mid.r2, 1.0);
+        assert_eq!(mid.growth, f64::INFINITY);
+        // the lower piece falls from 1 to 6/7: a real slope
+        let low = pieces.iter().find(|p| p.from == 0.0).unwrap();
+        assert!(low.c > 0.0 && low.growth.is_finite(), "{low:?}");
     }
 
     #[test]

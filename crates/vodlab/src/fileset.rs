@@ -121,20 +121,138 @@ fn scripts(dir: &Path) -> anyhow::Result<Vec<Script>> {
         .collect())
 }
 
-fn bar(total: u64, what: &str) -> indicatif::ProgressBar {
-    let b = indicatif::ProgressBar::new(total);
-    if std::io::stderr().is_terminal() {
+/// Progress of a long pass over the set, on stderr: indicatif's bar on a
+/// terminal; otherwise (a pipe, a log file, CI) plain lines, which indicatif
+/// would not draw.
+enum Progress {
+    Bar(indicatif::ProgressBar),
+    Lines {
+        what: &'static str,
+        unit: Unit,
+        lines: ProgressLines,
+    },
+}
+
+/// What a pass counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Bytes,
+    Files,
+}
+
+impl Progress {
+    /// Progress of `what` (e.g. "writing"), counted in `unit`.
+    fn new(what: &'static str, unit: Unit) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Progress::Lines {
+                what,
+                unit,
+                lines: ProgressLines::new(Instant::now(), PLAIN_EVERY),
+            };
+        }
+        let b = indicatif::ProgressBar::new(0);
+        let counts = match unit {
+            Unit::Bytes => "{bytes}/{total_bytes} {binary_bytes_per_sec}",
+            Unit::Files => "{pos}/{len} files",
+        };
         b.set_style(
             indicatif::ProgressStyle::with_template(&format!(
-                "{what} [{{bar:30}}] {{bytes}}/{{total_bytes}} {{binary_bytes_per_sec}} eta {{eta}}"
+                "{what} [{{bar:30}}] {counts} eta {{eta}}"
             ))
             .expect("template")
             .progress_chars("=> "),
         );
-    } else {
-        b.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        Progress::Bar(b)
     }
-    b
+
+    /// `done` of `total` are done.
+    fn set(&mut self, done: u64, total: u64) {
+        match self {
+            Progress::Bar(b) => {
+                b.set_length(total);
+                b.set_position(done);
+            }
+            Progress::Lines { what, unit, lines } => {
+                if let Some(l) = lines.line(what, *unit, done, total, Instant::now()) {
+                    eprintln!("{l}");
+                }
+            }
+        }
+    }
+
+    /// The pass is over: the bar is cleared (the summary follows).
+    fn finish(self) {
+        if let Progress::Bar(b) = self {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Most time between two plain progress lines.
+const PLAIN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// When to print a plain progress line: at the first report, each time
+/// another tenth is done, and at least every `every` in between.
+#[derive(Debug)]
+struct ProgressLines {
+    start: Instant,
+    last: Instant,
+    /// Tenths done at the last line printed (`None`: none printed yet).
+    tenths: Option<u64>,
+    every: std::time::Duration,
+}
+
+impl ProgressLines {
+    fn new(start: Instant, every: std::time::Duration) -> Self {
+        ProgressLines {
+            start,
+            last: start,
+            tenths: None,
+            every,
+        }
+    }
+
+    /// The line to print for `done` of `total` at `now`, if one is due.
+    fn line(
+        &mut self,
+        what: &str,
+        unit: Unit,
+        done: u64,
+        total: u64,
+        now: Instant,
+    ) -> Option<String> {
+        if total == 0 {
+            return None;
+        }
+        let done = done.min(total);
+        let tenths = done * 10 / total;
+        let due = match self.tenths {
+            None => true,
+            Some(t) => tenths > t || now.duration_since(self.last) >= self.every,
+        };
+        if !due {
+            return None;
+        }
+        self.tenths = Some(tenths);
+        self.last = now;
+        let pct = 100.0 * done as f64 / total as f64;
+        let secs = now.duration_since(self.start).as_secs_f64();
+        let rate = done as f64 / secs.max(1e-9);
+        let eta = if done > 0 && done < total && secs > 0.0 {
+            format!(", eta {:.0} s", (total - done) as f64 / rate)
+        } else {
+            String::new()
+        };
+        Some(match unit {
+            Unit::Bytes => format!(
+                "{what}: {pct:.0} % ({:.2} of {:.2} GiB, {:.0} MiB/s{eta})",
+                gib(done),
+                gib(total),
+                rate / 1048576.0
+            ),
+            Unit::Files => format!("{what}: {pct:.0} % ({done} of {total} files{eta})"),
+        })
+    }
 }
 
 fn gib(b: u64) -> f64 {
@@ -159,14 +277,17 @@ pub fn run(cmd: FilesetCommand) -> anyhow::Result<ExitCode> {
                 audio_kbps: media.audio_kbps,
                 ..Default::default()
             };
+            let mut p = Progress::new("encoding", Unit::Files);
             let rep = vodlab_fileset::media::create_real(
                 &set.root,
                 &m.name,
                 m.seed,
                 &c,
                 &opts,
-                &mut |_, _| {},
-            )?;
+                &mut |done, total| p.set(done, total),
+            );
+            p.finish();
+            let rep = rep?;
             println!(
                 "{}: real media (ffmpeg testsrc2/sine, H.264{}, {} fps): {} files, {:.1} MiB in {:.1} s; {} streaming manifests; sizes recorded in {}",
                 set.root.display(),
@@ -186,19 +307,16 @@ pub fn run(cmd: FilesetCommand) -> anyhow::Result<ExitCode> {
                 dry_run,
                 ..Default::default()
             };
-            let b = bar(0, "writing");
+            let mut p = Progress::new("writing", Unit::Bytes);
             let rep = vodlab_fileset::create(
                 &set.root,
                 &m.name,
                 m.seed,
                 &c,
                 &opts,
-                &mut |done, total| {
-                    b.set_length(total);
-                    b.set_position(done);
-                },
+                &mut |done, total| p.set(done, total),
             );
-            b.finish_and_clear();
+            p.finish();
             let rep = match rep {
                 Err(e @ FilesetError::NoSpace { .. }) => anyhow::bail!("{e}; nothing was written"),
                 r => r?,
@@ -235,12 +353,12 @@ pub fn run(cmd: FilesetCommand) -> anyhow::Result<ExitCode> {
         }
         FilesetCommand::Verify { set, sample } => {
             let (_, c) = load(&set.workload)?;
-            let b = bar(0, "verifying");
+            let mut p = Progress::new("verifying", Unit::Bytes);
             let rep = vodlab_fileset::verify(&set.root, &c, sample, 1, &mut |done, total| {
-                b.set_length(total);
-                b.set_position(done);
-            })?;
-            b.finish_and_clear();
+                p.set(done, total)
+            });
+            p.finish();
+            let rep = rep?;
             for d in &rep.damaged {
                 println!("DAMAGED {}: {}", d.rel, d.problem);
             }
@@ -302,5 +420,73 @@ pub fn run(cmd: FilesetCommand) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ProgressLines, Unit};
+    use std::time::{Duration, Instant};
+
+    /// Feeds `steps` of (done, seconds after the start) and returns the
+    /// lines printed.
+    fn lines(total: u64, steps: &[(u64, u64)]) -> Vec<String> {
+        let t0 = Instant::now();
+        let mut p = ProgressLines::new(t0, Duration::from_secs(10));
+        steps
+            .iter()
+            .filter_map(|&(done, s)| {
+                p.line(
+                    "writing",
+                    Unit::Bytes,
+                    done,
+                    total,
+                    t0 + Duration::from_secs(s),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_line_at_the_start_and_at_each_tenth() {
+        let total = 1000 << 20;
+        // 1 MiB steps, 100 MiB/s
+        let steps: Vec<(u64, u64)> = (0..=1000u64).map(|i| (i << 20, i / 100)).collect();
+        let l = lines(total, &steps);
+        assert_eq!(l.len(), 11, "{l:#?}");
+        assert!(
+            l[0].starts_with("writing: 0 % (0.00 of 0.98 GiB"),
+            "{}",
+            l[0]
+        );
+        assert!(
+            l[5].starts_with("writing: 50 % (0.49 of 0.98 GiB"),
+            "{}",
+            l[5]
+        );
+        assert!(l[5].contains("100 MiB/s, eta 5 s"), "{}", l[5]);
+        assert!(l[10].starts_with("writing: 100 %"), "{}", l[10]);
+        assert!(!l[10].contains("eta"), "{}", l[10]);
+    }
+
+    #[test]
+    fn a_slow_pass_gets_a_line_every_ten_seconds_between_tenths() {
+        // 1 % per 5 s: 10 % takes 50 s, so lines at 0, 10, 20, ... s
+        let steps: Vec<(u64, u64)> = (0..=20u64).map(|i| (i, i * 5)).collect();
+        let l = lines(100, &steps);
+        assert_eq!(l.len(), 11, "{l:#?}");
+        assert!(l[1].starts_with("writing: 2 %"), "{}", l[1]);
+        assert!(l.iter().filter(|s| s.starts_with("writing: 10 %")).count() == 1);
+    }
+
+    #[test]
+    fn nothing_to_do_prints_nothing_and_files_are_counted() {
+        assert!(lines(0, &[(0, 0), (0, 1)]).is_empty());
+        let t0 = Instant::now();
+        let mut p = ProgressLines::new(t0, Duration::from_secs(10));
+        let l = p
+            .line("encoding", Unit::Files, 3, 4, t0 + Duration::from_secs(3))
+            .unwrap();
+        assert_eq!(l, "encoding: 75 % (3 of 4 files, eta 1 s)");
     }
 }

@@ -8,8 +8,9 @@ use clap::Args;
 use serde_json::Value;
 use vodlab_client::Results;
 use vodlab_lab::report::{
-    analysis_section, capacity_section, compare_section, is_analysis, is_prefetch_sim,
-    pacing_section, prefetch_sim_section, run_section, PacingManifest, PacingRun, Page,
+    analysis_section, capacity_section, compare_section, delivery_section, is_analysis,
+    is_prefetch_sim, pacing_section, prefetch_sim_section, run_section, PacingManifest, PacingRun,
+    Page,
 };
 use vodlab_lab::{CapacityFile, CompareFile};
 
@@ -18,7 +19,9 @@ use vodlab_lab::{CapacityFile, CompareFile};
 pub struct ReportArgs {
     /// Result directories or files: pacing.json, compare.json, capacity.json,
     /// results.json or analysis.json (a directory holding one of them, in that
-    /// order). results.json is a run's (`vodlab run`) or a prefetch
+    /// order), as `vodlab run`, `merge`, `capacity`, `compare`, `bench`,
+    /// `analyze` and `simulate --prefetch` write them. results.json is a run's
+    /// (`vodlab run -o`, or `vodlab merge -o`'s merged shards) or a prefetch
     /// simulation's (`vodlab simulate --prefetch --out`: utilisation against
     /// memory per policy, thesis Figs 5.22-5.23); analysis.json is `vodlab
     /// analyze -o`'s (Tables 5.2-5.4 beside the thesis's, the chain-length
@@ -26,9 +29,10 @@ pub struct ReportArgs {
     /// for each.
     #[arg(required = true, value_name = "DIR|FILE")]
     pub inputs: Vec<PathBuf>,
-    /// The HTML file to write (default: report.html in the first input's directory).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// The HTML file to write, relative to the current directory (the
+    /// inputs' directories are only read).
+    #[arg(short, long, value_name = "FILE", default_value = "report.html")]
+    pub output: PathBuf,
     /// Page title.
     #[arg(long, default_value = "vodlab report")]
     pub title: String,
@@ -103,7 +107,7 @@ pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Resul
                 run_section(&mut page, &r.workload, &r, csv.as_deref());
                 if r.delivery.playback_latency_s.count > 0 || r.delivery.rate_windows > 0 {
                     let run = PacingRun::new(&r.workload, "run", &r.target, &r, csv, None);
-                    pacing_section(&mut page, &format!("Delivery {}", file.display()), &[run]);
+                    delivery_section(&mut page, &format!("Delivery {}", file.display()), &[run]);
                 }
             }
             Some("vodlab-pacing") => {
@@ -146,16 +150,12 @@ pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Resul
     Ok(page.finish())
 }
 
+/// Runs `vodlab report`: renders the inputs and writes the page to `-o`
+/// (report.html in the current directory by default).
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let html = render(&a.inputs, &a.title, a.max_dots)?;
-    let out = match &a.output {
-        Some(o) => o.clone(),
-        None => {
-            let first = locate(&a.inputs[0])?;
-            first.parent().unwrap_or(Path::new(".")).join("report.html")
-        }
-    };
-    std::fs::write(&out, &html).with_context(|| format!("writing {}", out.display()))?;
+    let out = &a.output;
+    std::fs::write(out, &html).with_context(|| format!("writing {}", out.display()))?;
     println!("report: {} ({} KiB)", out.display(), html.len() / 1024);
     Ok(ExitCode::SUCCESS)
 }

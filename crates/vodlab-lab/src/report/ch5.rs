@@ -147,17 +147,38 @@ struct Lengths {
     chunk_from_zero_lt_128k_pct: f64,
 }
 
+/// A fitted piece. `vodlab analyze` writes a figure it could not compute
+/// (NaN, or an infinite growth factor when c <= 0) as `null`, which reads
+/// back as NaN.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct Piece {
     from: f64,
     /// `null` for the last piece (infinite).
     to: Option<f64>,
+    #[serde(deserialize_with = "null_is_nan")]
     a: f64,
+    #[serde(deserialize_with = "null_is_nan")]
     c: f64,
     points: u64,
+    #[serde(deserialize_with = "null_is_nan")]
     r2: f64,
+    #[serde(deserialize_with = "null_is_nan")]
     growth: f64,
+}
+
+/// `null` (a figure the writer could not compute) as NaN.
+fn null_is_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// `x` formatted by `f`, or `-` when it is not a finite number.
+fn finite(x: f64, f: impl Fn(f64) -> String) -> String {
+    if x.is_finite() {
+        f(x)
+    } else {
+        "-".into()
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -430,7 +451,8 @@ fn survival_part(page: &mut Page, a: &AnalysisFile) {
     let xmax = a.survival.iter().map(|s| s.0).fold(0.0, f64::max);
     let mut series =
         vec![Series::new("this log, P(X >= x)", a.survival.clone()).with_style(Style::LinePoints)];
-    for f in &a.fit {
+    // a piece without a line (null A or c) is in the table, not drawn
+    for f in a.fit.iter().filter(|f| f.a.is_finite() && f.c.is_finite()) {
         let lo = f.from.max(a.survival.first().map_or(1.0, |s| s.0)).max(1.0);
         let hi = f.to.unwrap_or(xmax).min(xmax.max(lo));
         let pts: Vec<(f64, f64)> = (0..=16)
@@ -463,11 +485,11 @@ fn survival_part(page: &mut Page, a: &AnalysisFile) {
         .map(|f| {
             vec![
                 span(f),
-                format!("{:.4e}", f.a),
-                format!("{:.4}", f.c),
-                format!("{:.3}", f.growth),
+                finite(f.a, |x| format!("{x:.4e}")),
+                finite(f.c, |x| format!("{x:.4}")),
+                finite(f.growth, |x| format!("{x:.3}")),
                 f.points.to_string(),
-                format!("{:.4}", f.r2),
+                finite(f.r2, |x| format!("{x:.4}")),
             ]
         })
         .collect();
@@ -752,6 +774,28 @@ mod tests {
         let h = p.finish();
         assert!(h.matches("<svg").count() >= 3, "{h}");
         assert!(h.contains("3.1600e1") && h.contains("12.5") && h.contains("0 – ∞"));
+    }
+
+    #[test]
+    fn reads_fit_figures_written_as_null() {
+        // what analyze writes when a piece is flat (c = 0: infinite growth)
+        // or has no line: null, read as not computed and shown as "-"
+        let text = r#"{"format":"vodlab-analysis","span_s":1,"settings":{"survival_p":0.45},
+          "survival":[[1000,1.0],[2000,1.0]],
+          "fit":[{"from":0,"to":null,"a":1.0,"c":0.0,"points":2,"r2":1.0,"growth":null},
+                 {"from":5000,"to":null,"a":null,"c":null,"points":0,"r2":null,"growth":null}]}"#;
+        let mut p = Page::new("t");
+        analysis_section(&mut p, "x", text).unwrap();
+        let h = p.finish();
+        assert!(
+            h.contains("<td>1.0000e0</td><td>0.0000</td><td>-</td>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("<td>-</td><td>-</td><td>-</td><td>0</td><td>-</td>"),
+            "{h}"
+        );
+        assert!(!h.contains("NaN"), "{h}");
     }
 
     #[test]
