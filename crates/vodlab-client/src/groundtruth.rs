@@ -163,7 +163,10 @@ impl GroundTruthServer {
 
     /// A copy of what it served so far.
     pub fn served(&self) -> Vec<Served> {
-        self.served.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.served
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -290,9 +293,14 @@ async fn serve_conn(
         let mut data = vec![0u8; slice as usize];
         while sent < len {
             let mut stop = len;
-            for at in [b.pause_at.map(|p| p.0), b.close_after, b.reset_after, b.stall_after]
-                .into_iter()
-                .flatten()
+            for at in [
+                b.pause_at.map(|p| p.0),
+                b.close_after,
+                b.reset_after,
+                b.stall_after,
+            ]
+            .into_iter()
+            .flatten()
             {
                 if at >= sent {
                     stop = stop.min(at);

@@ -667,7 +667,10 @@ mod tests {
         let mut p = Page::new("r");
         run_section(&mut p, "w", &clean, None);
         let html = p.finish();
-        assert!(!html.contains("class=\"warn\""), "a clean run has no banner");
+        assert!(
+            !html.contains("class=\"warn\""),
+            "a clean run has no banner"
+        );
         assert!(html.contains("complete, valid"));
 
         v["complete"] = false.into();
@@ -679,7 +682,9 @@ mod tests {
         p.section("first");
         run_section(&mut p, "w", &r, None);
         let html = p.finish();
-        let banner = html.find("INCOMPLETE: the run stopped early (interrupted)").unwrap();
+        let banner = html
+            .find("INCOMPLETE: the run stopped early (interrupted)")
+            .unwrap();
         let toc = html.find("<a href=\"#s0\">").unwrap();
         assert!(banner < toc, "the banner comes before the contents");
         assert!(html.contains("INCOMPLETE, valid"));

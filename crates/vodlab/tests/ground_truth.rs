@@ -138,11 +138,22 @@ fn served_for<'a>(served: &'a [Served], path: &str) -> &'a Served {
 }
 
 /// Runs the binary against the server; (exit status, results, out dir).
-fn run(w: &Path, addr: std::net::SocketAddr, out: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+fn run(
+    w: &Path,
+    addr: std::net::SocketAddr,
+    out: &Path,
+    extra: &[&str],
+) -> (i32, serde_json::Value) {
     let o = Command::new(env!("CARGO_BIN_EXE_vodlab"))
         .args(["run", w.to_str().unwrap(), "--target"])
         .arg(format!("http://{addr}"))
-        .args(["--no-shaping", "--requests-csv", "--quiet", "--interval", "1"])
+        .args([
+            "--no-shaping",
+            "--requests-csv",
+            "--quiet",
+            "--interval",
+            "1",
+        ])
         .arg("-o")
         .arg(out)
         .args(extra)
@@ -322,7 +333,14 @@ fn every_figure_of_a_run_equals_what_the_server_did() {
         &w,
         server.addr,
         &out,
-        &["--rate", "20", "--arrivals", "constant", "--check-bytes", "1"],
+        &[
+            "--rate",
+            "20",
+            "--arrivals",
+            "constant",
+            "--check-bytes",
+            "1",
+        ],
     );
     let served = server.served();
     let rows = rows(&out);
@@ -344,10 +362,17 @@ fn every_figure_of_a_run_equals_what_the_server_did() {
     }
     for (k, v) in r["errors"].as_object().unwrap() {
         let n = v.as_u64().unwrap();
-        assert_eq!(n, want.get(k.as_str()).copied().unwrap_or(0), "errors.{k}: {r}");
+        assert_eq!(
+            n,
+            want.get(k.as_str()).copied().unwrap_or(0),
+            "errors.{k}: {r}"
+        );
     }
     assert_eq!(rows.len(), cases.len() + 3, "one row per request sent");
-    for (i, p) in ["/gt/v0.bin", "/gt/v1.bin", "/gt/v2.bin"].iter().enumerate() {
+    for (i, p) in ["/gt/v0.bin", "/gt/v1.bin", "/gt/v2.bin"]
+        .iter()
+        .enumerate()
+    {
         let row = rows.iter().find(|x| x.path == *p).unwrap();
         assert_eq!((row.session, row.request), (viewer as u64, i as u64));
     }
@@ -368,8 +393,16 @@ fn every_figure_of_a_run_equals_what_the_server_did() {
                 let ttfb = ms(s.head_at.unwrap() - s.arrived);
                 let resp = ms(s.done_at.unwrap() - s.arrived);
                 let (cttfb, cresp) = (row.ttfb_ms.unwrap(), row.response_ms.unwrap());
-                assert!(cttfb >= ttfb - 1.0 && cttfb <= ttfb + 30.0, "{}: ttfb {cttfb} vs server {ttfb}", c.name);
-                assert!(cresp >= resp - 1.0 && cresp <= resp + 30.0, "{}: response {cresp} vs server {resp}", c.name);
+                assert!(
+                    cttfb >= ttfb - 1.0 && cttfb <= ttfb + 30.0,
+                    "{}: ttfb {cttfb} vs server {ttfb}",
+                    c.name
+                );
+                assert!(
+                    cresp >= resp - 1.0 && cresp <= resp + 30.0,
+                    "{}: response {cresp} vs server {resp}",
+                    c.name
+                );
             }
         }
     }
@@ -415,11 +448,15 @@ fn every_figure_of_a_run_equals_what_the_server_did() {
     let v2 = served_for(&served, "/gt/v2.bin");
     let held = ms(v1.done_at.unwrap() - v1.arrived);
     let max_resp = r["response_time_ms"]["max"].as_f64().unwrap();
-    assert!(max_resp >= held - 1.0 && max_resp <= held + 30.0, "{max_resp} vs {held}");
+    assert!(
+        max_resp >= held - 1.0 && max_resp <= held + 30.0,
+        "{max_resp} vs {held}"
+    );
     // v2's slot is 1 s after v1's send; it went when v1 completed
     let v2_late = ms(v2.done_at.unwrap() - v1.arrived) - 1000.0;
     let row2 = rows.iter().find(|x| x.path == "/gt/v2.bin").unwrap();
-    let from_schedule = row2.sent_s.unwrap() * 1e3 + row2.response_ms.unwrap() - row2.scheduled_s * 1e3;
+    let from_schedule =
+        row2.sent_s.unwrap() * 1e3 + row2.response_ms.unwrap() - row2.scheduled_s * 1e3;
     assert!(
         (from_schedule - v2_late).abs() <= 50.0,
         "v2: latency from schedule {from_schedule} ms, truly {v2_late} ms late"
@@ -430,11 +467,17 @@ fn every_figure_of_a_run_equals_what_the_server_did() {
     assert_eq!(r["stalls"], 1, "{r}");
     assert_eq!(r["stalled_sessions"], 1);
     let got = r["stall_time_s"].as_f64().unwrap();
-    assert!((got - stall_s).abs() <= 0.05, "stall {got} s vs {stall_s} s");
+    assert!(
+        (got - stall_s).abs() <= 0.05,
+        "stall {got} s vs {stall_s} s"
+    );
     assert_eq!(r["startup_delay_s"]["count"], 1);
     let startup = r["startup_delay_s"]["max"].as_f64().unwrap();
     let v0_resp = (v0.done_at.unwrap() - v0.arrived).as_secs_f64();
-    assert!(startup >= v0_resp && startup <= v0_resp + 0.05, "{startup} vs {v0_resp}");
+    assert!(
+        startup >= v0_resp && startup <= v0_resp + 0.05,
+        "{startup} vs {v0_resp}"
+    );
     // sessions overlap: at 20/s the viewer (4 s) and the 400 ms ones ran
     // beside others; every session started counts toward the peak
     let peak = r["health"]["peak_active_sessions"].as_u64().unwrap();
@@ -464,15 +507,20 @@ fn latency_from_schedule_is_the_true_lateness_in_every_late_pacing_mode() {
         );
         let server = rt
             .block_on(GroundTruthServer::start(Site {
-            seed,
-            files,
-            behaviours,
-            ..Site::default()
-        }))
+                seed,
+                files,
+                behaviours,
+                ..Site::default()
+            }))
             .unwrap();
         let out = t.path().join(format!("r-{mode}"));
         let started = Instant::now();
-        let (code, r) = run(&w, server.addr, &out, &["--rate", "1", "--late-pacing", mode]);
+        let (code, r) = run(
+            &w,
+            server.addr,
+            &out,
+            &["--rate", "1", "--late-pacing", mode],
+        );
         assert!(started.elapsed() < Duration::from_secs(30));
         assert_eq!(code, 0, "{mode}: {r}");
         let served = server.served();
@@ -491,7 +539,10 @@ fn latency_from_schedule_is_the_true_lateness_in_every_late_pacing_mode() {
         // and the summary's maximum is p1's 3 s (its own slot kept)
         let max = r["latency_from_schedule_ms"]["max"].as_f64().unwrap();
         let p1_truly = ms(p1.done_at.unwrap() - p1.arrived);
-        assert!(max >= p1_truly - 1.0 && max <= p1_truly + 30.0, "{mode}: max {max} vs {p1_truly}");
+        assert!(
+            max >= p1_truly - 1.0 && max <= p1_truly + 30.0,
+            "{mode}: max {max} vs {p1_truly}"
+        );
     }
 }
 
@@ -506,7 +557,14 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
     let t = tempfile::tempdir().unwrap();
     let w = t.path().join("w");
     common::vodlab_ok(&[
-        "gen", "--preset", "dash-vod", "--sessions", "1", "--titles", "1", "-o",
+        "gen",
+        "--preset",
+        "dash-vod",
+        "--sessions",
+        "1",
+        "--titles",
+        "1",
+        "-o",
         w.to_str().unwrap(),
     ]);
     // the one session watches at least 6 segments: its script's first
@@ -538,7 +596,8 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
         ..Site::default()
     };
     for f in vodlab_manifest::manifests(&catalog) {
-        site.texts.insert(format!("/{}", f.rel), f.text.into_bytes());
+        site.texts
+            .insert(format!("/{}", f.rel), f.text.into_bytes());
     }
     site.behaviours.insert(
         "*/00001.m4s".into(),
@@ -554,15 +613,34 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
         .args(["run", w.to_str().unwrap(), "--target"])
         .arg(format!("http://{}", server.addr))
         .args([
-            "--rate", "5", "--player", "dash", "--abr", "throughput", "--no-abandon",
-            "--max-segments", "4", "--ramp-up", "0", "--ramp-down", "0", "--check-bytes", "0",
-            "--no-shaping", "--quiet",
+            "--rate",
+            "5",
+            "--player",
+            "dash",
+            "--abr",
+            "throughput",
+            "--no-abandon",
+            "--max-segments",
+            "4",
+            "--ramp-up",
+            "0",
+            "--ramp-down",
+            "0",
+            "--check-bytes",
+            "0",
+            "--no-shaping",
+            "--quiet",
         ])
         .arg("-o")
         .arg(&out)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = common::results(&out);
     let p = &r["players"]["overall"];
     let served = server.served();
@@ -597,5 +675,8 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
     assert_eq!(p["rebuffer_events"], 1, "{p}");
     assert_eq!(p["rebuffered_sessions"], 1);
     let got = p["rebuffer_time_s"].as_f64().unwrap();
-    assert!((got - stall_s).abs() <= 0.05, "stall {got} s, server {stall_s} s");
+    assert!(
+        (got - stall_s).abs() <= 0.05,
+        "stall {got} s, server {stall_s} s"
+    );
 }
