@@ -411,7 +411,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let (hostport, host) = parse_target(&a.target)?;
-    check_rules(&a.fail_on, &work.classes.keys().cloned().collect::<Vec<_>>())?;
+    check_rules(
+        &a.fail_on,
+        &work.classes.keys().cloned().collect::<Vec<_>>(),
+    )?;
     let mut work = work;
     anyhow::ensure!(
         work.session_count() > 0,
@@ -442,15 +445,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // one connection before the schedule starts: a server that is not
     // there is "could not run" (exit 3) at once, not a run of failures
-    if let Err(e) = rt.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            tokio::net::TcpStream::connect(addr),
-        )
-        .await
-    })
-    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))
-    .and_then(|r| r.map(drop))
+    if let Err(e) = rt
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await
+        })
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))
+        .and_then(|r| r.map(drop))
     {
         return Err(crate::exit::could_not_run(format!(
             "--target {}: cannot connect to {addr} ({e}); is the server running and listening there?",
@@ -615,7 +615,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         out_dir.join("results.json").display()
     )?;
     rt.shutdown_timeout(Duration::from_millis(100));
-    judge(&results, &a.fail_on, a.strict, signalled.load(Ordering::Relaxed))
+    judge(
+        &results,
+        &a.fail_on,
+        a.strict,
+        signalled.load(Ordering::Relaxed),
+    )
 }
 
 /// Checks `--fail-on` rules against the shape of a run's results before

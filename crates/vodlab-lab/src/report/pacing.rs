@@ -289,7 +289,13 @@ fn sections(page: &mut Page, title: &str, runs: &[PacingRun], paper: bool) {
 }
 
 fn group_part(page: &mut Page, group: &str, runs: &[&PacingRun], paper: bool) {
-    let cite = |text: &str| if paper { format!(" ({text})") } else { String::new() };
+    let cite = |text: &str| {
+        if paper {
+            format!(" ({text})")
+        } else {
+            String::new()
+        }
+    };
     page.heading(group);
     let times: Vec<Vec<RequestTimes>> = runs
         .iter()
@@ -582,6 +588,9 @@ mod tests {
         delivery_section(&mut page, "Delivery", &[run("run", 1.0)]);
         let h = page.finish();
         assert!(h.contains("Playback latency, sorted"));
-        assert!(!h.contains("the paper"), "paper captions in an unrelated run");
+        assert!(
+            !h.contains("the paper"),
+            "paper captions in an unrelated run"
+        );
     }
 }

@@ -31,7 +31,10 @@ pub fn run_section(page: &mut Page, name: &str, r: &Results, requests_csv: Optio
             "state",
         ],
         &[vec![
-            format!("{} (of {} started)", r.measured_sessions, r.started_sessions),
+            format!(
+                "{} (of {} started)",
+                r.measured_sessions, r.started_sessions
+            ),
             r.failed_sessions.to_string(),
             r.stalled_sessions.to_string(),
             f(r.throughput_mbit_per_s),
