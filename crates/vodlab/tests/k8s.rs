@@ -50,22 +50,38 @@ fn yaml(p: &Path) -> serde_yaml::Value {
     serde_yaml::from_str(&fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// The Python that has kubernetes-validate: the project's test venv
+/// (`$VODLAB_TEST_VENV`, else `target/test-venv`, where
+/// scripts/install-test-deps.sh puts it), else `python3` on `PATH`.
+fn python() -> PathBuf {
+    let venv = std::env::var_os("VODLAB_TEST_VENV").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-venv"),
+        PathBuf::from,
+    );
+    let p = venv.join("bin/python3");
+    if p.exists() {
+        p
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
 /// Runs kubernetes-validate --strict on `files` (as `python3 -m`, wherever
 /// pip put its script); fails (never skips) when it is not installed.
 fn validate(files: &[PathBuf]) -> Output {
-    let found = Command::new("python3")
+    let found = Command::new(python())
         .args(["-m", "kubernetes_validate", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
     assert!(
         found,
         "kubernetes-validate is not installed: run scripts/install-test-deps.sh \
-         (python3 -m pip install kubernetes-validate); it bundles the Kubernetes schemas \
+         (it installs it into target/test-venv); it bundles the Kubernetes schemas \
          this test validates the manifests against offline"
     );
     // 1.33: the earliest version whose schema has backoffLimitPerIndex GA
     // (k8s-openapi feature v1_33); 1.37: the newest kubernetes-validate knows
-    Command::new("python3")
+    Command::new(python())
         .args(["-m", "kubernetes_validate", "--strict", "-k", "1.33.0"])
         .args(files)
         .output()
