@@ -1,4 +1,5 @@
-//! A ground-truth HTTP/1.1 server for tests: every response is scripted
+//! A ground-truth HTTP/1.1 and HTTP/2 (h2c, prior knowledge) server for
+//! tests: every response is scripted
 //! by the test ([`Behaviour`], per path), the bytes are the workload's
 //! verifiable content (`vodlab_workload::content`) unless told otherwise,
 //! and the server writes down what it did with each request ([`Served`]:
@@ -22,6 +23,8 @@ use tokio::net::{TcpListener, TcpStream};
 use vodlab_http::server::parse_head;
 use vodlab_workload::content;
 
+mod h2c;
+
 /// What the server does with a request for one path. The default is a
 /// correct, immediate answer: 206 for a range, 200 for the whole file.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,7 +47,7 @@ pub struct Behaviour {
     pub stall_after: Option<u64>,
     /// Send the body at this many bytes per second (in 10 ms slices).
     pub rate: Option<u64>,
-    /// Send `100 Continue` before the real head.
+    /// Send `100 Continue` before the real head (HTTP/1.1 only).
     pub informational_first: bool,
     /// Send the head, then close (no body at all).
     pub close_after_head: bool,
@@ -149,7 +152,7 @@ impl GroundTruthServer {
                 let conn = n;
                 n += 1;
                 tokio::spawn(async move {
-                    let _ = serve_conn(sock, conn, &setup, &log).await;
+                    let _ = serve_conn(sock, conn, setup, log).await;
                 });
             }
         });
@@ -170,6 +173,8 @@ impl GroundTruthServer {
     }
 }
 
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 fn record(log: &Mutex<Vec<Served>>, s: Served) -> usize {
     let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
     l.push(s);
@@ -179,6 +184,37 @@ fn record(log: &Mutex<Vec<Served>>, s: Served) -> usize {
 fn update(log: &Mutex<Vec<Served>>, i: usize, f: impl FnOnce(&mut Served)) {
     let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
     f(&mut l[i]);
+}
+
+/// The status, the first byte and the body length of the answer to a
+/// request for a file of `size` (`None`: not held) with a Range header.
+fn plan(b: &Behaviour, size: Option<u64>, range: Option<&str>) -> (u16, u64, u64) {
+    match (b.status, size) {
+        (Some(s), _) => (s, 0, 0),
+        (None, None) => (404, 0, 0),
+        (None, Some(size)) => match range {
+            Some(r) => match parse_range(r, size) {
+                Some((a, z)) => (206, a, z - a + 1),
+                None => (416, 0, 0),
+            },
+            None => (200, 0, size),
+        },
+    }
+}
+
+/// The next body offset at which a behaviour acts, at or after `sent`
+/// (`len` when none does).
+fn next_event(b: &Behaviour, sent: u64, len: u64) -> u64 {
+    [
+        b.pause_at.map(|p| p.0),
+        b.close_after,
+        b.reset_after,
+        b.stall_after,
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|&at| at >= sent)
+    .fold(len, u64::min)
 }
 
 /// `bytes=A-B` or `bytes=A-`, clamped to the file.
@@ -196,10 +232,24 @@ fn parse_range(v: &str, size: u64) -> Option<(u64, u64)> {
 async fn serve_conn(
     mut sock: TcpStream,
     conn: u64,
-    setup: &Site,
-    log: &Mutex<Vec<Served>>,
+    setup: Arc<Site>,
+    log: Arc<Mutex<Vec<Served>>>,
 ) -> std::io::Result<()> {
     sock.set_nodelay(true)?;
+    // HTTP/2 with prior knowledge (h2c) starts with the connection preface
+    let mut preface = [0u8; 24];
+    let mut seen = 0;
+    while seen < preface.len() {
+        let n = sock.peek(&mut preface).await?;
+        if n == 0 || n == seen || !H2_PREFACE.starts_with(&preface[..n]) {
+            break;
+        }
+        seen = n;
+    }
+    if preface == *H2_PREFACE {
+        return h2c::serve(sock, conn, setup, log).await;
+    }
+    let (setup, log): (&Site, &Mutex<Vec<Served>>) = (&setup, &log);
     let mut buf = Vec::with_capacity(4096);
     loop {
         // read one request head (the codec's parser, as `vodlab serve`)
@@ -222,17 +272,7 @@ async fn serve_conn(
         let range_hdr = head.header("range").map(str::to_string);
         let b = setup.behaviour(&path);
         let size = setup.size(&path);
-        let (status, start, len) = match (b.status, size) {
-            (Some(s), _) => (s, 0, 0),
-            (None, None) => (404, 0, 0),
-            (None, Some(size)) => match range_hdr.as_deref() {
-                Some(r) => match parse_range(r, size) {
-                    Some((a, z)) => (206, a, z - a + 1),
-                    None => (416, 0, 0),
-                },
-                None => (200, 0, size),
-            },
-        };
+        let (status, start, len) = plan(&b, size, range_hdr.as_deref());
         let i = record(
             log,
             Served {
@@ -292,20 +332,7 @@ async fn serve_conn(
         let mut paused = false;
         let mut data = vec![0u8; slice as usize];
         while sent < len {
-            let mut stop = len;
-            for at in [
-                b.pause_at.map(|p| p.0),
-                b.close_after,
-                b.reset_after,
-                b.stall_after,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if at >= sent {
-                    stop = stop.min(at);
-                }
-            }
+            let stop = next_event(&b, sent, len);
             if b.pause_at.is_some_and(|(at, _)| at == sent) && !paused {
                 paused = true;
                 tokio::time::sleep(b.pause_at.map(|p| p.1).unwrap_or_default()).await;

@@ -28,10 +28,10 @@
 //! `health` lateness and CPU (the client's own clock, not the server's
 //! behaviour); `transport` counts (`tests/protocols.rs`); the players'
 //! bit-rate, switch and QoE figures (their ABR decisions, checked
-//! bit-exactly against Sabre in `tests/sabre.rs`); HTTP/2 (this server
-//! speaks HTTP/1.1 only: the h2 executor shares the session driver, whose
-//! figures these are, and `tests/protocols.rs` checks that h1 and h2 runs
-//! of one workload agree); echoes of the settings (`target`, `seed`, …).
+//! bit-exactly against Sabre in `tests/sabre.rs`); TLS (`https`, `h2`:
+//! the same executors over rustls, `tests/protocols.rs` checks that they
+//! agree with h1 against nginx); echoes of the settings (`target`, `seed`, …).
+//! The table runs over HTTP/1.1 and over h2c.
 
 mod common;
 
@@ -288,8 +288,23 @@ fn table() -> Vec<Case> {
 
 #[test]
 fn every_figure_of_a_run_equals_what_the_server_did() {
+    table_run("h1");
+}
+
+/// The same table over HTTP/2 (h2c with prior knowledge): each request a
+/// stream; an early end is END_STREAM short of `content-length`, a reset
+/// is RST_STREAM (`100 Continue` is HTTP/1.1's, left out).
+#[test]
+fn every_figure_of_an_h2c_run_equals_what_the_server_did() {
+    table_run("h2c");
+}
+
+fn table_run(protocol: &str) {
     let t = tempfile::tempdir().unwrap();
-    let cases = table();
+    let cases: Vec<Case> = table()
+        .into_iter()
+        .filter(|c| protocol == "h1" || !c.behaviour.informational_first)
+        .collect();
     let mut script = String::new();
     let mut files = HashMap::new();
     let mut behaviours = HashMap::new();
@@ -334,6 +349,8 @@ fn every_figure_of_a_run_equals_what_the_server_did() {
         server.addr,
         &out,
         &[
+            "--protocol",
+            protocol,
             "--rate",
             "20",
             "--arrivals",
