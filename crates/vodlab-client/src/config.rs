@@ -71,17 +71,27 @@ pub struct RunConfig {
     pub checkpoint: Option<crate::engine::CheckpointConfig>,
 }
 
+/// Default seed of the arrival schedules.
+pub const DEFAULT_SEED: u64 = 1;
+/// Default width of the per-interval series, seconds.
+pub const DEFAULT_INTERVAL_S: f64 = 5.0;
+/// Default lateness threshold of a session start or request send, ms.
+pub const DEFAULT_LATE_THRESHOLD_MS: u64 = 10;
+/// Default paced target, a multiple of the content's bit rate.
+pub const DEFAULT_PACE_TARGET: f64 = 1.0;
+
 impl RunConfig {
-    /// Defaults for a target and a rate.
+    /// Defaults for a target and a rate (the `DEFAULT_` constants of this
+    /// module, which `vodlab run --help` shows too).
     pub fn new(addr: SocketAddr, host: String, target: String, arrivals: Arrivals) -> Self {
         Self {
             addr,
             host,
             target,
             arrivals,
-            seed: 1,
-            interval_s: 5.0,
-            late_threshold: Duration::from_millis(10),
+            seed: DEFAULT_SEED,
+            interval_s: DEFAULT_INTERVAL_S,
+            late_threshold: Duration::from_millis(DEFAULT_LATE_THRESHOLD_MS),
             shaping: true,
             pacing: true,
             late_pacing: LatePacing::Delay,
@@ -91,7 +101,7 @@ impl RunConfig {
             unreachable_after: Duration::from_secs(3),
             check_bytes: 0.0,
             playback_buffer: crate::delivery::DEFAULT_PLAYBACK_BUFFER,
-            pace_target: 1.0,
+            pace_target: DEFAULT_PACE_TARGET,
             shard: None,
             start_at: None,
             transport: crate::transport::TransportConfig::default(),

@@ -313,9 +313,18 @@ fn bench_answer(file: &vodlab_lab::CapacityFile, a: &BenchArgs) -> String {
     match outcome {
         SearchOutcome::ClientLimited { rate, .. } => format!(
             "no answer: the load generator limited this measurement (its runs at {rate:.1} new sessions/s were INVALID, so they neither passed nor failed); {}; {}",
-            match answer.capacity {
-                Some(c) => format!("the server passed every valid point up to {c:.1} new sessions/s of {} ({how}), a lower bound only", a.preset),
-                None => "no valid point passed".to_string(),
+            match (answer.capacity, &file.at_capacity) {
+                // the lower bound in users' units too: the rate, the
+                // viewers it kept and the bits, in one sentence
+                (Some(_), Some(v)) => format!(
+                    "with {} ({how}), vodlab serve ({}) served at least {}{} (a lower bound only)",
+                    a.preset,
+                    format!("{:?}", a.io).to_lowercase(),
+                    v.sentence(),
+                    capacity::mix_suffix(&file.bitrate_mix)
+                ),
+                (Some(c), None) => format!("the server passed every valid point up to {c:.1} new sessions/s of {} ({how}), a lower bound only", a.preset),
+                (None, _) => "no valid point passed".to_string(),
             },
             vodlab_lab::capacity::CLIENT_LIMITED_ADVICE
         ),

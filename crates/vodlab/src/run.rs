@@ -54,10 +54,10 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Seed of the arrival schedules.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_SEED)]
     pub seed: u64,
     /// Width of the per-interval series in results.json, seconds.
-    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_INTERVAL_S, value_name = "SECONDS")]
     pub interval: f64,
     /// Start at most this many sessions (spread over shards).
     #[arg(long)]
@@ -95,7 +95,7 @@ pub struct RunArgs {
     pub requests_csv: bool,
     /// A session start or request send later than this (ms) counts as late;
     /// more than 1 % late makes the results invalid.
-    #[arg(long, default_value_t = 10.0, value_name = "MS")]
+    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_LATE_THRESHOLD_MS as f64, value_name = "MS")]
     pub late_threshold_ms: f64,
     /// Fraction of requests whose bytes are checked against the content of a
     /// file set written by `vodlab fileset create` (a `vodlab gen` workload
@@ -105,12 +105,12 @@ pub struct RunArgs {
     /// Client buffer B of the playback latency: seconds of content (at the
     /// request's CMCD `br` or the session's `bitrate=`) that must arrive
     /// before playback could start (the pacing paper's 4 s).
-    #[arg(long, default_value_t = 4.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = vodlab_client::delivery::DEFAULT_PLAYBACK_BUFFER.as_secs_f64(), value_name = "SECONDS")]
     pub playback_buffer: f64,
     /// Paced target as a multiple K of the content's bit rate: each 100 ms
     /// window after the first B seconds is judged against K × bit rate (set
     /// it to the server's `--pace`).
-    #[arg(long, default_value_t = 1.0, value_name = "K")]
+    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_PACE_TARGET, value_name = "K")]
     pub pace_target: f64,
     /// Run only shard I of N (I from 0) of the workload's sessions, as one of
     /// N processes whose results `vodlab merge` combines exactly. Session i of
@@ -791,6 +791,70 @@ pub(crate) fn spawn_progress(live: Arc<Live>, total: u64) -> std::thread::JoinHa
 mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
+
+    /// `vodlab run`'s defaults, as `--help` shows them, are the library's:
+    /// a run with no flags gets the settings `RunConfig::new` gives.
+    #[test]
+    fn help_defaults_are_the_settings_a_run_gets() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "vodlab",
+            "run",
+            "w",
+            "--target",
+            "http://127.0.0.1:1",
+            "--rate",
+            "1",
+        ])
+        .unwrap();
+        let crate::cli::Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        let lib = RunConfig::new(
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1".into(),
+            "http://127.0.0.1:1".into(),
+            Arrivals::Poisson { rate: 1.0 },
+        );
+        assert_eq!(a.seed, lib.seed);
+        assert_eq!(a.interval, lib.interval_s);
+        assert_eq!(
+            Duration::from_secs_f64(a.late_threshold_ms / 1e3),
+            lib.late_threshold
+        );
+        assert_eq!(a.late_pacing, lib.late_pacing);
+        assert_eq!(
+            Duration::from_secs_f64(a.playback_buffer),
+            lib.playback_buffer
+        );
+        assert_eq!(a.pace_target, lib.pace_target);
+        assert_eq!(!a.no_pacing, lib.pacing);
+        assert_eq!(!a.no_shaping, lib.shaping);
+        assert_eq!(!a.no_cmcd, lib.cmcd);
+        // and --help prints them
+        let help = crate::cli::Cli::try_parse_from(["vodlab", "run", "--help"])
+            .unwrap_err()
+            .to_string();
+        for (flag, v) in [
+            ("--interval", format!("{}", lib.interval_s)),
+            ("--pace-target", format!("{}", lib.pace_target)),
+            (
+                "--playback-buffer",
+                format!("{}", lib.playback_buffer.as_secs_f64()),
+            ),
+        ] {
+            let at = help
+                .find(&format!("{flag} <"))
+                .unwrap_or_else(|| panic!("{flag}: {help}"));
+            let rest = &help[at..];
+            let next = rest[2..].find("\n      --").map_or(rest.len(), |i| i + 2);
+            assert!(
+                rest[..next].contains(&format!("[default: {v}]")),
+                "{flag}: {}",
+                &rest[..next]
+            );
+        }
+    }
 
     #[test]
     fn arrivals_are_compressed_rates_up_lengths_down() {
