@@ -591,34 +591,10 @@ impl Drop for HwBox {
     }
 }
 
-/// Parses a size with an optional K/M/G/T suffix (powers of 1024): `512M`.
+/// Parses a size in vodlab's one grammar ([`vodlab_units::parse_size`]:
+/// `512M` = 512 MiB, `1.5g`, `2T`, `4096`, `500MB` = 5×10^8).
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mul) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => {
-                    return Err(format!(
-                        "`{s}`: unknown size suffix `{c}` (use K, M, G or T)"
-                    ))
-                }
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let n: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size (e.g. 512M, 2G, 1048576)"))?;
-    if !(n.is_finite() && n >= 0.0) {
-        return Err(format!("`{s}` is not a size"));
-    }
-    Ok((n * mul as f64) as u64)
+    vodlab_units::parse_size(s).map_err(|e| e.to_string())
 }
 
 mod device;

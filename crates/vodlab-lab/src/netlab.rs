@@ -83,9 +83,11 @@ pub enum LabError {
     },
 }
 
-/// A link rate in bits per second, written as `tc` writes them: a number
-/// with `bit`, `kbit`, `mbit` or `gbit` (powers of 1000), or bytes with
-/// `bps`, `kbps`, `mbps`, `gbps` (tc's byte units: `55mbps` = 55 MB/s).
+/// A link rate in bits per second, written in vodlab's one rate grammar
+/// ([`vodlab_units::parse_rate`], docs/units.md): bits/s with `bit` and an
+/// SI prefix (`1gbit`, `100Mbit`, `3.5mbit`), or bytes/s as a size
+/// (`55MB/s` = 440 Mbit/s). `tc`'s own `55mbps` (bytes/s to tc, bits/s to
+/// most readers) is refused as ambiguous. 8 kbit/s to 100 Gbit/s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Rate(pub u64);
 
@@ -99,34 +101,16 @@ impl Rate {
 impl FromStr for Rate {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let t = s.trim().to_ascii_lowercase();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("{s:?}: not a rate (e.g. 1gbit, 100mbit, 55mbps)"))?;
-        let mult = match unit {
-            "bit" => 1.0,
-            "kbit" => 1e3,
-            "mbit" => 1e6,
-            "gbit" => 1e9,
-            "bps" => 8.0,
-            "kbps" => 8e3,
-            "mbps" => 8e6,
-            "gbps" => 8e9,
-            _ => {
-                return Err(format!(
-                    "{s:?}: unit must be bit, kbit, mbit, gbit (bits/s) or bps, kbps, mbps, gbps (bytes/s)"
-                ))
-            }
-        };
-        let bits = v * mult;
-        if !(8_000.0..=100e9).contains(&bits) {
-            return Err(format!("{s:?}: must be 8 kbit to 100 gbit per second"));
+        let bits = vodlab_units::parse_rate(s)
+            .map_err(|e| e.to_string())?
+            .bits_per_s();
+        if !(8_000..=100_000_000_000).contains(&bits) {
+            return Err(format!(
+                "`{}`: a link rate must be 8 kbit to 100 gbit per second",
+                s.trim()
+            ));
         }
-        Ok(Rate(bits.round() as u64))
+        Ok(Rate(bits))
     }
 }
 
@@ -556,12 +540,20 @@ mod tests {
     fn rates_parse_in_tc_units() {
         assert_eq!("1gbit".parse::<Rate>(), Ok(Rate(1_000_000_000)));
         assert_eq!("400kbit".parse::<Rate>(), Ok(Rate(400_000)));
-        assert_eq!("55mbps".parse::<Rate>(), Ok(Rate(440_000_000)));
+        assert_eq!("55MB/s".parse::<Rate>(), Ok(Rate(440_000_000)));
         assert_eq!("2.5MBit".parse::<Rate>(), Ok(Rate(2_500_000)));
+        assert_eq!("10.46mbit".parse::<Rate>(), Ok(Rate(10_460_000)));
+        assert_eq!("1e3mbit".parse::<Rate>(), Ok(Rate(1_000_000_000)));
+        // bytes/s as a size, the same grammar as `vodlab serve --link-capacity`
+        assert_eq!("1M".parse::<Rate>(), Ok(Rate(8 << 20)));
+        assert_eq!("125000".parse::<Rate>(), Ok(Rate(1_000_000)));
+        // tc's byte unit is ambiguous: refused, naming both spellings
+        let e = "55mbps".parse::<Rate>().unwrap_err();
+        assert!(e.contains("55mbit") && e.contains("55MB/s"), "{e}");
         assert_eq!(Rate(1_000_000_000).to_string(), "1gbit");
         assert_eq!(Rate(2_500_000).to_string(), "2500kbit");
         for bad in [
-            "", "fast", "10", "10 mbit", "1e3mbit", "-1mbit", "1kbit", "1000gbit",
+            "", "fast", "10", "10 m bit", "-1mbit", "1kbit", "1000gbit", "8kbps",
         ] {
             assert!(bad.parse::<Rate>().is_err(), "{bad}");
         }

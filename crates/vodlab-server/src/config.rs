@@ -134,34 +134,11 @@ pub use pace_driver::{
     PaceDriver, DEFAULT_RT_PRIORITY, MAX_PACE_MSS, MAX_RT_PRIORITY, MIN_PACE_MSS,
 };
 
-/// A size: digits (a decimal point allowed) and an optional K, M or G
-/// suffix (powers of 1024, either case).
+/// A size in bytes, in vodlab's one grammar ([`vodlab_units::parse_size`]:
+/// `4096`, `256k`, `4M` = 4 MiB, `1.5G`, `4MB` = 4×10^6); the error names
+/// the input and shows the grammar.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mul) = match t.chars().last() {
-        Some(c) if c.is_ascii_alphabetic() => {
-            let m: u64 = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                _ => return Err(format!("unknown size suffix `{c}` (use K, M or G)")),
-            };
-            (&t[..t.len() - 1], m)
-        }
-        _ => (t, 1),
-    };
-    let num = num.trim();
-    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return Err(format!("`{t}` is not a size (e.g. 4M, 512K, 1048576)"));
-    }
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("`{t}` is not a size (e.g. 4M, 512K, 1048576)"))?;
-    let v = n * mul as f64;
-    if !v.is_finite() || v >= u64::MAX as f64 {
-        return Err(format!("`{t}` is too large"));
-    }
-    Ok(v as u64)
+    vodlab_units::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// An invalid setting.

@@ -43,32 +43,34 @@ pub struct AnalyzeArgs {
     /// rate (for the nominal title time of chains).
     #[arg(long, value_name = "DIR")]
     pub workload: Option<PathBuf>,
-    /// Write analysis.json and summary.txt here.
-    #[arg(short, long, value_name = "DIR")]
+    /// Write analysis.json and summary.txt here (`--output` is an older
+    /// name).
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
-    /// Adjacent requests join a chain when they arrive within this many
-    /// seconds of each other (thesis: 40).
-    #[arg(long, value_name = "S")]
+    /// Adjacent requests join a chain when they arrive within this long of
+    /// each other (thesis: 40 s). Durations here: 500ms, 40s, 5m; a bare
+    /// number is seconds.
+    #[arg(long, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub chain_window: Option<f64>,
-    /// How far out of arrival order the log may be, seconds.
-    #[arg(long, value_name = "S")]
+    /// How far out of arrival order the log may be.
+    #[arg(long, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub reorder: Option<f64>,
     /// A chain lasting longer than this is a stable phase (thesis: 40).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub long_chain: Option<f64>,
     /// Short chains closer than this form one transient phase (thesis: 10).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub cluster_gap: Option<f64>,
     /// No request for this long is an inactive phase (thesis: 40).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub inactive: Option<f64>,
-    /// A session with no request for this long is over, seconds (default
-    /// 300; at least --chain-window).
-    #[arg(long, value_name = "S")]
+    /// A session with no request for this long is over (default 300 s; at
+    /// least --chain-window).
+    #[arg(long, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub session_idle: Option<f64>,
-    /// Breakpoints of the survival fit in bytes, comma-separated (thesis:
-    /// 1e6,2e8).
-    #[arg(long, value_name = "B,B,...", value_delimiter = ',')]
+    /// Breakpoints of the survival fit, sizes comma-separated (thesis:
+    /// 1e6,2e8 = 1MB,200MB).
+    #[arg(long, value_name = "SIZE,SIZE,...", value_delimiter = ',', value_parser = size_f64)]
     pub fit_breaks: Option<Vec<f64>>,
     /// Survival probability P of the growth factor d/x (thesis: 0.45).
     #[arg(long, value_name = "P")]
@@ -85,6 +87,12 @@ pub struct AnalyzeArgs {
     /// Print the nginx `log_format` line this command reads, and exit.
     #[arg(long)]
     pub print_nginx_format: bool,
+}
+
+/// A size ([`vodlab_units::parse_size`]: `1e6`, `1MB`, `200MB`, `4M`) as
+/// bytes in an `f64`.
+fn size_f64(s: &str) -> Result<f64, vodlab_units::UnitError> {
+    vodlab_units::parse_size(s).map(|b| b as f64)
 }
 
 fn settings(a: &AnalyzeArgs) -> Settings {

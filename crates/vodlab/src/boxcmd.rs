@@ -14,25 +14,39 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::Args;
 use vodlab_diskfs::{Report, STATS_FILE};
-use vodlab_lab::hwbox::{self, parse_size, BoxSpec, Dev, HwBox, Profile};
+use vodlab_lab::hwbox::{self, BoxSpec, Dev, HwBox, Profile};
+
+/// `--read-bps`: a rate ([`vodlab_units::parse_rate`]) in whole bytes/s,
+/// at least 1.
+fn parse_read_rate(s: &str) -> Result<u64, String> {
+    match vodlab_units::parse_rate(s)
+        .map_err(|e| e.to_string())?
+        .bytes_per_s()
+    {
+        0 => Err(format!("`{}`: a read limit of at least 1 byte/s", s.trim())),
+        b => Ok(b),
+    }
+}
 
 /// Hardware settings shared by `box` and `compare`.
 #[derive(Debug, Clone, Args)]
 pub struct HwArgs {
     /// Disk to emulate: hdd-5400, hdd-7200 or ssd (docs/experiments.md
     /// lists the numbers and their sources). Without it only --mem and the
-    /// explicit limits apply.
-    #[arg(long)]
+    /// explicit limits apply. (`--profile` is an older name.)
+    #[arg(long = "throttle-profile", alias = "profile", value_name = "PROFILE")]
     pub profile: Option<String>,
-    /// Memory limit, page cache included (K, M, G suffixes).
-    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    /// Memory limit, page cache included (a size: 512M = 512 MiB, 1.5G,
+    /// 500MB = 5×10^8 bytes).
+    #[arg(long, value_parser = vodlab_units::parse_size, value_name = "SIZE")]
     pub mem: Option<u64>,
     /// The block device to throttle is the one holding this path
     /// (default: the current directory).
     #[arg(long, value_name = "PATH")]
     pub device_of: Option<PathBuf>,
-    /// Read bytes/s limit (overrides the profile's).
-    #[arg(long, value_parser = parse_size, value_name = "BYTES")]
+    /// Read limit in bytes/s (overrides the profile's): a rate, `60M` =
+    /// 60 MiB/s, `100MB/s`, `800Mbit`.
+    #[arg(long, value_parser = parse_read_rate, value_name = "RATE")]
     pub read_bps: Option<u64>,
     /// Read operations/s limit (overrides the profile's).
     #[arg(long, value_name = "IOPS")]
@@ -74,7 +88,7 @@ impl HwArgs {
         };
         anyhow::ensure!(
             self.mem.is_some() || needs_dev,
-            "the box has no limits: give --mem (with or without --disk), --profile, --read-bps or --read-iops"
+            "the box has no limits: give --mem (with or without --disk), --throttle-profile, --read-bps or --read-iops"
         );
         Ok(BoxSpec {
             name: name.to_string(),
@@ -258,7 +272,7 @@ pub struct DiskArgs {
     /// Serve the workload's file set from an emulated drive of this profile
     /// (`vodlab disk profiles`, or a profile TOML file): `vodlab disk mount`
     /// runs outside the box, the command inside reads the mount. Replaces
-    /// the io.max throttle (--profile, --read-bps, --read-iops).
+    /// the io.max throttle (--throttle-profile, --read-bps, --read-iops).
     #[arg(long, value_name = "PROFILE", conflicts_with_all = ["profile", "read_bps", "read_iops", "device_of", "readahead_kb"])]
     pub disk: Option<String>,
     /// Where to mount the emulated drive (an empty directory; default: a
@@ -355,7 +369,7 @@ impl DiskDaemon {
         cmd.args(["disk", "mount"])
             .arg(&spec.workload)
             .arg(&mountpoint)
-            .arg("--profile")
+            .arg("--disk-profile")
             .arg(&spec.profile)
             .arg("--time-compression")
             .arg(spec.time_compression.to_string())

@@ -58,7 +58,7 @@ pub enum Command {
     /// Sessions arrive open-loop (Poisson by default) and each replays its
     /// script over persistent connections with pacing, per-request timeouts and
     /// its client class's emulated access link. A session fails when a request
-    /// misses its deadline. Results: results.json (docs/results.md), summary.txt.
+    /// misses its deadline. Results: results.json (docs/run.md, schema docs/results.schema.json), summary.txt.
     ///
     /// Examples:
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --rate 10 -o results/yt-10
@@ -134,7 +134,7 @@ pub enum Command {
     /// command starts; the box is removed when it ends.
     ///
     /// Examples:
-    ///   vodlab box --profile hdd-5400 --mem 1G --device-of /srv/yt -- vodlab serve --root /srv/yt
+    ///   vodlab box --throttle-profile hdd-5400 --mem 1G --device-of /srv/yt -- vodlab serve --root /srv/yt
     ///   vodlab box --mem 512M --read-bps 60M --read-iops 120 -- vodlab fileset seqread work/yt --root /srv/yt
     #[command(verbatim_doc_comment)]
     Box(crate::boxcmd::BoxArgs),
@@ -144,7 +144,7 @@ pub enum Command {
     /// sequential-read bound (docs/experiments.md).
     ///
     /// Examples:
-    ///   vodlab compare work/yt --root /srv/yt --profile hdd-5400 --mem 1G -o results/cmp
+    ///   vodlab compare work/yt --root /srv/yt --throttle-profile hdd-5400 --mem 1G -o results/cmp
     ///   vodlab compare work/yt --root /srv/yt --servers vodlab-asap,nginx --no-pacing --window 30
     #[command(verbatim_doc_comment)]
     Compare(crate::compare::CompareArgs),
@@ -163,8 +163,8 @@ pub enum Command {
     /// seek, rotation and transfer model, without disk space (docs/disk.md).
     ///
     /// Examples:
-    ///   vodlab disk mount work/yt /mnt/yt --profile hitachi-5k3000
-    ///   vodlab disk mount work/yt /mnt/yt --profile st1000dm003 --time-compression 10 --stats disk.json
+    ///   vodlab disk mount work/yt /mnt/yt --disk-profile hitachi-5k3000
+    ///   vodlab disk mount work/yt /mnt/yt --disk-profile st1000dm003 --time-compression 10 --stats disk.json
     ///   vodlab disk profiles
     #[command(subcommand, verbatim_doc_comment)]
     Disk(crate::disk::DiskCommand),
@@ -201,7 +201,7 @@ pub enum Command {
     ///   vodlab simulate --player --abr throughput --max-buffer 60 --half-life 2,5 --no-abandon --movie m.json --trace t.json
     ///   vodlab simulate --player --abr bba --reservoir 5 --cushion 10 --movie m.json --trace t.json --p1203 p1203.json
     ///   vodlab simulate --prefetch --log access.log --policy fixed:7MB --policy first-grow-sr:16MB
-    ///   vodlab simulate --prefetch --log trace.csv --workload work/nf --drives 36 --sweep 1MB,4MB,7MB,16MB --out sim/
+    ///   vodlab simulate --prefetch --log trace.csv --workload work/nf --drives 36 --sweep 1MB,4MB,7MB,16MB -o sim/
     #[command(verbatim_doc_comment)]
     Simulate(crate::simulate::SimulateArgs),
     /// Record a real player: dash.js (or hls.js, --player hls) in headless
@@ -212,8 +212,8 @@ pub enum Command {
     /// (docs/record.md).
     ///
     /// Examples:
-    ///   vodlab record --root /srv/tiny --seconds 30 --down-kbps 3500 --latency-ms 20 -o rec
-    ///   vodlab record --player hls --root /srv/tiny --seconds 30 --down-kbps 3500 -o rec-hls
+    ///   vodlab record --root /srv/tiny --duration 30s --down-kbps 3500 --latency-ms 20 -o rec
+    ///   vodlab record --player hls --root /srv/tiny --duration 30s --down-kbps 3500 -o rec-hls
     ///   vodlab record --netns vl-lab-c0 --target http://10.77.0.1:8080 --manifest /t00000/manifest.mpd -o rec-lab
     ///   vodlab run rec/recording.vsl --target http://127.0.0.1:8080 --check-bytes 0 --late-pacing burst
     #[command(verbatim_doc_comment)]
@@ -239,5 +239,195 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Disk(c) => crate::disk::run(c),
         Command::Simulate(a) => crate::simulate::run(a),
         Command::Record(a) => crate::record::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use std::path::PathBuf;
+
+    fn parse(args: &[&str]) -> Command {
+        Cli::try_parse_from(std::iter::once("vodlab").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .command
+    }
+
+    fn long_help(path: &[&str]) -> String {
+        let mut c = Cli::command();
+        for p in path {
+            c = c.find_subcommand(p).expect(p).clone();
+        }
+        c.render_long_help().to_string()
+    }
+
+    #[test]
+    fn out_is_o_everywhere_and_output_still_works() {
+        for flag in ["-o", "--out", "--output"] {
+            let Command::Merge(m) = parse(&["merge", "a", flag, "d"]) else {
+                panic!()
+            };
+            assert_eq!(m.output, PathBuf::from("d"));
+            let Command::Analyze(a) = parse(&["analyze", "x.log", flag, "d"]) else {
+                panic!()
+            };
+            assert_eq!(a.output, Some(PathBuf::from("d")));
+            let Command::Record(r) = parse(&["record", "--root", ".", flag, "d"]) else {
+                panic!()
+            };
+            assert_eq!(r.output, PathBuf::from("d"));
+            let Command::Script(crate::script::ScriptCommand::Export { output, .. }) =
+                parse(&["script", "export", "w", "--to", "httperf", flag, "d"])
+            else {
+                panic!()
+            };
+            assert_eq!(output, PathBuf::from("d"));
+            let Command::Simulate(s) = parse(&["simulate", "--prefetch", flag, "d"]) else {
+                panic!()
+            };
+            assert_eq!(s.prefetch_args.out, Some(PathBuf::from("d")));
+        }
+        for cmd in [
+            &["merge"][..],
+            &["analyze"],
+            &["record"],
+            &["k8s"],
+            &["script", "export"],
+            &["simulate"],
+        ] {
+            let h = long_help(cmd);
+            assert!(h.contains("-o, --out <"), "{cmd:?}: {h}");
+            assert!(!h.contains("--output <"), "{cmd:?} shows the old name: {h}");
+        }
+    }
+
+    #[test]
+    fn renamed_flags_keep_their_old_names_hidden() {
+        for old in [
+            ["--seconds", "45"],
+            ["--duration", "45"],
+            ["--duration", "45s"],
+        ] {
+            let Command::Record(r) = parse(&["record", "--root", ".", old[0], old[1], "-o", "d"])
+            else {
+                panic!()
+            };
+            assert_eq!(r.seconds, 45.0, "{old:?}");
+        }
+        for flag in ["--profile", "--throttle-profile"] {
+            let Command::Box(b) = parse(&["box", flag, "hdd-5400", "--", "true"]) else {
+                panic!()
+            };
+            assert_eq!(b.hw.profile.as_deref(), Some("hdd-5400"));
+        }
+        for flag in ["--profile", "--disk-profile"] {
+            let Command::Disk(crate::disk::DiskCommand::Mount(m)) =
+                parse(&["disk", "mount", "w", "/mnt", flag, "nvme"])
+            else {
+                panic!()
+            };
+            assert_eq!(m.profile.as_deref(), Some("nvme"));
+        }
+        for flag in ["--h2-max-streams", "--h2-max-concurrent-streams"] {
+            let Command::Serve(s) = parse(&["serve", "--root", "/srv", flag, "64"]) else {
+                panic!()
+            };
+            assert_eq!(s.proto.h2_max_streams, 64);
+        }
+        let h = long_help(&["record"]);
+        assert!(
+            h.contains("--duration <DURATION>") && !h.contains("--seconds <"),
+            "{h}"
+        );
+        let h = long_help(&["box"]);
+        assert!(h.contains("--throttle-profile <PROFILE>"), "{h}");
+        assert!(!h.contains("--profile <"), "{h}");
+        let h = long_help(&["disk", "mount"]);
+        assert!(h.contains("--disk-profile <NAME|FILE>"), "{h}");
+        assert!(!h.contains("--profile <"), "{h}");
+        let h = long_help(&["serve"]);
+        assert!(h.contains("--h2-max-concurrent-streams <N>"), "{h}");
+        assert!(!h.contains("--h2-max-streams <"), "{h}");
+    }
+
+    #[test]
+    fn sizes_rates_and_durations_share_one_grammar() {
+        let Command::Box(b) = parse(&[
+            "box",
+            "--mem",
+            "1.5G",
+            "--read-bps",
+            "100MB/s",
+            "--",
+            "true",
+        ]) else {
+            panic!()
+        };
+        assert_eq!(
+            (b.hw.mem, b.hw.read_bps),
+            (Some(3 << 29), Some(100_000_000))
+        );
+        let Command::Box(b) = parse(&["box", "--mem", "512M", "--read-bps", "60M", "--", "true"])
+        else {
+            panic!()
+        };
+        assert_eq!((b.hw.mem, b.hw.read_bps), (Some(512 << 20), Some(60 << 20)));
+        let Command::Box(b) = parse(&["box", "--read-bps", "800Mbit", "--", "true"]) else {
+            panic!()
+        };
+        assert_eq!(b.hw.read_bps, Some(100_000_000));
+        let e = Cli::try_parse_from(["vodlab", "box", "--mem", "4X", "--", "true"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`4X`: not a size") && e.contains("4M = 4MiB"),
+            "{e}"
+        );
+        let e = Cli::try_parse_from(["vodlab", "box", "--read-bps", "55mbps", "--", "true"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ambiguous"), "{e}");
+        let Command::Lab(crate::lab::LabCommand::Up(s)) = parse(&[
+            "lab",
+            "up",
+            "--server-egress",
+            "1Gbit",
+            "--client-down",
+            "55MB/s",
+        ]) else {
+            panic!()
+        };
+        assert_eq!(
+            (s.server_egress.map(|r| r.0), s.client_down.map(|r| r.0)),
+            (Some(1_000_000_000), Some(440_000_000))
+        );
+        let Command::Analyze(a) = parse(&[
+            "analyze",
+            "x.log",
+            "--chain-window",
+            "1m",
+            "--fit-breaks",
+            "1MB,2e8",
+        ]) else {
+            panic!()
+        };
+        assert_eq!(a.chain_window, Some(60.0));
+        assert_eq!(a.fit_breaks, Some(vec![1e6, 2e8]));
+        let Command::Simulate(s) = parse(&[
+            "simulate",
+            "--player",
+            "--movie",
+            "m",
+            "--trace",
+            "t",
+            "--max-buffer",
+            "1m",
+            "--half-life",
+            "3,8s",
+        ]) else {
+            panic!()
+        };
+        assert_eq!((s.max_buffer, s.half_life), (60.0, vec![3.0, 8.0]));
     }
 }

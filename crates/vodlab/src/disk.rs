@@ -21,11 +21,11 @@ pub enum DiskCommand {
     /// /dev/fuse and fusermount3 (Debian: fuse3).
     ///
     /// Examples:
-    ///   vodlab disk mount work/yt /mnt/yt --profile hitachi-5k3000
-    ///   vodlab disk mount work/yt /mnt/yt --profile st1000dm003 --placement high --scheduler tagged:32 --stats disk.json
-    ///   vodlab disk mount work/yt /mnt/yt --profile wd10efrx --time-compression 10
-    ///   vodlab disk mount work/yt /mnt/yt --profile my-drive.toml --backing /srv/yt
-    ///   vodlab disk mount - /mnt/video --profile st1000dm003 --backing /srv/real-video
+    ///   vodlab disk mount work/yt /mnt/yt --disk-profile hitachi-5k3000
+    ///   vodlab disk mount work/yt /mnt/yt --disk-profile st1000dm003 --placement high --scheduler tagged:32 --stats disk.json
+    ///   vodlab disk mount work/yt /mnt/yt --disk-profile wd10efrx --time-compression 10
+    ///   vodlab disk mount work/yt /mnt/yt --disk-profile my-drive.toml --backing /srv/yt
+    ///   vodlab disk mount - /mnt/video --disk-profile st1000dm003 --backing /srv/real-video
     ///   vodlab disk mount work/yt /mnt/yt --zero-time        # the daemon's own speed
     #[command(verbatim_doc_comment)]
     Mount(MountArgs),
@@ -51,8 +51,14 @@ pub struct MountArgs {
     /// An existing empty directory. A stale mount left there by a killed
     /// daemon is cleaned first.
     pub mountpoint: PathBuf,
-    /// A shipped profile (`vodlab disk profiles`) or a profile TOML file.
-    #[arg(long, value_name = "NAME|FILE", required_unless_present = "zero_time")]
+    /// A shipped profile (`vodlab disk profiles`) or a profile TOML file
+    /// (`--profile` is an older name).
+    #[arg(
+        long = "disk-profile",
+        alias = "profile",
+        value_name = "NAME|FILE",
+        required_unless_present = "zero_time"
+    )]
     pub profile: Option<String>,
     /// Where the file set sits on the drive: from address 0 (outer, fast
     /// tracks) or ending at the last address (inner, slow).
@@ -80,7 +86,7 @@ pub struct MountArgs {
     #[arg(long, value_name = "KIB")]
     pub readahead_kib: Option<u32>,
     /// A drive that takes no time (0 latency, unbounded bandwidth), to
-    /// measure the daemon itself. Replaces --profile.
+    /// measure the daemon itself. Replaces --disk-profile.
     #[arg(long, conflicts_with = "profile")]
     pub zero_time: bool,
     /// FUSE worker threads (default: one per CPU, 2 to 4).
@@ -149,7 +155,7 @@ fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
     let profile = match &a.profile {
         _ if a.zero_time => zero_time_profile(),
         Some(p) => Profile::resolve(p)?,
-        None => unreachable!("clap requires --profile or --zero-time"),
+        None => unreachable!("clap requires --disk-profile or --zero-time"),
     };
     if !(a.time_compression.is_finite() && a.time_compression > 0.0) {
         anyhow::bail!(

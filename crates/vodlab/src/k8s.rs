@@ -51,9 +51,10 @@ pub struct K8sArgs {
     /// Prefix of the objects' names and of the run's results directory.
     #[arg(long, default_value = "vodlab")]
     pub name: String,
-    /// Seconds from `apply.sh` to the shards' common start: long enough for
-    /// every pod to be scheduled, pull the image and load the workload.
-    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    /// Time from `apply.sh` to the shards' common start, whole seconds (a
+    /// bare number is seconds: 120, 2m): long enough for every pod to be
+    /// scheduled, pull the image and load the workload.
+    #[arg(long, default_value_t = 120, value_name = "DURATION", value_parser = whole_seconds)]
     pub start_delay: u64,
     /// Where results go: `pvc:NAME` (a ReadWriteMany claim; pvc.yaml
     /// creates it), `hostpath:DIR` (a node directory: one-node kind/k3s
@@ -76,10 +77,11 @@ pub struct K8sArgs {
     /// Size requested by pvc.yaml.
     #[arg(long, default_value = "1Gi", value_name = "QUANTITY")]
     pub pvc_size: String,
-    /// Seconds the merge Job waits for every shard's results before merging
-    /// what there is (missing shards are named). Default: start delay +
+    /// How long the merge Job waits for every shard's results before
+    /// merging what there is (missing shards are named), whole seconds (a
+    /// bare number is seconds: 5400, 90m). Default: start delay +
     /// --duration (or an hour) + 10 minutes.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "DURATION", value_parser = whole_seconds)]
     pub merge_timeout: Option<u64>,
     /// CPU request of each shard pod (sizing: docs/scale-out.md).
     #[arg(long, default_value = "1", value_name = "QUANTITY")]
@@ -102,11 +104,12 @@ pub struct K8sArgs {
     /// `vodlab run --sessions`.
     #[arg(long)]
     pub sessions: Option<usize>,
-    /// `vodlab run --duration`.
-    #[arg(long, value_name = "SECONDS")]
+    /// `vodlab run --duration` (a bare number is seconds: 600, 10m).
+    #[arg(long, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub duration: Option<f64>,
-    /// Directory for the manifests and apply.sh.
-    #[arg(short, long, value_name = "DIR")]
+    /// Directory for the manifests and apply.sh (`--output` is an older
+    /// name).
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: PathBuf,
     /// More `vodlab run` options for every shard, after `--`, e.g.
     /// `-- --no-pacing --interval 1` (not --shard, --start-at, --target or -o:
@@ -162,12 +165,23 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// A duration in whole seconds ([`vodlab_units::parse_duration`]; a bare
+/// number is seconds).
+fn whole_seconds(s: &str) -> Result<u64, String> {
+    let d = vodlab_units::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.subsec_nanos() != 0 {
+        return Err(format!("`{}`: give whole seconds", s.trim()));
+    }
+    Ok(d.as_secs())
+}
+
 /// Flags the entrypoint sets itself, refused in the pass-through arguments.
-const RESERVED: [&str; 6] = [
+const RESERVED: [&str; 7] = [
     "--shard",
     "--start-at",
     "--target",
     "-o",
+    "--out",
     "--output",
     "--allow-remote",
 ];
@@ -652,6 +666,44 @@ mod tests {
     }
 
     #[test]
+    fn durations_take_units_and_out_takes_its_old_name() {
+        let a = args(&[
+            "--start-delay",
+            "2m",
+            "--merge-timeout",
+            "90m",
+            "--duration",
+            "10m",
+        ]);
+        assert_eq!(
+            (a.start_delay, a.merge_timeout, a.duration),
+            (120, Some(5400), Some(600.0))
+        );
+        let a = args(&["--start-delay", "30", "--duration", "1.5"]);
+        assert_eq!((a.start_delay, a.duration), (30, Some(1.5)));
+        let parse = |v: &[&str]| T::try_parse_from(v.iter().copied()).map(|t| t.a);
+        let base = [
+            "t",
+            "--shards",
+            "1",
+            "--target",
+            "http://x:1",
+            "--workload-path",
+            "/w",
+        ];
+        for o in [["--out", "d"], ["--output", "d"], ["-o", "d"]] {
+            let v: Vec<&str> = base.iter().chain(o.iter()).copied().collect();
+            assert_eq!(parse(&v).unwrap().output, PathBuf::from("d"), "{o:?}");
+        }
+        let v: Vec<&str> = base
+            .iter()
+            .chain(["-o", "d", "--start-delay", "1.5s"].iter())
+            .copied()
+            .collect();
+        assert!(parse(&v).is_err());
+    }
+
+    #[test]
     fn bad_input_names_the_flag() {
         let err = |extra: &[&str]| format!("{:#}", manifests(&args(extra), 0).unwrap_err());
         assert!(err(&["--results", "s3:"]).contains("--results"));
@@ -661,6 +713,7 @@ mod tests {
         assert!(err(&["--namespace", "Big"]).contains("--namespace"));
         assert!(err(&["--", "--shard", "1/2"]).contains("--shard"));
         assert!(err(&["--", "--output=x"]).contains("--output"));
+        assert!(err(&["--", "--out", "x"]).contains("--out"));
         assert!(err(&["--", "a b"]).contains("spaces"));
         assert!(err(&["--start-delay", "0"]).contains("--start-delay"));
         let mut a = args(&[]);

@@ -19,8 +19,8 @@ pub struct ShapeArgs {
     /// Client host namespaces (addresses 10.77.0.10, .11, ...; the server is 10.77.0.1).
     #[arg(long, default_value_t = 1)]
     pub clients: usize,
-    /// Shape the server's egress (the bottleneck toward all clients): tc
-    /// units, e.g. 1gbit, 100mbit, 55mbps (bytes).
+    /// Shape the server's egress (the bottleneck toward all clients): a
+    /// rate (docs/units.md), e.g. 1gbit, 100Mbit, 55MB/s (bytes/s).
     #[arg(long, value_name = "RATE")]
     pub server_egress: Option<Rate>,
     /// Shape each client host's downstream.
@@ -132,9 +132,9 @@ pub struct RunArgs {
     /// The server's TCP port: clients start once it accepts connections.
     #[arg(long)]
     port: u16,
-    /// Longest the whole run may take, seconds (clients and server are then
-    /// stopped and the lab removed).
-    #[arg(long, default_value_t = 3600.0)]
+    /// Longest the whole run may take (a bare number is seconds: 3600, 1h;
+    /// clients and server are then stopped and the lab removed).
+    #[arg(long, default_value_t = 3600.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     timeout: f64,
 }
 

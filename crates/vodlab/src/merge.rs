@@ -20,8 +20,9 @@ pub struct MergeArgs {
     /// measured until then is merged.
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
-    /// Where to write the merged results.json and summary.txt.
-    #[arg(short, long, value_name = "DIR")]
+    /// Where to write the merged results.json and summary.txt (`--output`
+    /// is an older name).
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: PathBuf,
     /// Exit with status 1 when the merged run is invalid or incomplete.
     #[arg(long)]

@@ -111,8 +111,9 @@ pub struct RecordArgs {
     /// to leave Chromium's own emulation off. Needs root and --target.
     #[arg(long, value_name = "NAME", requires = "target")]
     pub netns: Option<String>,
-    /// Seconds to play (from page load) before the recording stops.
-    #[arg(long, default_value_t = 30.0)]
+    /// How long to play (from page load) before the recording stops (a
+    /// bare number is seconds: 30, 90s, 2m; `--seconds` is an older name).
+    #[arg(long = "duration", alias = "seconds", default_value_t = 30.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub seconds: f64,
     /// Emulated downlink, kbit/s (Chromium's Network.emulateNetworkConditions,
     /// per request; 0 = not limited; all three 0 = no emulation).
@@ -136,7 +137,8 @@ pub struct RecordArgs {
     pub record_dir: Option<PathBuf>,
     /// Output directory: recording.vsl, recording.h2load.txt, requests.json,
     /// dashjs-metrics.json (hlsjs-metrics.json with --player hls), raw.json.
-    #[arg(short, long, value_name = "DIR")]
+    /// (`--output` is an older name.)
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: PathBuf,
 }
 
@@ -401,7 +403,7 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
         bail!(
-            "--seconds {}: expected more than 0 and at most 3600",
+            "--duration/--seconds {}: expected more than 0 and at most 3600 s (1h)",
             a.seconds
         );
     }

@@ -35,7 +35,8 @@ pub enum ScriptCommand {
         to: ExportFormat,
         /// Output file (for a script input or h2load) or directory (for a
         /// workload directory: one file per shard).
-        #[arg(short, long, value_name = "PATH")]
+        /// (`--output` is an older name.)
+        #[arg(short = 'o', long = "out", alias = "output", value_name = "PATH")]
         output: PathBuf,
         /// For h2load: the session id (from its `#@session id=`) or, without
         /// ids, its position; default the first session.

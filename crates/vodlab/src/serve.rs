@@ -25,8 +25,8 @@ pub struct ServeArgs {
     /// prefetch serially per device, then sendfile).
     #[arg(long, value_enum, default_value_t = Io::from(Config::default().io))]
     pub io: Io,
-    /// ASAP prefetch controller: `fixed:SIZE` (SIZE in bytes or with a K, M
-    /// or G suffix: fixed:4M), `fixed:SIZE,ref=KBPS` (square-root sizes
+    /// ASAP prefetch controller: `fixed:SIZE` (a size as everywhere,
+    /// docs/units.md: fixed:4M = 4 MiB, fixed:4MB = 4×10^6 bytes), `fixed:SIZE,ref=KBPS` (square-root sizes
     /// around the bit rate KBPS), `auto[:key=value,...]` (thesis ch. 4's
     /// automatic size), or `first-grow:MAX` / `first-grow-sr:MAX` (thesis
     /// ch. 5's chain-aware sizes). See docs/serve.md.
@@ -46,9 +46,9 @@ pub struct ServeArgs {
     /// docs/serve.md).
     #[arg(long, value_name = "FILE.csv")]
     pub prefetch_log: Option<PathBuf>,
-    /// Largest prefetch one connection may have queued or in progress (bytes,
-    /// or with a K, M or G suffix); a longer range is read window by window.
-    #[arg(long, value_name = "SIZE", default_value_t = defaults::MAX_PREFETCH, value_parser = vodlab_server::config::parse_size)]
+    /// Largest prefetch one connection may have queued or in progress (a
+    /// size: 16M, 4MB, 4194304); a longer range is read window by window.
+    #[arg(long, value_name = "SIZE", default_value_t = defaults::MAX_PREFETCH, value_parser = vodlab_units::parse_size)]
     pub max_prefetch: u64,
     /// Prefetch helper threads per storage device (1 = serialized, as in the thesis).
     #[arg(long, default_value_t = defaults::HELPERS_PER_DEVICE)]
@@ -56,29 +56,32 @@ pub struct ServeArgs {
     /// Append one line per request to this file (format in docs/serve.md).
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
-    /// Idle keep-alive timeout, seconds.
-    #[arg(long, default_value_t = defaults::IDLE_TIMEOUT.as_secs_f64())]
+    /// Idle keep-alive timeout (a duration: 500ms, 1m; a bare number is
+    /// seconds).
+    #[arg(long, value_name = "DURATION", default_value_t = defaults::IDLE_TIMEOUT.as_secs_f64(), value_parser = vodlab_units::parse_seconds)]
     pub keepalive: f64,
-    /// Time allowed for a complete request head, seconds (slowloris guard).
-    #[arg(long, default_value_t = defaults::HEADER_TIMEOUT.as_secs_f64())]
+    /// Time allowed for a complete request head (slowloris guard; a bare
+    /// number is seconds).
+    #[arg(long, value_name = "DURATION", default_value_t = defaults::HEADER_TIMEOUT.as_secs_f64(), value_parser = vodlab_units::parse_seconds)]
     pub header_timeout: f64,
-    /// Seconds a response may make no progress (the client reads nothing)
-    /// before the connection is closed; a slow but reading client is never
-    /// cut (see docs/serve.md).
-    #[arg(long, default_value_t = defaults::SEND_TIMEOUT.as_secs_f64())]
+    /// How long a response may make no progress (the client reads nothing)
+    /// before the connection is closed (a bare number is seconds); a slow
+    /// but reading client is never cut (see docs/serve.md).
+    #[arg(long, value_name = "DURATION", default_value_t = defaults::SEND_TIMEOUT.as_secs_f64(), value_parser = vodlab_units::parse_seconds)]
     pub send_timeout: f64,
     /// Unsent bytes a response may queue in the kernel per connection
-    /// (TCP_NOTSENT_LOWAT; bytes or K/M suffix; 0 = kernel default, up to
+    /// (TCP_NOTSENT_LOWAT; a size; 0 = kernel default, up to
     /// the whole send buffer, 4 MiB on loopback). Bounds the kernel memory a
     /// slow reader pins; see docs/serve.md for the trade-off.
-    #[arg(long, value_name = "SIZE", default_value_t = defaults::NOTSENT_LOWAT, value_parser = vodlab_server::config::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value_t = defaults::NOTSENT_LOWAT, value_parser = vodlab_units::parse_size)]
     pub notsent_lowat: u64,
     /// Most simultaneous connections; at the cap the connection waiting
     /// longest for a request head is shed for a new one.
     #[arg(long, default_value_t = defaults::MAX_CONNECTIONS)]
     pub max_connections: usize,
-    /// Seconds between statistics lines on stderr (0 = none).
-    #[arg(long, default_value_t = defaults::STATS_INTERVAL.as_secs_f64())]
+    /// Time between statistics lines on stderr (0 = none; a bare number
+    /// is seconds).
+    #[arg(long, value_name = "DURATION", default_value_t = defaults::STATS_INTERVAL.as_secs_f64(), value_parser = vodlab_units::parse_seconds)]
     pub stats_interval: f64,
     /// Worker threads (default: one per core).
     #[arg(long)]
@@ -92,19 +95,20 @@ pub struct ServeArgs {
     /// times) or `kernel` (SO_MAX_PACING_RATE, TCP's internal pacing).
     #[arg(long, value_enum, default_value_t = PaceModeArg::User)]
     pub pace_mode: PaceModeArg,
-    /// Initial burst of a paced response, seconds of content (0 = none).
-    #[arg(long, value_name = "SECONDS", default_value_t = defaults::PACE_BURST)]
+    /// Initial burst of a paced response, in playing time of content (0 =
+    /// none; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value_t = defaults::PACE_BURST, value_parser = vodlab_units::parse_seconds)]
     pub pace_burst: f64,
-    /// Link capacity bursts may use beyond the paced rates, bytes/s with
-    /// an optional K, M or G suffix (powers of 1024), or bits/s ending in
-    /// `bit` (`1Gbit`, `400kbit`, powers of 1000), counted on the wire (66 B
-    /// of headers per segment, as htb counts). Default: unlimited.
+    /// Link capacity bursts may use beyond the paced rates, a rate
+    /// (docs/units.md): bits/s ending in `bit` (`1Gbit`, `400kbit`, powers
+    /// of 1000) or bytes/s as a size (`50M` = 50 MiB/s, `100MB/s`), counted
+    /// on the wire (66 B of headers per segment, as htb counts). Default:
+    /// unlimited.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_capacity: Option<u64>,
-    /// Fixed chunk of user-mode pacing (bytes or K/M suffix, 64 B at
-    /// least); default: per session r × 2.5 ms, clamped to 64 B … 64 KiB
+    /// Fixed chunk of user-mode pacing (a size, 64 B at least); default: per session r × 2.5 ms, clamped to 64 B … 64 KiB
     /// (125 B at 400 kbit/s, for ±5 % in every 100 ms window).
-    #[arg(long, value_name = "SIZE", value_parser = vodlab_server::config::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = vodlab_units::parse_size)]
     pub pace_chunk: Option<u64>,
     /// Where user-mode pacing's driver runs: `thread` (a dedicated thread
     /// with a µs-precise wait, the default), `rt[:PRIO]` (that thread under
@@ -114,9 +118,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DRIVER", default_value_t = PaceDriver::default(), value_parser = parse_pace_driver)]
     pub pace_driver: PaceDriver,
     /// A wake-up of the user pacer's driver also sends the chunks due up
-    /// to this many µs later, so sessions due close together share one
-    /// wake-up (a chunk leaves at most that early), 0 to 1000; 0 wakes once per due time.
-    #[arg(long, value_name = "MICROSECONDS", default_value_t = defaults::PACE_COALESCE.as_micros() as u64)]
+    /// to this much later, so sessions due close together share one
+    /// wake-up (a chunk leaves at most that early), 0 to 1000 µs (a bare
+    /// number is µs: 250, 250us, 1ms); 0 wakes once per due time.
+    #[arg(long, value_name = "DURATION", default_value_t = defaults::PACE_COALESCE.as_micros() as u64, value_parser = vodlab_units::parse_micros)]
     pub pace_coalesce_us: u64,
     /// TCP_MAXSEG of the listening socket: accepted connections send
     /// segments of at most this many bytes less TCP options (137 gives
@@ -164,7 +169,7 @@ pub struct ProtoArgs {
     pub tls_cert_out: Option<PathBuf>,
     /// Fixed maximum plaintext bytes per TLS record (512 B to 16K; default
     /// 16K, the protocol's maximum).
-    #[arg(long, value_name = "SIZE", value_parser = vodlab_server::config::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = vodlab_units::parse_size)]
     pub tls_record_size: Option<u64>,
     /// nghttpx's dynamic TLS record sizing: 1,300-byte records until
     /// --tls-dyn-warmup bytes were written, again after --tls-dyn-idle
@@ -172,10 +177,11 @@ pub struct ProtoArgs {
     #[arg(long, conflicts_with = "tls_record_size")]
     pub tls_dynamic_records: bool,
     /// Warm-up threshold of dynamic record sizing.
-    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::tls::defaults::DYN_WARMUP, value_parser = vodlab_server::config::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::tls::defaults::DYN_WARMUP, value_parser = vodlab_units::parse_size)]
     pub tls_dyn_warmup: u64,
-    /// Idle seconds after which dynamic record sizing starts over.
-    #[arg(long, value_name = "SECONDS", default_value_t = vodlab_server::tls::defaults::DYN_IDLE.as_secs_f64())]
+    /// Idle time after which dynamic record sizing starts over (a bare
+    /// number is seconds).
+    #[arg(long, value_name = "DURATION", default_value_t = vodlab_server::tls::defaults::DYN_IDLE.as_secs_f64(), value_parser = vodlab_units::parse_seconds)]
     pub tls_dyn_idle: f64,
     /// Offer only http/1.1 in ALPN (no h2 over TLS).
     #[arg(long)]
@@ -183,27 +189,28 @@ pub struct ProtoArgs {
     /// Refuse h2c by prior knowledge on the plain port (answered as HTTP/1.1).
     #[arg(long)]
     pub no_h2c: bool,
-    /// HTTP/2 initial stream window advertised (bytes or K/M suffix).
-    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::STREAM_WINDOW as u64, value_parser = vodlab_server::config::parse_size)]
+    /// HTTP/2 initial stream window advertised (a size).
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::STREAM_WINDOW as u64, value_parser = vodlab_units::parse_size)]
     pub h2_stream_window: u64,
     /// HTTP/2 connection window advertised.
-    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::CONNECTION_WINDOW as u64, value_parser = vodlab_server::config::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::CONNECTION_WINDOW as u64, value_parser = vodlab_units::parse_size)]
     pub h2_connection_window: u64,
     /// HTTP/2 SETTINGS_MAX_FRAME_SIZE advertised (16K to 16M-1).
-    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::MAX_FRAME_SIZE as u64, value_parser = vodlab_server::config::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::MAX_FRAME_SIZE as u64, value_parser = vodlab_units::parse_size)]
     pub h2_max_frame_size: u64,
-    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.
-    #[arg(long, value_name = "N", default_value_t = vodlab_server::h2::defaults::MAX_CONCURRENT_STREAMS)]
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (`--h2-max-streams` is an
+    /// older name).
+    #[arg(long = "h2-max-concurrent-streams", alias = "h2-max-streams", value_name = "N", default_value_t = vodlab_server::h2::defaults::MAX_CONCURRENT_STREAMS)]
     pub h2_max_streams: u32,
-    /// First ban, ms, of an address whose HTTP/2 connection was closed for
+    /// First ban (a bare number is ms: 500, 2s) of an address whose HTTP/2 connection was closed for
     /// a flood: its new connections are reset at accept; the ban doubles
     /// with each abuse remembered (up to 300 s), then 60 s of probation at
     /// 4 new connections/s. 0 turns the per-address penalty off (e.g.
     /// clients behind one NAT address).
-    #[arg(long, value_name = "MS", default_value_t = vodlab_server::h2::defaults::ABUSE_BAN_MS)]
+    #[arg(long, value_name = "DURATION", default_value_t = vodlab_server::h2::defaults::ABUSE_BAN_MS, value_parser = vodlab_units::parse_millis)]
     pub h2_abuse_ban: u64,
     /// HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE (also bounds CONTINUATION).
-    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::MAX_HEADER_LIST as u64, value_parser = vodlab_server::config::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_server::h2::defaults::MAX_HEADER_LIST as u64, value_parser = vodlab_units::parse_size)]
     pub h2_max_header_list: u64,
 }
 
@@ -266,28 +273,14 @@ impl From<PaceModeArg> for PaceMode {
     }
 }
 
-/// A rate: bytes/s (`50000`, `1.5M`: K/M/G powers of 1024) or bits/s with
-/// a `bit` suffix (`400kbit`, `1Gbit`: k/M/G powers of 1000).
+/// A rate in bytes/s ([`vodlab_units::parse_rate`]: `400kbit`, `1Gbit`,
+/// `50M` = 50 MiB/s, `100MB/s`); at least 1 B/s.
 fn parse_rate(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let Some(num) = t.strip_suffix("bit").or_else(|| t.strip_suffix("bps")) else {
-        return vodlab_server::config::parse_size(t);
-    };
-    let (num, mul) = match num.chars().last() {
-        Some('k' | 'K') => (&num[..num.len() - 1], 1e3),
-        Some('m' | 'M') => (&num[..num.len() - 1], 1e6),
-        Some('g' | 'G') => (&num[..num.len() - 1], 1e9),
-        _ => (num, 1.0),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{t}` is not a rate (e.g. 1Gbit, 400kbit, 50M)"))?;
-    let bytes = v * mul / 8.0;
-    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
-        return Err(format!("`{t}`: out of range"));
+    let r = vodlab_units::parse_rate(s).map_err(|e| e.to_string())?;
+    match r.bytes_per_s() {
+        0 => Err(format!("`{}`: a rate of at least 1 byte/s", s.trim())),
+        b => Ok(b),
     }
-    Ok(bytes as u64)
 }
 
 /// I/O modes.
@@ -326,8 +319,7 @@ fn parse_fixed(s: &str) -> Result<PolicySpec, String> {
 }
 
 fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(v)
-        .with_context(|| format!("--{name} {v}: not a duration in seconds"))
+    Duration::try_from_secs_f64(v).with_context(|| format!("--{name} {v}: not a duration"))
 }
 
 impl ServeArgs {
@@ -508,7 +500,16 @@ mod tests {
         let c = parse(&["--catalog", "catalog.json"]).unwrap();
         assert_eq!(c.bitrates, Some(PathBuf::from("catalog.json")));
         let e = parse(&["--prefetch-policy", "fixed:4Q"]).unwrap_err();
-        assert!(e.contains("suffix"), "{e}");
+        assert!(
+            e.contains("`4Q`: not a size") && e.contains("4M = 4MiB"),
+            "{e}"
+        );
+        // one grammar: 4M binary, 4MB decimal (docs/units.md)
+        let c = parse(&["--prefetch-policy", "fixed:4MB"]).unwrap();
+        assert_eq!(c.prefetch_policy, PolicySpec::Fixed(4_000_000));
+        let c = parse(&["--prefetch-policy", "auto:interval=2m,ramp=500ms"]).unwrap();
+        assert!(matches!(c.prefetch_policy, PolicySpec::Auto(a)
+            if a.interval.as_secs() == 120 && a.ramp.as_millis() == 500));
         assert!(parse(&["--prefetch", "0"]).is_err());
         assert!(parse(&["--prefetch", "1M", "--prefetch-policy", "fixed:2M"]).is_err());
     }
@@ -631,7 +632,7 @@ mod tests {
         assert!(parse(&["--pace=-1"]).unwrap_err().contains("pace"));
         assert!(parse(&["--pace-burst=-1"])
             .unwrap_err()
-            .contains("pace_burst"));
+            .contains("--pace-burst"));
         assert!(parse(&["--pace-chunk", "63"])
             .unwrap_err()
             .contains("pace_chunk"));
@@ -639,6 +640,46 @@ mod tests {
             .unwrap_err()
             .contains("default_bitrate_kbps"));
         assert!(parse(&["--link-capacity", "fast"]).is_err());
+        let e = parse(&["--keepalive", "5x"]).unwrap_err();
+        assert!(
+            e.contains("`5x`: not a duration") && e.contains("500ms"),
+            "{e}"
+        );
+        let c = parse(&[
+            "--keepalive",
+            "2m",
+            "--header-timeout",
+            "500ms",
+            "--stats-interval",
+            "0",
+            "--pace-coalesce-us",
+            "1ms",
+            "--h2-abuse-ban",
+            "2s",
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.idle_timeout, c.header_timeout, c.stats_interval),
+            (
+                Duration::from_secs(120),
+                Duration::from_millis(500),
+                Duration::ZERO
+            )
+        );
+        assert_eq!(c.pace_coalesce, Duration::from_millis(1));
+        assert_eq!(c.h2.abuse_ban_ms, 2000);
+        assert_eq!(
+            parse(&["--h2-abuse-ban", "250"]).unwrap().h2.abuse_ban_ms,
+            250
+        );
+        assert_eq!(
+            parse(&["--link-capacity", "100MB/s"])
+                .unwrap()
+                .link_capacity,
+            Some(100_000_000)
+        );
+        let e = parse(&["--link-capacity", "400kbps"]).unwrap_err();
+        assert!(e.contains("ambiguous") && e.contains("400kbit"), "{e}");
         let c = parse(&["--io", "vanilla", "--keepalive", "5"]).unwrap();
         assert_eq!(
             (c.io, c.idle_timeout),

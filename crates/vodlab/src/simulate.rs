@@ -44,11 +44,12 @@ pub struct SimulateArgs {
     /// latency_ms}, …], looped.
     #[arg(long, value_name = "TRACE.json", required_if_eq("player", "true"))]
     pub trace: Option<PathBuf>,
-    /// Buffer capacity, seconds (Sabre's -b).
-    #[arg(long, default_value_t = 25.0, value_name = "S")]
+    /// Buffer capacity (a bare number is seconds; Sabre's -b).
+    #[arg(long, default_value_t = 25.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub max_buffer: f64,
-    /// Half-lives of the throughput EWMAs, seconds (Sabre's -hl).
-    #[arg(long, value_delimiter = ',', default_value = "3,8", value_name = "S,S")]
+    /// Half-lives of the throughput EWMAs (bare numbers are seconds;
+    /// Sabre's -hl).
+    #[arg(long, value_delimiter = ',', default_value = "3,8", value_name = "DURATION,DURATION", value_parser = vodlab_units::parse_seconds)]
     pub half_life: Vec<f64>,
     /// Never abandon a download (Sabre's -noa).
     #[arg(long)]
@@ -67,14 +68,14 @@ pub struct SimulateArgs {
     /// BOLA-basic: fixed V, no abandonment (Sabre's -ab).
     #[arg(long)]
     pub bola_basic: bool,
-    /// BBA reservoir, seconds.
-    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    /// BBA reservoir (a bare number is seconds).
+    #[arg(long, default_value_t = 5.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub reservoir: f64,
-    /// BBA cushion, seconds.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    /// BBA cushion (a bare number is seconds).
+    #[arg(long, default_value_t = 10.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub cushion: f64,
-    /// DYNAMIC's switch threshold, seconds of buffer.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    /// DYNAMIC's switch threshold, buffer level (a bare number is seconds).
+    #[arg(long, default_value_t = 10.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub dynamic_threshold: f64,
     /// Multiply the trace's bandwidth by this (Sabre's -nm).
     #[arg(long, default_value_t = 1.0, value_name = "X")]

@@ -31,7 +31,8 @@ pub struct PrefetchSimArgs {
     pub logs: Vec<PathBuf>,
     /// Policies as KIND:SIZE, repeatable: fixed, proportional, sqrt (sizes
     /// at 2,000 kbit/s), first-grow and first-grow-sr (SIZE is the
-    /// maximum). Sizes take B, KB, MB, GB (10^3) or KiB, MiB, GiB.
+    /// maximum). Sizes as everywhere (docs/units.md): 4M = 4MiB = 4×2^20,
+    /// 7MB = 7×10^6, 4096.
     #[arg(long = "policy", value_name = "KIND:SIZE")]
     pub policies: Vec<String>,
     /// Run every policy kind named by --policy (or all five) at each of
@@ -60,11 +61,11 @@ pub struct PrefetchSimArgs {
     /// Drive seek rate with no transfer, seeks/s (thesis: 39.4).
     #[arg(long, value_name = "SEEKS/S")]
     pub seeks_per_s: Option<f64>,
-    /// Bucket length, seconds (thesis: 60).
-    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    /// Bucket length (a bare number is seconds; thesis: 60).
+    #[arg(long, default_value_t = 60.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub bucket: f64,
-    /// Chain window, seconds (thesis: 40).
-    #[arg(long, default_value_t = 40.0, value_name = "S")]
+    /// Chain window (a bare number is seconds; thesis: 40).
+    #[arg(long, default_value_t = 40.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds)]
     pub chain_window: f64,
     /// Drive model: `linear` (the thesis's t/125.5 MB/s + s/39.4 seeks/s
     /// per bucket) or `mechanical[:PROFILE]`: also replay every prefetch on
@@ -76,34 +77,20 @@ pub struct PrefetchSimArgs {
     #[arg(long, default_value = "linear", value_name = "MODEL")]
     pub disk: String,
     /// Write results.json and results.csv here.
-    #[arg(long = "out", value_name = "DIR")]
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
-/// Parses `7MB`, `512KiB`, `1e6` (bytes).
+/// Parses a policy size in vodlab's one grammar
+/// ([`vodlab_units::parse_size`]: `4M` = `4MiB` = 4×2^20, `7MB` = 7×10^6,
+/// `1e6`), the same bytes `vodlab serve --prefetch-policy fixed:SIZE`
+/// reads; 1 B to 1 TB.
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
-    let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .trim()
-        .parse()
-        .with_context(|| format!("size {s:?}: {num:?} is not a number"))?;
-    let mult = match unit.trim() {
-        "" | "B" => 1.0,
-        "KB" | "kB" => 1e3,
-        "MB" => 1e6,
-        "GB" => 1e9,
-        "KiB" => 1024.0,
-        "MiB" => 1048576.0,
-        "GiB" => 1073741824.0,
-        u => bail!("size {s:?}: unit {u:?} is not B, KB, MB, GB, KiB, MiB or GiB"),
-    };
-    let b = v * mult;
-    if !(b.is_finite() && (1.0..=1e12).contains(&b)) {
-        bail!("size {s:?} must be 1 B to 1 TB");
+    let b = vodlab_units::parse_size(s)?;
+    if !(1..=1_000_000_000_000).contains(&b) {
+        bail!("size `{}` must be 1 B to 1 TB", s.trim());
     }
-    Ok(b.round() as u64)
+    Ok(b)
 }
 
 const KINDS: [&str; 5] = [
@@ -536,5 +523,101 @@ fn workload_requests(
             form: Form::Chunk,
             bitrate_kbps: rate,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use vodlab_server::PolicySpec;
+
+    #[derive(Parser)]
+    struct Sim {
+        #[command(flatten)]
+        a: PrefetchSimArgs,
+    }
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        a: crate::serve::ServeArgs,
+    }
+
+    /// The bytes `vodlab simulate --prefetch --policy fixed:SIZE` runs.
+    fn simulated(size: &str) -> u64 {
+        let sim = Sim::try_parse_from(["simulate", "--policy", &format!("fixed:{size}")])
+            .expect("simulate flags");
+        let p = plan(&sim.a).expect("plan");
+        assert_eq!(p.len(), 1);
+        p[0].1
+    }
+
+    /// The bytes `vodlab serve --prefetch SIZE` and `--prefetch-policy
+    /// fixed:SIZE` prefetch.
+    fn served(size: &str) -> (u64, u64) {
+        let fixed = |args: &[&str]| {
+            let s = Serve::try_parse_from(["serve", "--root", "/srv"].iter().chain(args))
+                .expect("serve flags");
+            match s.a.config().expect("config").prefetch_policy {
+                PolicySpec::Fixed(n) => n,
+                p => panic!("{p}"),
+            }
+        };
+        (
+            fixed(&["--prefetch", size]),
+            fixed(&["--prefetch-policy", &format!("fixed:{size}")]),
+        )
+    }
+
+    #[test]
+    fn serve_and_simulate_read_a_fixed_size_as_the_same_bytes() {
+        for (size, bytes) in [
+            ("4M", 4 << 20),
+            ("4MiB", 4 << 20),
+            ("4MB", 4_000_000),
+            ("1.5M", 3 << 19),
+            ("256k", 256 << 10),
+            ("256kB", 256_000),
+            ("65536", 65536),
+        ] {
+            assert_eq!(simulated(size), bytes, "simulate fixed:{size}");
+            assert_eq!(served(size), (bytes, bytes), "serve fixed:{size}");
+        }
+    }
+
+    #[test]
+    fn sizes_out_of_range_or_malformed_are_refused() {
+        for bad in ["0", "2TB", "4X", "4Mb", "-1M"] {
+            let e = parse_size(bad).unwrap_err().to_string();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+        assert!(parse_size("4X")
+            .unwrap_err()
+            .to_string()
+            .contains("4M = 4MiB"));
+        let sim = Sim::try_parse_from(["simulate", "--sweep", "1M,4MB", "--policy", "sqrt:2M"])
+            .expect("flags");
+        assert_eq!(
+            plan(&sim.a).unwrap(),
+            vec![
+                ("sqrt".to_string(), 1 << 20),
+                ("sqrt".to_string(), 4_000_000)
+            ]
+        );
+    }
+
+    #[test]
+    fn durations_and_out_aliases() {
+        let s =
+            Sim::try_parse_from(["simulate", "--bucket", "2m", "--chain-window", "500ms"]).unwrap();
+        assert_eq!((s.a.bucket, s.a.chain_window), (120.0, 0.5));
+        let s = Sim::try_parse_from(["simulate", "--bucket", "30"]).unwrap();
+        assert_eq!(s.a.bucket, 30.0);
+        for flag in ["-o", "--out", "--output"] {
+            let s = Sim::try_parse_from(["simulate", flag, "d"]).unwrap();
+            assert_eq!(s.a.out, Some(PathBuf::from("d")), "{flag}");
+        }
+        assert!(Sim::try_parse_from(["simulate", "--bucket", "1d"]).is_err());
     }
 }

@@ -72,17 +72,10 @@ impl Default for PolicySpec {
     }
 }
 
-/// A size as the policy syntax writes it (the largest exact suffix).
+/// A size as the policy syntax writes it (the largest exact binary unit,
+/// which [`parse_size`] reads back).
 fn fmt_size(n: u64) -> String {
-    if n > 0 && n % (1 << 30) == 0 {
-        format!("{}G", n >> 30)
-    } else if n > 0 && n % (1 << 20) == 0 {
-        format!("{}M", n >> 20)
-    } else if n > 0 && n % (1 << 10) == 0 {
-        format!("{}K", n >> 10)
-    } else {
-        n.to_string()
-    }
+    vodlab_units::format_size(n)
 }
 
 fn fmt_scaling(f: &mut fmt::Formatter<'_>, s: &crate::auto::Scaling) -> fmt::Result {
@@ -176,7 +169,7 @@ fn policy_options(
                 .ok_or_else(|| format!("{k}: `{v}` is not a number"))
         };
         let secs = || -> Result<Duration, String> {
-            Duration::try_from_secs_f64(num()?).map_err(|_| format!("{k}: `{v}` is not seconds"))
+            vodlab_units::parse_duration(v).map_err(|e| format!("{k}: {e}"))
         };
         let size = || parse_size(v).map_err(|e| format!("{k}: {e}"));
         match k {
