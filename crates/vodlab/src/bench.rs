@@ -38,7 +38,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
     /// Output directory: capacity.json, points/, report.html.
-    #[arg(short, long, value_name = "DIR")]
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Replay with pacing and link emulation (realistic viewers, but every
     /// point then lasts as long as its sessions: raise --window and --drain).

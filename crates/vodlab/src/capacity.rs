@@ -66,14 +66,14 @@ pub struct SearchArgs {
     pub max_points: usize,
     /// Seconds of arrivals per point: a point starts rate x window sessions
     /// (the first ones of the workload, the same for every point).
-    #[arg(long, default_value_t = SearchDefaults::CAPACITY.window, value_name = "SECONDS")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.window, value_name = "DURATION", value_parser = crate::run::seconds_arg)]
     pub window: f64,
     /// After the last arrival, wait at most this long for sessions to end;
     /// sessions still running then count as failed.
-    #[arg(long, default_value_t = SearchDefaults::CAPACITY.drain, value_name = "SECONDS")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.drain, value_name = "DURATION", value_parser = crate::run::seconds_arg)]
     pub drain: f64,
     /// Pause between points, seconds (lets the server close connections).
-    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 2.0, value_name = "DURATION", value_parser = crate::run::seconds_arg)]
     pub pause: f64,
     /// Keep the workload's ramp-up/ramp-down sessions out of the measurement
     /// (default: every session of a point is measured). A point replays the
@@ -99,7 +99,7 @@ pub struct SearchArgs {
     /// Client lateness threshold, ms (see `vodlab run --help`): a run with
     /// more than 1 % of its session starts or request sends later than this
     /// is INVALID, and an INVALID point ends the search (docs/experiments.md).
-    #[arg(long, default_value_t = SearchDefaults::CAPACITY.late_threshold_ms, value_name = "MS")]
+    #[arg(long, default_value_t = SearchDefaults::CAPACITY.late_threshold_ms, value_name = "MS", value_parser = crate::run::millis_arg)]
     pub late_threshold_ms: f64,
     /// Spread each point over N local client processes, so the client is
     /// not the bottleneck on a machine with more cores: each point runs as
@@ -360,7 +360,7 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "FILESET_ROOT")]
     pub cool: Option<PathBuf>,
     /// Output directory: capacity.json and points/NN-.../results.json.
-    #[arg(short, long, value_name = "DIR")]
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Allow a target that is not a loopback address.
     #[arg(long)]

@@ -79,7 +79,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub no_seqread: bool,
     /// Output directory: compare.json, summary.txt, one capacity directory per server.
-    #[arg(short, long, value_name = "DIR")]
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub search: SearchArgs,

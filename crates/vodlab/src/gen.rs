@@ -22,7 +22,7 @@ pub struct GenArgs {
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
     /// Output directory (created; an existing vodlab workload in it is replaced).
-    #[arg(short, long, value_name = "DIR", required_unless_present_any = ["list_presets", "show_preset", "check"])]
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR", required_unless_present_any = ["list_presets", "show_preset", "check"])]
     pub output: Option<PathBuf>,
     /// Seed of every random draw (overrides [measurement] seed).
     #[arg(long)]

@@ -31,7 +31,13 @@ pub struct ReportArgs {
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write, relative to the current directory (the
     /// inputs' directories are only read).
-    #[arg(short, long, value_name = "FILE", default_value = "report.html")]
+    #[arg(
+        short = 'o',
+        long = "out",
+        alias = "output",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
     pub output: PathBuf,
     /// Page title.
     #[arg(long, default_value = "vodlab report")]

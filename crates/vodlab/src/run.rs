@@ -19,6 +19,7 @@ pub(crate) use arrivals::{
     compress_arrivals, time_compression, INTERVAL_BOUNDS, MAX_LATE_THRESHOLD_MS, MAX_RAMP,
     MAX_RUN_S, RATE_BOUNDS, TIME_COMPRESSION_ENV,
 };
+pub(crate) use arrivals::{millis_arg, seconds_arg};
 pub use transport_args::TransportArgs;
 
 /// Arguments of `vodlab run`.
@@ -51,19 +52,20 @@ pub struct RunArgs {
     )]
     pub ramp_rate: Option<String>,
     /// Results directory (results.json, summary.txt, requests.csv).
-    #[arg(short, long, value_name = "DIR")]
+    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Seed of the arrival schedules.
     #[arg(long, default_value_t = vodlab_client::config::DEFAULT_SEED)]
     pub seed: u64,
     /// Width of the per-interval series in results.json, seconds.
-    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_INTERVAL_S, value_name = "SECONDS")]
+    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_INTERVAL_S, value_name = "DURATION", value_parser = arrivals::seconds_arg)]
     pub interval: f64,
     /// Start at most this many sessions (spread over shards).
     #[arg(long)]
     pub sessions: Option<usize>,
-    /// Stop after this many seconds (results marked incomplete).
-    #[arg(long, value_name = "SECONDS")]
+    /// Stop after this long (seconds, or `10m`, `1h`; results marked
+    /// incomplete).
+    #[arg(long, value_name = "DURATION", value_parser = arrivals::seconds_arg)]
     pub duration: Option<f64>,
     /// Override the workload's per-shard ramp-up (sessions not measured).
     #[arg(long)]
@@ -95,7 +97,7 @@ pub struct RunArgs {
     pub requests_csv: bool,
     /// A session start or request send later than this (ms) counts as late;
     /// more than 1 % late makes the results invalid.
-    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_LATE_THRESHOLD_MS as f64, value_name = "MS")]
+    #[arg(long, default_value_t = vodlab_client::config::DEFAULT_LATE_THRESHOLD_MS as f64, value_name = "MS", value_parser = arrivals::millis_arg)]
     pub late_threshold_ms: f64,
     /// Fraction of requests whose bytes are checked against the content of a
     /// file set written by `vodlab fileset create` (a `vodlab gen` workload
@@ -105,7 +107,7 @@ pub struct RunArgs {
     /// Client buffer B of the playback latency: seconds of content (at the
     /// request's CMCD `br` or the session's `bitrate=`) that must arrive
     /// before playback could start (the pacing paper's 4 s).
-    #[arg(long, default_value_t = vodlab_client::delivery::DEFAULT_PLAYBACK_BUFFER.as_secs_f64(), value_name = "SECONDS")]
+    #[arg(long, default_value_t = vodlab_client::delivery::DEFAULT_PLAYBACK_BUFFER.as_secs_f64(), value_name = "DURATION", value_parser = arrivals::seconds_arg)]
     pub playback_buffer: f64,
     /// Paced target as a multiple K of the content's bit rate: each 100 ms
     /// window after the first B seconds is judged against K × bit rate (set
@@ -142,7 +144,7 @@ pub struct RunArgs {
     /// every this many seconds, so a process killed mid-run (SIGKILL, the
     /// OOM killer, a lost pod) leaves what it measured; removed when the run
     /// writes its results. 0: never. Default: 10 with --shard, else 0.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "DURATION", value_parser = arrivals::seconds_arg)]
     pub checkpoint: Option<f64>,
     /// Time compression k: replay the workload k times faster (pacing,
     /// think times, deadlines and link delays / k; session bit rates, CMCD
@@ -218,7 +220,8 @@ pub struct PlayerArgs {
     #[arg(
         long,
         default_value_t = 25.0,
-        value_name = "SECONDS",
+        value_name = "DURATION",
+        value_parser = arrivals::seconds_arg,
         requires = "player"
     )]
     pub max_buffer: f64,
@@ -234,7 +237,8 @@ pub struct PlayerArgs {
     #[arg(
         long,
         default_value_t = 30.0,
-        value_name = "SECONDS",
+        value_name = "DURATION",
+        value_parser = arrivals::seconds_arg,
         requires = "player"
     )]
     pub player_timeout: f64,
@@ -791,6 +795,45 @@ pub(crate) fn spawn_progress(live: Arc<Live>, total: u64) -> std::thread::JoinHa
 mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
+
+    /// Durations take the unit grammar (docs/units.md); a bare number keeps
+    /// its flag's unit and reaches the flag's bound check as written.
+    #[test]
+    fn duration_flags_take_the_unit_grammar() {
+        assert_eq!(seconds_arg("500ms"), Ok(0.5));
+        assert_eq!(seconds_arg("2m"), Ok(120.0));
+        assert_eq!(seconds_arg("90"), Ok(90.0));
+        assert_eq!(seconds_arg("1e300"), Ok(1e300), "bound checked later");
+        assert!(seconds_arg("-1").is_ok_and(|x| x == -1.0));
+        assert!(seconds_arg("5 parsecs").unwrap_err().contains("5 parsecs"));
+        assert_eq!(millis_arg("1.5s"), Ok(1500.0));
+        assert_eq!(millis_arg("250"), Ok(250.0));
+        assert_eq!(millis_arg("250ms"), Ok(250.0));
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "vodlab",
+            "run",
+            "w",
+            "--target",
+            "http://127.0.0.1:1",
+            "--rate",
+            "1",
+            "--interval",
+            "500ms",
+            "--duration",
+            "10m",
+            "--late-threshold-ms",
+            "0.1s",
+        ])
+        .unwrap();
+        let crate::cli::Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            (a.interval, a.duration, a.late_threshold_ms),
+            (0.5, Some(600.0), 100.0)
+        );
+    }
 
     /// `vodlab run`'s defaults, as `--help` shows them, are the library's:
     /// a run with no flags gets the settings `RunConfig::new` gives.

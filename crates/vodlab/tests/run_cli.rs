@@ -128,27 +128,61 @@ fn bad_options_are_named() {
     .contains("/nonexistent"));
 }
 
+/// A server that goes away after the run began (it accepted `run`'s first
+/// connection, then stopped listening): the run ends as unreachable, writes
+/// its results and exits 3 (could not run). A server that is not there at
+/// all is refused before the run (exit 3, nothing written).
 #[test]
 fn a_refused_target_ends_the_run_with_results() {
     let t = tempfile::tempdir().unwrap();
     let (w, _) = small_workload(t.path());
-    let port = common::free_port();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // accept the first connection, then stop listening
+    let gone = std::thread::spawn(move || {
+        let first = listener.accept();
+        drop(listener);
+        first.map(drop)
+    });
     let out = t.path().join("r");
+    let target = format!("http://127.0.0.1:{port}");
     let o = vodlab(&[
         "run",
         w.to_str().unwrap(),
         "--target",
-        &format!("http://127.0.0.1:{port}"),
+        &target,
         "--rate",
         "20",
         "--quiet",
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(o.status.success());
+    gone.join().unwrap().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r: serde_json::Value = common::results(&out);
     assert_eq!(r["stopped_by"], "server_unreachable");
     assert!(r["errors"]["refused"].as_u64().unwrap() >= 3);
+    // nothing listens there now: refused before the run
+    let never = t.path().join("never");
+    let o = vodlab(&[
+        "run",
+        w.to_str().unwrap(),
+        "--target",
+        &target,
+        "--rate",
+        "20",
+        "--quiet",
+        "-o",
+        never.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot connect"));
+    assert!(!never.join("results.json").exists());
 }
 
 #[test]
