@@ -331,7 +331,7 @@ fn wait_all(kids: &mut [Kid], c: &Children<'_>) {
                 if let Ok(d) = read_json::<MetricsDump>(&k.dir.join("metrics.json")) {
                     show(k, &d, c.live);
                 }
-                if !st.success() && k.trouble.is_none() {
+                if !ran_to_results(st, &k.dir) && k.trouble.is_none() {
                     k.trouble = Some(format!(
                         "its process exited with {st}{}",
                         match stderr_tail(&k.dir) {
@@ -497,5 +497,15 @@ pub(crate) fn join_requests_csv(dirs: &[PathBuf], out: &Path) -> std::io::Result
 }
 
 #[cfg(test)]
-#[path = "procs_tests.rs"]
 mod tests;
+
+/// True when `vodlab run` ended with its results written and a status that
+/// says so (README "Exit statuses"): 0 passed, 1 a check failed (no
+/// session succeeded: a failing point, not a broken client), 3 the server
+/// stopped accepting connections mid-run, 130/143 interrupted (judged by
+/// the results' `stopped_by`). Any other status, or one of these without
+/// results, is the client process's own trouble: the point is INVALID.
+fn ran_to_results(st: ExitStatus, dir: &Path) -> bool {
+    st.success()
+        || (matches!(st.code(), Some(1 | 3 | 130 | 143)) && dir.join("results.json").exists())
+}

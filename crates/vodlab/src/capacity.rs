@@ -388,11 +388,12 @@ pub fn interrupter() -> Interrupter {
                 let mut term =
                     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
                 tokio::select! {
-                    r = tokio::signal::ctrl_c() => r,
-                    _ = term.recv() => Ok(()),
+                    r = tokio::signal::ctrl_c() => r.map(|_| crate::exit::INTERRUPTED),
+                    _ = term.recv() => Ok(crate::exit::TERMINATED),
                 }
             });
-            if got.is_ok() {
+            if let Ok(code) = got {
+                SIGNALLED.store(code, std::sync::atomic::Ordering::Relaxed);
                 eprintln!(
                     "\nvodlab: interrupted; finishing this run's results and ending the search"
                 );
@@ -607,6 +608,7 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let mut runner = runner(&a.workload, &a.target, a.allow_remote, &a.search, &out)?;
+    crate::run::reachable(&a.target, resolve_target(&a.target, a.allow_remote)?.addr)?;
     let mut search = Search::new(cfg)?;
     check_rules(
         &a.search.fail_on,
@@ -655,7 +657,7 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
             eprintln!("vodlab capacity: {b}");
         }
         return Ok(ExitCode::from(if runner_interrupted() {
-            crate::exit::INTERRUPTED
+            interrupted_status()
         } else {
             crate::exit::CHECK_FAILED
         }));
@@ -663,9 +665,22 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
     Ok(crate::exit::report_breaches(&breaches, crate::exit::OK))
 }
 
+/// The exit status of the signal that stopped the search: 130 for
+/// SIGINT, 143 for SIGTERM (README "Exit statuses").
+static SIGNALLED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
 /// True once Ctrl-C or SIGTERM stopped the search.
 fn runner_interrupted() -> bool {
     interrupter().is_interrupted()
+}
+
+/// The exit status of an interrupted search (130 when the signal is not
+/// known, as for a cancel from inside).
+pub fn interrupted_status() -> u8 {
+    match SIGNALLED.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => crate::exit::INTERRUPTED,
+        code => code,
+    }
 }
 
 /// Checks `--fail-on` rules against the shape of a capacity.json before

@@ -449,18 +449,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // one connection before the schedule starts: a server that is not
     // there is "could not run" (exit 3) at once, not a run of failures
-    if let Err(e) = rt
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await
-        })
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))
-        .and_then(|r| r.map(drop))
-    {
-        return Err(crate::exit::could_not_run(format!(
-            "--target {}: cannot connect to {addr} ({e}); is the server running and listening there?",
-            a.target
-        )));
-    }
+    reachable(&a.target, addr)?;
     let mut cfg = RunConfig::new(addr, host, a.target.clone(), arrivals);
     cfg.seed = a.seed;
     cfg.transport = transport;
@@ -625,6 +614,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         a.strict,
         signalled.load(Ordering::Relaxed),
     )
+}
+
+/// Opens (and closes) one TCP connection to `addr`: a server that is not
+/// there is [`crate::exit::CouldNotRun`] (exit status 3) before anything
+/// is measured.
+pub(crate) fn reachable(target: &str, addr: SocketAddr) -> anyhow::Result<()> {
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map(drop)
+        .map_err(|e| {
+            crate::exit::could_not_run(format!(
+                "--target {target}: cannot connect to {addr} ({e}); is the server running and listening there?"
+            ))
+        })
 }
 
 /// Checks `--fail-on` rules against the shape of a run's results before

@@ -274,6 +274,15 @@ fn capacity_and_compare_judge_their_results_with_fail_on() {
         "{}",
         stderr(&o)
     );
+    // 3: nothing listens there (refused before the search)
+    let dead = format!("http://127.0.0.1:{}", common::free_port());
+    let mut args = vec!["capacity", ws, "--target", &dead];
+    args.extend(one_point());
+    let down = t.path().join("c-down");
+    args.extend(["-o", down.to_str().unwrap()]);
+    let o = common::vodlab(&args);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
     let o = capacity("c-typo", "answer.capacty<1");
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
