@@ -30,13 +30,11 @@ use crate::exchange::ErrorKind;
 use crate::metrics::Summary;
 use crate::player::{Movie, PlayerConfig, PlayerError, QoeSummary};
 
-#[path = "player_agg.rs"]
 mod agg;
 pub use agg::{
     merge_dumps, rebuffer_ratio, signed_summary, PlayerClassDump, PlayersAgg, PlayersDump,
     PlayersSettings,
 };
-#[path = "player_timeline.rs"]
 mod timeline;
 pub use timeline::{
     keep_smallest, rebuffers_of, smallest_ids, SessionTimeline, TimelineAbandoned,
@@ -612,5 +610,4 @@ pub struct PlayersResults {
 }
 
 #[cfg(test)]
-#[path = "player_run_tests.rs"]
 mod tests;

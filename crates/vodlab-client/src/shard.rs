@@ -673,5 +673,4 @@ pub fn merge(parts: &[Part], missing_dirs: &[String]) -> Result<Results, ShardEr
 }
 
 #[cfg(test)]
-#[path = "shard_tests.rs"]
 mod tests;

@@ -732,5 +732,4 @@ pub fn verify_real(root: &Path, catalog: &Catalog) -> Result<VerifyReport, Files
 }
 
 #[cfg(test)]
-#[path = "media_tests.rs"]
 mod tests;

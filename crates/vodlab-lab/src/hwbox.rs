@@ -602,5 +602,4 @@ mod device;
 pub use device::{Dev, DeviceStat};
 
 #[cfg(test)]
-#[path = "hwbox_tests.rs"]
 mod tests;

@@ -27,7 +27,6 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-#[path = "netlab_flow.rs"]
 pub mod flow;
 
 /// Most client namespaces one lab makes.

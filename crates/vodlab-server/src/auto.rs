@@ -745,5 +745,4 @@ impl PrefetchController for Scaled {
 }
 
 #[cfg(test)]
-#[path = "auto_tests.rs"]
 mod tests;

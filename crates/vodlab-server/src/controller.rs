@@ -453,5 +453,4 @@ impl crate::config::PolicySpec {
 }
 
 #[cfg(test)]
-#[path = "controller_tests.rs"]
 mod tests;

@@ -51,9 +51,7 @@ use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::chain_of;
 use crate::server::State;
 
-#[path = "h2_gather.rs"]
 mod gather;
-#[path = "h2_settings.rs"]
 mod settings;
 pub use gather::{Gather, GATHER};
 pub use settings::{defaults, H2Settings};

@@ -415,5 +415,4 @@ pub fn encode_head(plan: &ResponsePlan, out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;

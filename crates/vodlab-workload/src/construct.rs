@@ -768,5 +768,4 @@ use stats::compute_stats;
 pub use stats::Stats;
 
 #[cfg(test)]
-#[path = "construct_tests.rs"]
 mod tests;

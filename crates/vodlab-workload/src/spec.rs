@@ -566,5 +566,4 @@ pub use netflix::{FormShares, NetflixSpec, RateSteps, RepKind, SessionModel};
 pub use validate::parse_resolution;
 
 #[cfg(test)]
-#[path = "spec_tests.rs"]
 mod tests;

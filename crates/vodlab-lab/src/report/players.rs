@@ -307,5 +307,4 @@ fn timelines_part(page: &mut Page, name: &str, p: &PlayersResults) {
 }
 
 #[cfg(test)]
-#[path = "players_tests.rs"]
 mod tests;

@@ -750,5 +750,4 @@ impl fmt::Display for ParseErrorKind {
 }
 
 #[cfg(test)]
-#[path = "parse_tests.rs"]
 mod tests;

@@ -1,4 +1,4 @@
-//! Tests of `player_timeline.rs`: the sample, its merge, and timelines of
+//! Tests of `player_run/timeline.rs`: the sample, its merge, and timelines of
 //! a player core driven in virtual time.
 
 use std::sync::Arc;

@@ -266,5 +266,4 @@ pub fn keep_smallest(sample: &mut BTreeMap<u64, SessionTimeline>, t: SessionTime
 }
 
 #[cfg(test)]
-#[path = "player_timeline_tests.rs"]
 mod tests;

@@ -36,7 +36,7 @@ fn gop_is_one_segment() {
 }
 
 fn catalog(edit: impl FnOnce(String) -> String) -> Catalog {
-    let text = edit(include_str!("../../vodlab/tests/data/dash-vod-tiny.toml").to_string());
+    let text = edit(include_str!("../../../vodlab/tests/data/dash-vod-tiny.toml").to_string());
     let spec = vodlab_workload::spec::Spec::from_toml_str(&text, "tiny").unwrap();
     vodlab_workload::construct::build_catalog(&spec)
 }
