@@ -18,7 +18,7 @@
 #     --quick  91 clients, 32 segment pairs (~2 min), 1 run        (default)
 #     --smoke  4 clients, 6 segment pairs, 1 run, servers vodlab and nginx
 #   env: SERVERS="nghttpx nginx vodlab" VARIANTS="h1 h2c https h2 h2-R h2-F"
-#        RUNS CLIENTS SEGMENTS STAGGER_MS OUT=dir (default docs/experiments/bbc-h2/<mode>)
+#        RUNS CLIENTS SEGMENTS STAGGER_MS OUT=dir (default experiments/bbc-h2/<mode>)
 set -euo pipefail
 mode=quick
 case "${1:-}" in --full|--quick|--smoke) mode=${1#--}; shift ;; esac
@@ -34,7 +34,7 @@ servers=${SERVERS:-"nghttpx nginx vodlab"}
 [ "$mode" = smoke ] && servers=${SERVERS:-"nginx vodlab"}
 variants=${VARIANTS:-"h1 h2c https h2 h2-R h2-F"}
 here=$(cd "$(dirname "$0")/../.." && pwd)
-out=$(realpath -m "${OUT:-$here/docs/experiments/bbc-h2/$mode}")
+out=$(realpath -m "${OUT:-$here/experiments/bbc-h2/$mode}")
 mkdir -p "$out"
 work=$(mktemp -d)
 pids=()

@@ -27,7 +27,7 @@ def point(d, server, rate):
 
 def disk(p):
     """The point's drive statistics: disk.json, or the committed copy without
-    the histograms (docs/experiments/headline-disk)."""
+    the histograms (experiments/headline-disk)."""
     for f in ("disk.json", "disk-summary.json"):
         if os.path.exists(os.path.join(p, f)):
             return json.load(open(os.path.join(p, f)))["derived"]

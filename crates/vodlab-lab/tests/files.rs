@@ -19,7 +19,7 @@ fn docs() -> PathBuf {
 }
 
 fn headline() -> PathBuf {
-    docs().join("experiments/headline")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/headline")
 }
 
 fn validate(schema: &str, v: &Value) -> Vec<String> {
@@ -35,7 +35,12 @@ fn validate(schema: &str, v: &Value) -> Vec<String> {
 fn capacity_files() -> Vec<PathBuf> {
     let mut v = Vec::new();
     for wl in std::fs::read_dir(headline()).unwrap() {
-        for s in std::fs::read_dir(wl.unwrap().path()).unwrap() {
+        // one folder per workload; the folder also holds the gzipped report
+        let wl = wl.unwrap().path();
+        if !wl.is_dir() {
+            continue;
+        }
+        for s in std::fs::read_dir(wl).unwrap() {
             let p = s.unwrap().path().join("capacity.json");
             if p.is_file() {
                 v.push(p);
