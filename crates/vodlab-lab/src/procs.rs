@@ -123,6 +123,9 @@ pub fn child_args(s: &PointSettings, p: &ChildPoint<'_>) -> Vec<OsString> {
     }
     transport_flags(&s.transport, &mut a);
     a.push("--one-arrival-process".into());
+    // the search checked the target before its first point; a child's own
+    // check would add a connection the server counts, in every point
+    a.push("--no-connect-check".into());
     if !s.shaping {
         a.push("--no-shaping".into());
     }

@@ -161,6 +161,11 @@ pub struct RunArgs {
     /// apply (no session succeeded; `--fail-on`).
     #[arg(long)]
     pub strict: bool,
+    /// Skip the one connection `run` opens before its schedule to check
+    /// that the server is there (a parent that checked already: capacity's
+    /// client processes).
+    #[arg(long, hide = true)]
+    pub no_connect_check: bool,
     #[arg(long = "fail-on", value_name = "EXPR", value_parser = crate::exit::parse_rule, help = crate::exit::FAIL_ON_HELP)]
     pub fail_on: Vec<vodlab_client::thresholds::Rule>,
     /// Allow a target that is not a loopback address.
@@ -447,9 +452,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.allow_remote && !is_loopback(addr.ip()) {
         bail!("--target {} resolves to {}, not a loopback address; pass --allow-remote to load a remote server", a.target, addr.ip());
     }
-    // one connection before the schedule starts: a server that is not
-    // there is "could not run" (exit 3) at once, not a run of failures
-    reachable(&a.target, addr)?;
     let mut cfg = RunConfig::new(addr, host, a.target.clone(), arrivals);
     cfg.seed = a.seed;
     cfg.transport = transport;
@@ -521,6 +523,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         every: Duration::from_secs_f64(every),
     });
     cfg.player = a.player.config(&out_dir)?;
+    // one connection before the schedule starts, after every check of the
+    // flags (a usage error is 2 whatever the server): a server that is not
+    // there is "could not run" (exit 3) at once, not a run of failures
+    if !a.no_connect_check {
+        reachable(&a.target, addr)?;
+    }
     let total = a
         .sessions
         .map_or(work.session_count(), |n| n.min(work.session_count()));

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, require, results, vodlab_ok};
+use common::{free_port, require, results, vodlab, vodlab_ok};
 
 /// A CA (`ca.pem`) and a leaf for localhost and 127.0.0.1 signed by it
 /// (`cert.pem`, `key.pem`) in `dir`. A self-signed leaf would not do:
@@ -346,7 +346,7 @@ fn h2c_https_and_h2_against_nginx_match_h1() {
 
     // the wrong trust anchor fails the handshake: no request succeeds
     let out = t.path().join("untrusted");
-    vodlab_ok(&[
+    let o = vodlab(&[
         "run",
         w.to_str().unwrap(),
         "--target",
@@ -365,6 +365,13 @@ fn h2c_https_and_h2_against_nginx_match_h1() {
         "-o",
         out.to_str().unwrap(),
     ]);
+    // ran, and no session succeeded: exit 1 (README "Exit statuses")
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = results(&out);
     assert_eq!(r["completed_requests"], 0, "{r}");
     assert_eq!(r["failed_sessions"], r["measured_sessions"], "{r}");

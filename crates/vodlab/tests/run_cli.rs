@@ -216,9 +216,10 @@ fn bytes_from_a_real_file_set_are_checked() {
     ]);
     let nginx = Nginx::start(&root);
     let target = format!("http://127.0.0.1:{}", nginx.port);
-    let run = |name: &str| -> serde_json::Value {
+    // (name, exit status: 1 when no session succeeded)
+    let run = |name: &str, status: i32| -> serde_json::Value {
         let out = t.path().join(name);
-        vodlab_ok(&[
+        let o = vodlab(&[
             "run",
             w.to_str().unwrap(),
             "--target",
@@ -237,6 +238,12 @@ fn bytes_from_a_real_file_set_are_checked() {
             "-o",
             out.to_str().unwrap(),
         ]);
+        assert_eq!(
+            o.status.code(),
+            Some(status),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let errors: Vec<String> = fs::read_to_string(out.join("requests.csv"))
             .unwrap()
             .lines()
@@ -248,7 +255,7 @@ fn bytes_from_a_real_file_set_are_checked() {
         eprintln!("{name}: first failed requests: {errors:#?}");
         common::results(&out)
     };
-    let r = run("clean");
+    let r = run("clean", 0);
     assert_eq!(r["failed_sessions"], 0, "{r}");
     assert_eq!(r["errors"]["content_mismatch"], 0);
     // damage one byte near the start of every title file: sessions now fail with content_mismatch
@@ -261,7 +268,8 @@ fn bytes_from_a_real_file_set_are_checked() {
             fs::write(&f, b).unwrap();
         }
     }
-    let r = run("damaged");
+    // every session meets a damaged file: none succeeds, the run fails
+    let r = run("damaged", 1);
     assert_eq!(r["errors"]["content_mismatch"], r["failed_sessions"], "{r}");
     assert!(r["failed_sessions"].as_u64().unwrap() > 0);
 }

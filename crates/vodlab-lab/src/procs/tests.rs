@@ -64,7 +64,12 @@ fn a_child_gets_the_points_settings_exactly() {
     assert_eq!(f("--ramp-down"), "0");
     assert_eq!(f("-o"), out.to_str().unwrap());
     assert_eq!(f("--protocol"), "h1");
-    for flag in ["--one-arrival-process", "--no-shaping", "--quiet"] {
+    for flag in [
+        "--one-arrival-process",
+        "--no-shaping",
+        "--quiet",
+        "--no-connect-check",
+    ] {
         assert!(a.contains(&flag.to_string()), "{flag}: {a:?}");
     }
     for flag in [
