@@ -202,19 +202,111 @@ fn plan(b: &Behaviour, size: Option<u64>, range: Option<&str>) -> (u16, u64, u64
     }
 }
 
-/// The next body offset at which a behaviour acts, at or after `sent`
-/// (`len` when none does).
-fn next_event(b: &Behaviour, sent: u64, len: u64) -> u64 {
-    [
-        b.pause_at.map(|p| p.0),
-        b.close_after,
-        b.reset_after,
-        b.stall_after,
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|&at| at >= sent)
-    .fold(len, u64::min)
+/// What to do next with a response body: the behaviour's decisions in
+/// order, without I/O or a clock, so that the HTTP/1.1 and HTTP/2
+/// executors do exactly the same thing and the order is tested on values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Send up to `len` body bytes from offset `at` (of the body), then
+    /// [`Body::advance`] by what went.
+    Send { at: u64, len: u64 },
+    /// Wait this long (a scripted pause, or the gap between paced slices).
+    Wait(Duration),
+    /// End the response here, short or not (HTTP/1.1: FIN; HTTP/2:
+    /// END_STREAM).
+    Close,
+    /// Reset (HTTP/1.1: RST; HTTP/2: RST_STREAM).
+    Reset,
+    /// Send nothing more, until the client goes away.
+    Stall,
+    /// The whole body is sent.
+    Done,
+}
+
+/// A response body's progress under a [`Behaviour`].
+struct Body<'b> {
+    b: &'b Behaviour,
+    len: u64,
+    sent: u64,
+    /// Bytes per send: 10 ms of `rate`, else 64 KiB.
+    slice: u64,
+    paused: bool,
+    /// A paced slice went out: the next step is the 10 ms gap.
+    gap_due: bool,
+}
+
+impl<'b> Body<'b> {
+    fn new(b: &'b Behaviour, len: u64) -> Self {
+        Body {
+            b,
+            len,
+            sent: 0,
+            slice: b.rate.map_or(64 * 1024, |r| (r / 100).max(1)),
+            paused: false,
+            gap_due: false,
+        }
+    }
+
+    /// The next step.
+    fn next(&mut self) -> Step {
+        let (b, sent) = (self.b, self.sent);
+        if std::mem::take(&mut self.gap_due) {
+            return Step::Wait(Duration::from_millis(10));
+        }
+        if let Some((at, pause)) = b.pause_at {
+            if at == sent && !self.paused {
+                self.paused = true;
+                return Step::Wait(pause);
+            }
+        }
+        if b.close_after == Some(sent) {
+            return Step::Close;
+        }
+        if b.reset_after == Some(sent) {
+            return Step::Reset;
+        }
+        if b.stall_after == Some(sent) {
+            return Step::Stall;
+        }
+        if sent >= self.len {
+            return Step::Done;
+        }
+        // up to the next offset where a behaviour acts
+        let stop = [
+            b.pause_at.map(|p| p.0),
+            b.close_after,
+            b.reset_after,
+            b.stall_after,
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|&at| at > sent)
+        .fold(self.len, u64::min);
+        Step::Send {
+            at: sent,
+            len: (stop - sent).min(self.slice),
+        }
+    }
+
+    /// True once every body byte went.
+    fn done(&self) -> bool {
+        self.sent >= self.len
+    }
+
+    /// `n` bytes of the [`Step::Send`] went.
+    fn advance(&mut self, n: u64) {
+        self.sent += n;
+        self.gap_due = self.b.rate.is_some() && self.sent < self.len;
+    }
+
+    /// Damages `data`, the body from offset `at`, where the behaviour says.
+    fn corrupt(&self, at: u64, data: &mut [u8]) {
+        if let Some(w) = self.b.wrong_byte_at {
+            if (at..at + data.len() as u64).contains(&w) {
+                data[(w - at) as usize] ^= 0xff;
+            }
+        }
+    }
 }
 
 /// `bytes=A-B` or `bytes=A-`, clamped to the file.
@@ -326,65 +418,150 @@ async fn serve_conn(
             });
             continue;
         }
-        // the body, in slices: 10 ms of `rate`, else 64 KiB
-        let slice = b.rate.map_or(64 * 1024, |r| (r / 100).max(1));
-        let mut sent = 0u64;
-        let mut paused = false;
-        let mut data = vec![0u8; slice as usize];
-        while sent < len {
-            let stop = next_event(&b, sent, len);
-            if b.pause_at.is_some_and(|(at, _)| at == sent) && !paused {
-                paused = true;
-                tokio::time::sleep(b.pause_at.map(|p| p.1).unwrap_or_default()).await;
-            }
-            if b.close_after == Some(sent) {
-                sock.shutdown().await?;
-                return Ok(());
-            }
-            if b.reset_after == Some(sent) {
-                // a zero linger never blocks: close sends RST at once
-                #[allow(deprecated)]
-                sock.set_linger(Some(Duration::ZERO))?;
-                drop(sock);
-                return Ok(());
-            }
-            if b.stall_after == Some(sent) {
-                // hang until the client gives up and closes
-                let mut sink = [0u8; 1024];
-                while sock.read(&mut sink).await? > 0 {}
-                return Ok(());
-            }
-            let end = if stop > sent { stop } else { len };
-            let n = (end - sent).min(slice);
-            let d = &mut data[..n as usize];
-            setup.fill(&path, start + sent, d);
-            if let Some(w) = b.wrong_byte_at {
-                if (sent..sent + n).contains(&w) {
-                    d[(w - sent) as usize] ^= 0xff;
+        let mut body = Body::new(&b, len);
+        let mut data = Vec::new();
+        loop {
+            match body.next() {
+                Step::Send { at, len: n } => {
+                    data.resize(n as usize, 0);
+                    setup.fill(&path, start + at, &mut data);
+                    body.corrupt(at, &mut data);
+                    sock.write_all(&data).await?;
+                    body.advance(n);
+                    let now = Instant::now();
+                    update(log, i, |s| {
+                        s.done_at = Some(now);
+                        s.body_bytes = at + n;
+                    });
                 }
+                Step::Wait(d) => tokio::time::sleep(d).await,
+                Step::Close => {
+                    sock.shutdown().await?;
+                    return Ok(());
+                }
+                Step::Reset => {
+                    // a zero linger never blocks: close sends RST at once
+                    #[allow(deprecated)]
+                    sock.set_linger(Some(Duration::ZERO))?;
+                    return Ok(());
+                }
+                Step::Stall => {
+                    // hang until the client gives up and closes
+                    let mut sink = [0u8; 1024];
+                    while sock.read(&mut sink).await? > 0 {}
+                    return Ok(());
+                }
+                Step::Done => break,
             }
-            sock.write_all(d).await?;
-            sent += n;
-            let now = Instant::now();
-            update(log, i, |s| {
-                s.done_at = Some(now);
-                s.body_bytes = sent;
-            });
-            if b.rate.is_some() && sent < len {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-        // a behaviour at the very end of the body
-        if b.close_after == Some(len) {
-            sock.shutdown().await?;
-            return Ok(());
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_range;
+    use super::{parse_range, Behaviour, Body, Step};
+    use std::time::Duration;
+
+    /// The steps of a body sent at most `max` bytes at a time.
+    fn steps(b: &Behaviour, len: u64, max: u64) -> Vec<Step> {
+        let mut body = Body::new(b, len);
+        let mut out = Vec::new();
+        loop {
+            let mut s = body.next();
+            if let Step::Send { at, len } = s {
+                s = Step::Send {
+                    at,
+                    len: len.min(max),
+                };
+                body.advance(len.min(max));
+            }
+            out.push(s);
+            if matches!(s, Step::Done | Step::Close | Step::Reset | Step::Stall) {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn a_body_stops_where_its_behaviour_acts() {
+        let d = Behaviour::default;
+        let send = |at, len| Step::Send { at, len };
+        assert_eq!(
+            steps(&d(), 100_000, u64::MAX),
+            vec![send(0, 65_536), send(65_536, 34_464), Step::Done]
+        );
+        let pause = Behaviour {
+            pause_at: Some((40_000, Duration::from_millis(300))),
+            ..d()
+        };
+        assert_eq!(
+            steps(&pause, 100_000, u64::MAX),
+            vec![
+                send(0, 40_000),
+                Step::Wait(Duration::from_millis(300)),
+                send(40_000, 60_000),
+                Step::Done
+            ]
+        );
+        let close = Behaviour {
+            close_after: Some(50_000),
+            ..d()
+        };
+        assert_eq!(
+            steps(&close, 100_000, u64::MAX),
+            vec![send(0, 50_000), Step::Close]
+        );
+        let at_end = Behaviour {
+            close_after: Some(10),
+            ..d()
+        };
+        assert_eq!(steps(&at_end, 10, u64::MAX), vec![send(0, 10), Step::Close]);
+        let reset = Behaviour {
+            reset_after: Some(0),
+            ..d()
+        };
+        assert_eq!(steps(&reset, 10, u64::MAX), vec![Step::Reset]);
+        let stall = Behaviour {
+            stall_after: Some(4),
+            ..d()
+        };
+        assert_eq!(
+            steps(&stall, 10, 3),
+            vec![send(0, 3), send(3, 1), Step::Stall]
+        );
+        // 200 kB/s: 2,000-byte slices 10 ms apart, no gap after the last
+        let rate = Behaviour {
+            rate: Some(200_000),
+            ..d()
+        };
+        let s = steps(&rate, 5_000, u64::MAX);
+        let gap = Step::Wait(Duration::from_millis(10));
+        assert_eq!(
+            s,
+            vec![
+                send(0, 2_000),
+                gap,
+                send(2_000, 2_000),
+                gap,
+                send(4_000, 1_000),
+                Step::Done
+            ]
+        );
+    }
+
+    #[test]
+    fn the_wrong_byte_is_the_one_scripted() {
+        let b = Behaviour {
+            wrong_byte_at: Some(5),
+            ..Behaviour::default()
+        };
+        let body = Body::new(&b, 10);
+        let mut d = [0u8; 4];
+        body.corrupt(0, &mut d);
+        assert_eq!(d, [0; 4]);
+        body.corrupt(4, &mut d);
+        assert_eq!(d, [0, 0xff, 0, 0]);
+    }
 
     #[test]
     fn ranges_clamp_to_the_file() {

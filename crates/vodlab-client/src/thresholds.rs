@@ -211,7 +211,8 @@ impl Rule {
                     };
                     return Err(RuleError::UnknownPath {
                         rule: self.text.clone(),
-                        path: self.path.join("."),
+                        // up to the name that is not there
+                        path: self.path[..=i].join("."),
                         hint,
                     });
                 }
@@ -323,6 +324,21 @@ impl fmt::Display for Breach {
     }
 }
 
+/// Checks every rule against `shape`, a result of the same shape, before
+/// the run: a rule whose first name is one of `after_the_run` (a section
+/// whose names the run decides, such as the client classes) is left for
+/// [`evaluate_all`]; every other rule must name a figure of `shape`.
+pub fn check_before(
+    rules: &[Rule],
+    shape: &Value,
+    after_the_run: &[&str],
+) -> Result<(), RuleError> {
+    rules
+        .iter()
+        .filter(|r| !after_the_run.contains(&r.path[0].as_str()))
+        .try_for_each(|r| r.check_against(shape))
+}
+
 /// Evaluates every rule; the breaches, in rule order.
 pub fn evaluate_all(rules: &[Rule], result: &Value) -> Result<Vec<Breach>, RuleError> {
     let mut out = Vec::new();
@@ -421,5 +437,12 @@ mod tests {
             .unwrap()
             .check_against(&r)
             .is_ok());
+        // a section the run decides is checked after it, the rest before
+        let rules = [
+            Rule::parse("classes.cable.stalls>0").unwrap(),
+            Rule::parse("valid==false").unwrap(),
+        ];
+        assert!(check_before(&rules, &r, &["classes"]).is_ok());
+        assert!(check_before(&rules, &r, &[]).is_err());
     }
 }

@@ -363,6 +363,11 @@ impl PointRunner {
         self.vodlab_stats
     }
 
+    /// The address the points load.
+    pub fn addr(&self) -> SocketAddr {
+        self.base.addr
+    }
+
     /// The workload's name.
     pub fn workload_name(&self) -> &str {
         &self.work.name

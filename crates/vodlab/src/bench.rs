@@ -290,13 +290,12 @@ pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
         out.join("capacity.json").display(),
         out.join("report.html").display()
     );
-    let breaches =
-        vodlab_client::thresholds::evaluate_all(&a.search.fail_on, &serde_json::to_value(&file)?)?;
+    let breaches = crate::exit::judge("bench", &a.search.fail_on, &file)?;
     if let Err(e) = res {
         eprintln!("vodlab bench: stopped early: {e:#}");
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(capacity::stopped_early_status()));
     }
-    Ok(crate::exit::report_breaches(&breaches, crate::exit::OK))
+    Ok(crate::exit::of_breaches(&breaches))
 }
 
 /// bench's answer in one sentence. The capacity always comes from a valid

@@ -608,7 +608,7 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let mut runner = runner(&a.workload, &a.target, a.allow_remote, &a.search, &out)?;
-    crate::run::reachable(&a.target, resolve_target(&a.target, a.allow_remote)?.addr)?;
+    crate::run::reachable(&a.target, runner.addr())?;
     let mut search = Search::new(cfg)?;
     check_rules(
         &a.search.fail_on,
@@ -649,35 +649,26 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
         println!("{v}");
     }
     println!("  results: {}", out.join("capacity.json").display());
-    let breaches =
-        vodlab_client::thresholds::evaluate_all(&a.search.fail_on, &serde_json::to_value(&file)?)?;
+    let breaches = crate::exit::judge("capacity", &a.search.fail_on, &file)?;
     if let Err(e) = res {
         eprintln!("vodlab capacity: stopped early: {e:#}");
-        for b in &breaches {
-            eprintln!("vodlab capacity: {b}");
-        }
-        return Ok(ExitCode::from(if runner_interrupted() {
-            interrupted_status()
-        } else {
-            crate::exit::CHECK_FAILED
-        }));
+        return Ok(ExitCode::from(stopped_early_status()));
     }
-    Ok(crate::exit::report_breaches(&breaches, crate::exit::OK))
+    Ok(crate::exit::of_breaches(&breaches))
 }
 
 /// The exit status of the signal that stopped the search: 130 for
 /// SIGINT, 143 for SIGTERM (README "Exit statuses").
 static SIGNALLED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
-/// True once Ctrl-C or SIGTERM stopped the search.
-fn runner_interrupted() -> bool {
-    interrupter().is_interrupted()
-}
-
-/// The exit status of an interrupted search (130 when the signal is not
-/// known, as for a cancel from inside).
-pub fn interrupted_status() -> u8 {
+/// The exit status of a search that stopped early: 130 (SIGINT) or 143
+/// (SIGTERM) when a signal stopped it, else 1.
+pub fn stopped_early_status() -> u8 {
+    if !interrupter().is_interrupted() {
+        return crate::exit::CHECK_FAILED;
+    }
     match SIGNALLED.load(std::sync::atomic::Ordering::Relaxed) {
+        // a cancel from inside, not a signal
         0 => crate::exit::INTERRUPTED,
         code => code,
     }
@@ -700,9 +691,6 @@ pub fn check_rules(
             peak_active_sessions: Some(0),
             delivered_gbit_s: 0.0,
         });
-    let v = serde_json::to_value(shape)?;
-    for r in rules {
-        r.check_against(&v)?;
-    }
+    vodlab_client::thresholds::check_before(rules, &serde_json::to_value(shape)?, &[])?;
     Ok(())
 }

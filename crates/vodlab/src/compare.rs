@@ -397,7 +397,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             breaches.push(b);
         }
     }
-    Ok(crate::exit::report_breaches(&breaches, crate::exit::OK))
+    crate::exit::announce("compare", &breaches);
+    Ok(crate::exit::of_breaches(&breaches))
 }
 
 /// Checks `--fail-on` rules before anything runs: a rule's first name must
@@ -411,22 +412,15 @@ fn check_row_rules(
     let Some(spec) = specs.first() else {
         return Ok(());
     };
-    let mut row = serde_json::to_value(rows::skipped(spec, String::new()))?;
-    // the optional sections, present so their names are known
-    for k in ["at_capacity", "at_overload", "error"] {
-        if row.get(k).is_none_or(|v| v.is_null()) {
-            row[k] = serde_json::json!({});
-        }
-    }
-    for r in rules {
-        if row.get(&r.path[0]).is_none() {
-            let top = vodlab_client::thresholds::Rule {
-                path: vec![r.path[0].clone()],
-                ..r.clone()
-            };
-            top.check_against(&row)?;
-        }
-    }
+    let row = serde_json::to_value(rows::skipped(spec, String::new()))?;
+    // the optional sections too, absent from a skipped row
+    let mut fields = vec!["at_capacity", "at_overload", "error"];
+    fields.extend(
+        row.as_object()
+            .into_iter()
+            .flat_map(|o| o.keys().map(String::as_str)),
+    );
+    vodlab_client::thresholds::check_before(rules, &row, &fields)?;
     Ok(())
 }
 

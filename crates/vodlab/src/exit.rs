@@ -66,14 +66,29 @@ pub fn parse_rule(s: &str) -> Result<Rule, String> {
     Rule::parse(s).map_err(|e| e.to_string())
 }
 
-/// Prints each breach to stderr and returns the status: 1 when any rule
-/// was breached, else `otherwise`.
-pub fn report_breaches(breaches: &[Breach], otherwise: u8) -> ExitCode {
+/// Names each breach on stderr, as `vodlab CMD: --fail-on RULE: breached
+/// (the figure is X)`.
+pub fn announce(cmd: &str, breaches: &[Breach]) {
     for b in breaches {
-        eprintln!("vodlab: {b}");
+        eprintln!("vodlab {cmd}: {b}");
     }
+}
+
+/// Evaluates `rules` over `result` (as its JSON) and names each breach.
+pub fn judge<T: serde::Serialize>(
+    cmd: &str,
+    rules: &[Rule],
+    result: &T,
+) -> anyhow::Result<Vec<Breach>> {
+    let breaches = vodlab_client::thresholds::evaluate_all(rules, &serde_json::to_value(result)?)?;
+    announce(cmd, &breaches);
+    Ok(breaches)
+}
+
+/// 1 when any rule was breached, else 0.
+pub fn of_breaches(breaches: &[Breach]) -> ExitCode {
     ExitCode::from(if breaches.is_empty() {
-        otherwise
+        OK
     } else {
         CHECK_FAILED
     })

@@ -646,13 +646,7 @@ pub(crate) fn check_rules(
     classes: &[String],
 ) -> anyhow::Result<()> {
     let shape = vodlab_client::results::shape(classes);
-    for r in rules {
-        let section = r.path[0].as_str();
-        if section == "classes" || section == "players" {
-            continue;
-        }
-        r.check_against(&shape)?;
-    }
+    vodlab_client::thresholds::check_before(rules, &shape, &["classes", "players"])?;
     Ok(())
 }
 
@@ -667,11 +661,7 @@ pub(crate) fn judge(
     signal: u8,
 ) -> anyhow::Result<ExitCode> {
     use crate::exit;
-    let json = serde_json::to_value(results)?;
-    let breaches = vodlab_client::thresholds::evaluate_all(rules, &json)?;
-    for b in &breaches {
-        eprintln!("vodlab run: {b}");
-    }
+    let breaches = exit::judge("run", rules, results)?;
     if signal != 0 {
         return Ok(ExitCode::from(signal));
     }

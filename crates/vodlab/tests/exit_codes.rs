@@ -190,31 +190,6 @@ fn usage_errors_exit_2_everywhere() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
 
-/// One point of 2 sessions/s over 2 s, unpaced: what `capacity` and
-/// `compare` search here.
-const ONE_POINT: [&str; 14] = [
-    "--no-pacing",
-    "--no-shaping",
-    "--window",
-    "2",
-    "--drain",
-    "10",
-    "--start",
-    "2",
-    "--max-points",
-    "1",
-    "--pause",
-    "0.2",
-    "--quiet",
-    "--late-threshold-ms",
-];
-
-fn one_point() -> Vec<&'static str> {
-    let mut v = ONE_POINT.to_vec();
-    v.push("1000");
-    v
-}
-
 /// `--fail-on` on `capacity` (over capacity.json) and `compare` (over each
 /// server's row): a breached rule exits 1 and is named, a rule that holds
 /// exits 0, a rule naming no figure exits 2 before any search.
@@ -259,7 +234,7 @@ fn capacity_and_compare_judge_their_results_with_fail_on() {
     let ws = w.to_str().unwrap();
     let capacity = |out: &str, rule: &str| {
         let mut args = vec!["capacity", ws, "--target", &target, "--fail-on", rule];
-        args.extend(one_point());
+        args.extend(common::ONE_POINT);
         let out = t.path().join(out);
         args.extend(["-o", out.to_str().unwrap()]);
         common::vodlab(&args)
@@ -277,7 +252,7 @@ fn capacity_and_compare_judge_their_results_with_fail_on() {
     // 3: nothing listens there (refused before the search)
     let dead = format!("http://127.0.0.1:{}", common::free_port());
     let mut args = vec!["capacity", ws, "--target", &dead];
-    args.extend(one_point());
+    args.extend(common::ONE_POINT);
     let down = t.path().join("c-down");
     args.extend(["-o", down.to_str().unwrap()]);
     let o = common::vodlab(&args);
@@ -309,7 +284,7 @@ fn capacity_and_compare_judge_their_results_with_fail_on() {
             "--fail-on",
             rule,
         ];
-        args.extend(one_point());
+        args.extend(common::ONE_POINT);
         let out = t.path().join(out);
         args.extend(["-o", out.to_str().unwrap()]);
         common::vodlab(&args)

@@ -381,25 +381,11 @@ fn compare_runs_every_server_in_a_box() {
         &root,
         "--port",
         &port,
-        "--no-pacing",
-        "--no-shaping",
-        "--window",
-        "2",
-        "--drain",
-        "10",
-        "--start",
-        "2",
-        "--max-points",
-        "1",
-        "--pause",
-        "0.2",
-        "--quiet",
         "--requests-csv",
-        "--late-threshold-ms",
-        "1000",
         "-o",
         out.to_str().unwrap(),
     ];
+    args.extend(common::ONE_POINT);
     if is_root() {
         args.extend(["--profile", "ssd", "--mem", "256M"]);
     } else {

@@ -178,26 +178,13 @@ fn unix_now() -> f64 {
         .as_secs_f64()
 }
 
-/// Unpaced, unshaped, 2 s windows from 2 sessions/s, one point: the
-/// arguments `capacity` and `compare` share.
-const ONE_POINT: [&str; 16] = [
-    "--no-pacing",
-    "--no-shaping",
-    "--window",
-    "2",
-    "--drain",
-    "10",
-    "--start",
-    "2",
-    "--max-points",
-    "1",
-    "--pause",
-    "0.2",
-    "--quiet",
-    "--late-threshold-ms",
-    "1000",
-    "--requests-csv",
-];
+/// `common::ONE_POINT` with every request's row written (the report
+/// draws them): the arguments `capacity` and `compare` share here.
+fn one_point() -> Vec<&'static str> {
+    let mut v = common::ONE_POINT.to_vec();
+    v.push("--requests-csv");
+    v
+}
 
 #[test]
 fn runs_merges_capacity_and_compare_render() {
@@ -286,7 +273,7 @@ fn runs_merges_capacity_and_compare_render() {
     // capacity: one point against the running server
     let cap_dir = d.path().join("cap");
     let mut args = vec!["capacity", ws, "--target", target];
-    args.extend(ONE_POINT);
+    args.extend(one_point());
     args.extend(["-o", cap_dir.to_str().unwrap()]);
     vodlab_ok(&args);
     let cap = json(&cap_dir.join("capacity.json"));
@@ -321,7 +308,7 @@ fn runs_merges_capacity_and_compare_render() {
         "--servers",
         "vodlab-vanilla",
     ];
-    args.extend(ONE_POINT);
+    args.extend(one_point());
     args.extend(["-o", cmp_dir.to_str().unwrap()]);
     vodlab_ok(&args);
     let cmp = json(&cmp_dir.join("compare.json"));

@@ -10,7 +10,7 @@
 
 use std::future::poll_fn;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -18,7 +18,7 @@ use h2::RecvStream;
 use http::{Request, Response};
 use tokio::net::TcpStream;
 
-use super::{next_event, plan, record, update, Served, Site};
+use super::{plan, record, update, Body, Served, Site, Step};
 
 fn io(e: h2::Error) -> std::io::Error {
     std::io::Error::other(e)
@@ -106,54 +106,45 @@ async fn answer(
         });
         return Ok(());
     }
-    let slice = b.rate.map_or(64 * 1024, |r| (r / 100).max(1));
-    let mut sent = 0u64;
-    let mut paused = false;
-    while sent < len {
-        let stop = next_event(&b, sent, len);
-        if b.pause_at.is_some_and(|(at, _)| at == sent) && !paused {
-            paused = true;
-            tokio::time::sleep(b.pause_at.map(|p| p.1).unwrap_or_default()).await;
-        }
-        if b.close_after == Some(sent) {
-            stream.send_data(Bytes::new(), true)?;
-            return Ok(());
-        }
-        if b.reset_after == Some(sent) {
-            stream.send_reset(h2::Reason::INTERNAL_ERROR);
-            return Ok(());
-        }
-        if b.stall_after == Some(sent) {
-            // hang until the client resets the stream or goes away
-            let _ = poll_fn(|cx| stream.poll_reset(cx)).await;
-            return Ok(());
-        }
-        let end = if stop > sent { stop } else { len };
-        let want = (end - sent).min(slice);
-        // wait for the client's window: the timing is the wire's
-        stream.reserve_capacity(want as usize);
-        let granted = match poll_fn(|cx| stream.poll_capacity(cx)).await {
-            Some(c) => c? as u64,
-            None => return Ok(()),
-        };
-        let n = want.min(granted.max(1));
-        let mut d = vec![0u8; n as usize];
-        site.fill(&path, start + sent, &mut d);
-        if let Some(w) = b.wrong_byte_at {
-            if (sent..sent + n).contains(&w) {
-                d[(w - sent) as usize] ^= 0xff;
+    let mut body = Body::new(&b, len);
+    loop {
+        match body.next() {
+            Step::Send { at, len: want } => {
+                // wait for the client's window: the timing is the wire's
+                stream.reserve_capacity(want as usize);
+                let granted = match poll_fn(|cx| stream.poll_capacity(cx)).await {
+                    Some(c) => c? as u64,
+                    None => return Ok(()),
+                };
+                let n = want.min(granted.max(1));
+                let mut d = vec![0u8; n as usize];
+                site.fill(&path, start + at, &mut d);
+                body.corrupt(at, &mut d);
+                stream.send_data(Bytes::from(d), at + n == len)?;
+                body.advance(n);
+                let now = Instant::now();
+                update(log, i, |s| {
+                    s.done_at = Some(now);
+                    s.body_bytes = at + n;
+                });
             }
-        }
-        sent += n;
-        stream.send_data(Bytes::from(d), sent == len)?;
-        let now = Instant::now();
-        update(log, i, |s| {
-            s.done_at = Some(now);
-            s.body_bytes = sent;
-        });
-        if b.rate.is_some() && sent < len {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            Step::Wait(d) => tokio::time::sleep(d).await,
+            // END_STREAM short of content-length (at the end it went
+            // with the last bytes)
+            Step::Close if !body.done() => {
+                stream.send_data(Bytes::new(), true)?;
+                return Ok(());
+            }
+            Step::Reset => {
+                stream.send_reset(h2::Reason::INTERNAL_ERROR);
+                return Ok(());
+            }
+            Step::Stall => {
+                // hang until the client resets the stream or goes away
+                let _ = poll_fn(|cx| stream.poll_reset(cx)).await;
+                return Ok(());
+            }
+            Step::Close | Step::Done => return Ok(()),
         }
     }
-    Ok(())
 }

@@ -385,3 +385,24 @@ pub fn readable_tempdir(prefix: &str) -> tempfile::TempDir {
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     d
 }
+
+/// One capacity point of 2 sessions/s over 2 s, unpaced and unshaped, with
+/// a lenient lateness rule: the search flags the `capacity` and `compare`
+/// tests share.
+pub const ONE_POINT: [&str; 15] = [
+    "--no-pacing",
+    "--no-shaping",
+    "--window",
+    "2",
+    "--drain",
+    "10",
+    "--start",
+    "2",
+    "--max-points",
+    "1",
+    "--pause",
+    "0.2",
+    "--quiet",
+    "--late-threshold-ms",
+    "1000",
+];
