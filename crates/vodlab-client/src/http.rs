@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use vodlab_http::client::{
     encode_request, DecodeError, Decoded, RequestHead, ResponseDecoder, MAX_HEAD_BYTES,
 };
@@ -69,10 +69,28 @@ pub struct Connection<T = TcpStream> {
     host: String,
 }
 
+/// Opens a TCP connection with the link's receive buffer (for HTTP/1.1
+/// here, and under TLS by [`crate::transport`]).
+pub async fn tcp_connect(addr: SocketAddr, link: &LinkSpec) -> Result<TcpStream, Failure> {
+    let io = |e: std::io::Error| Failure::new(ErrorKind::from_io(&e), format!("connect: {e}"));
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    }
+    .map_err(io)?;
+    if let Some(n) = link.recv_buffer() {
+        socket.set_recv_buffer_size(n).map_err(io)?;
+    }
+    let stream = socket.connect(addr).await.map_err(io)?;
+    stream.set_nodelay(true).map_err(io)?;
+    Ok(stream)
+}
+
 impl Connection<TcpStream> {
     /// Connects to `addr` with the link's receive buffer.
     pub async fn connect(addr: SocketAddr, host: &str, link: &LinkSpec) -> Result<Self, Failure> {
-        let stream = crate::transport::tcp_connect(addr, link).await?;
+        let stream = tcp_connect(addr, link).await?;
         Ok(Self::new(stream, host, link))
     }
 }

@@ -18,6 +18,7 @@
 
 pub mod checks;
 pub mod cmcd;
+pub mod codec;
 pub mod config;
 pub mod delivery;
 pub mod driver;

@@ -367,10 +367,10 @@ pub struct Results {
     /// The shard of a split run this process ran (`--shard I/N`; absent
     /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardRecord>,
+    pub shard: Option<ShardRecord>,
     /// How a merged run was put together (`vodlab merge`; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merge: Option<crate::shard::MergeInfo>,
+    pub merge: Option<MergeInfo>,
     /// The protocol of the run (`h1` in files from before HTTP/2 and TLS).
     #[serde(default)]
     pub protocol: crate::transport::Protocol,
@@ -380,6 +380,66 @@ pub struct Results {
     /// Closed-loop players' QoE (`vodlab run --player`; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub players: Option<crate::player_run::PlayersResults>,
+}
+
+/// What `results.json` says about the shard a process ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    /// This process's index.
+    pub index: u32,
+    /// Processes in all.
+    pub count: u32,
+    /// The split rule ([`SPLIT_RULE`](crate::shard::SPLIT_RULE)).
+    pub rule: String,
+    /// Wall-clock time of the run's origin (offset 0 of every schedule),
+    /// Unix seconds: `--start-at` when given.
+    pub origin_unix_s: f64,
+    /// Wall-clock time the process actually began its schedule, Unix seconds.
+    pub actual_start_unix_s: f64,
+}
+
+/// One shard's line in a merged run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardStart {
+    /// Index (none: a run without `--shard`).
+    pub index: Option<u32>,
+    /// Directory.
+    pub dir: String,
+    /// Offset 0 of its schedule, Unix seconds.
+    pub origin_unix_s: f64,
+    /// When it actually began, Unix seconds.
+    pub actual_start_unix_s: f64,
+    /// Why it stopped.
+    pub stopped_by: StopReason,
+    /// Its own verdicts.
+    pub complete: bool,
+    /// Its own verdicts.
+    pub valid: bool,
+}
+
+/// What `vodlab merge` adds to a merged `results.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MergeInfo {
+    /// Shards the run was split into.
+    pub shards: u32,
+    /// Indices of the shards merged.
+    pub merged: Vec<u32>,
+    /// Indices of the shards with no results (dead or never run).
+    pub missing: Vec<u32>,
+    /// Directories given that held no results.
+    pub missing_dirs: Vec<String>,
+    /// Why the merged run is incomplete, shard by shard.
+    pub incomplete_reasons: Vec<String>,
+    /// Shards that were invalid on their own, with their reasons.
+    pub invalid_shards: Vec<String>,
+    /// Largest minus smallest actual start, s.
+    pub start_skew_s: f64,
+    /// Largest minus smallest origin (schedule offset 0), s: 0 with
+    /// `--start-at`; otherwise the series are aligned to the nearest bin.
+    pub origin_skew_s: f64,
+    /// Each shard merged.
+    pub starts: Vec<ShardStart>,
 }
 
 /// The connections a run opened and their TLS handshakes.

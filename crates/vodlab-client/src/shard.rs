@@ -14,17 +14,14 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub use crate::codec::{decode_histogram, encode_histogram, ShardError, MAX_SHARDS};
 use crate::exchange::ErrorKind;
 use crate::metrics::{Bin, Bins, ClassMetrics, Errors, RunMetrics};
 use crate::results::{self, Monitor, Results, RunInfo, StopReason};
-
-/// Most processes a run can be split into.
-pub const MAX_SHARDS: u32 = 65_536;
+pub use crate::results::{MergeInfo, ShardRecord, ShardStart};
 
 /// Shard `index` of `count` (`--shard I/N`, `I` from 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,25 +30,6 @@ pub struct ShardSpec {
     pub index: u32,
     /// Processes in all.
     pub count: u32,
-}
-
-/// Why a `--shard` value or a merge input is unusable.
-#[derive(Debug, thiserror::Error)]
-pub enum ShardError {
-    /// `--shard` is not `I/N` with `0 <= I < N <= MAX_SHARDS`.
-    #[error("--shard `{0}`: expected I/N with 0 <= I < N <= {MAX_SHARDS} (e.g. 0/4)")]
-    Spec(String),
-    /// A histogram could not be encoded or decoded.
-    #[error("histogram `{name}`: {reason}")]
-    Histogram {
-        /// Which one.
-        name: String,
-        /// Why.
-        reason: String,
-    },
-    /// The parts of a merge do not belong to one run.
-    #[error("{0}")]
-    Mismatch(String),
 }
 
 impl ShardSpec {
@@ -84,48 +62,6 @@ impl std::fmt::Display for ShardSpec {
 
 /// The split rule, as written into results.
 pub const SPLIT_RULE: &str = "session i of script shard k (of S) is number i*S+k; shard I/N runs the numbers equal to I mod N";
-
-/// What `results.json` says about the shard a process ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShardRecord {
-    /// This process's index.
-    pub index: u32,
-    /// Processes in all.
-    pub count: u32,
-    /// The split rule ([`SPLIT_RULE`]).
-    pub rule: String,
-    /// Wall-clock time of the run's origin (offset 0 of every schedule),
-    /// Unix seconds: `--start-at` when given.
-    pub origin_unix_s: f64,
-    /// Wall-clock time the process actually began its schedule, Unix seconds.
-    pub actual_start_unix_s: f64,
-}
-
-/// Encodes a histogram as HdrHistogram's V2 serialization in base64.
-pub fn encode_histogram(name: &str, h: &Histogram<u64>) -> Result<String, ShardError> {
-    let mut buf = Vec::new();
-    V2Serializer::new()
-        .serialize(h, &mut buf)
-        .map_err(|e| ShardError::Histogram {
-            name: name.into(),
-            reason: format!("{e:?}"),
-        })?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(buf))
-}
-
-/// Decodes [`encode_histogram`]'s output.
-pub fn decode_histogram(name: &str, s: &str) -> Result<Histogram<u64>, ShardError> {
-    let err = |reason: String| ShardError::Histogram {
-        name: name.into(),
-        reason,
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .map_err(|e| err(e.to_string()))?;
-    Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| err(format!("{e:?}")))
-}
 
 /// One client class's exact state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -451,50 +387,6 @@ pub struct Part {
     pub results: Results,
     /// Its `metrics.json`.
     pub dump: MetricsDump,
-}
-
-/// One shard's line in a merged run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShardStart {
-    /// Index (none: a run without `--shard`).
-    pub index: Option<u32>,
-    /// Directory.
-    pub dir: String,
-    /// Offset 0 of its schedule, Unix seconds.
-    pub origin_unix_s: f64,
-    /// When it actually began, Unix seconds.
-    pub actual_start_unix_s: f64,
-    /// Why it stopped.
-    pub stopped_by: StopReason,
-    /// Its own verdicts.
-    pub complete: bool,
-    /// Its own verdicts.
-    pub valid: bool,
-}
-
-/// What `vodlab merge` adds to a merged `results.json`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MergeInfo {
-    /// Shards the run was split into.
-    pub shards: u32,
-    /// Indices of the shards merged.
-    pub merged: Vec<u32>,
-    /// Indices of the shards with no results (dead or never run).
-    pub missing: Vec<u32>,
-    /// Directories given that held no results.
-    pub missing_dirs: Vec<String>,
-    /// Why the merged run is incomplete, shard by shard.
-    pub incomplete_reasons: Vec<String>,
-    /// Shards that were invalid on their own, with their reasons.
-    pub invalid_shards: Vec<String>,
-    /// Largest minus smallest actual start, s.
-    pub start_skew_s: f64,
-    /// Largest minus smallest origin (schedule offset 0), s: 0 with
-    /// `--start-at`; otherwise the series are aligned to the nearest bin.
-    pub origin_skew_s: f64,
-    /// Each shard merged.
-    pub starts: Vec<ShardStart>,
 }
 
 /// Merges shard parts into one run's results: counts and bytes summed,

@@ -1,8 +1,12 @@
 //! The mechanical parts of a hard disk: the seek curve, zoned recording and
 //! the platter's angular position. Times are model nanoseconds (`f64`),
 //! addresses bytes.
+//!
+//! Nothing here knows drive profiles: [`SeekCurve::fit`] and [`Zones::new`],
+//! which build these from a profile's `[hdd]` parameters, are in
+//! [`crate::profile`] with the parameters they read.
 
-use crate::profile::{HddParams, ZoneCurve};
+use serde::{Deserialize, Serialize};
 
 /// Seek time as a function of distance: 0 within a track; settle + a·√x for
 /// short seeks (`x` = distance / capacity ≤ `short`); linear from there to
@@ -21,49 +25,6 @@ pub struct SeekCurve {
 }
 
 impl SeekCurve {
-    /// Fits the √x coefficient to `average_seek_ms`; the error says why the
-    /// average cannot be met with the other seek parameters.
-    pub fn fit(h: &HddParams) -> Result<SeekCurve, String> {
-        let settle_ns = h.track_to_track_ms * 1e6;
-        let full_ns = h.full_stroke_ms * 1e6;
-        let short = h.short_seek_fraction;
-        if full_ns < settle_ns {
-            return Err(format!(
-                "full_stroke_ms ({}) is below track_to_track_ms ({})",
-                h.full_stroke_ms, h.track_to_track_ms
-            ));
-        }
-        let a_max = (full_ns - settle_ns) / short.sqrt();
-        let curve = |a: f64| SeekCurve {
-            settle_ns,
-            sqrt_ns: a,
-            short,
-            full_ns,
-        };
-        let m0 = curve(0.0).mean_random_ns();
-        let m1 = curve(a_max).mean_random_ns();
-        let want = h.average_seek_ms * 1e6;
-        if want < m0 - 1.0 || want > m1 + 1.0 {
-            return Err(format!(
-                "{} ms cannot be met with track_to_track_ms = {}, full_stroke_ms = {} and \
-                 short_seek_fraction = {}: the mean over random pairs is between {:.2} and {:.2} ms",
-                h.average_seek_ms,
-                h.track_to_track_ms,
-                h.full_stroke_ms,
-                short,
-                m0 / 1e6,
-                m1 / 1e6
-            ));
-        }
-        // The mean is linear in `a`.
-        let a = if m1 > m0 {
-            (a_max * (want - m0) / (m1 - m0)).clamp(0.0, a_max)
-        } else {
-            0.0
-        };
-        Ok(curve(a))
-    }
-
     /// Seek time for a distance given as a fraction of the stroke (> 0).
     pub fn time_ns(&self, x: f64) -> f64 {
         let x = x.clamp(0.0, 1.0);
@@ -89,6 +50,21 @@ impl SeekCurve {
     }
 }
 
+/// How the transfer rate falls from the outer (low addresses) to the inner
+/// (high addresses) tracks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZoneCurve {
+    /// Constant linear bit density: the rate is proportional to the radius
+    /// and the capacity under a radius grows with its square, so
+    /// `rate(f) = sqrt(outer² − f·(outer² − inner²))` for the address
+    /// fraction `f`.
+    #[default]
+    Radial,
+    /// `rate(f) = outer + f·(inner − outer)`.
+    Linear,
+}
+
 /// Zoned recording: transfer rate as a function of the address, and the
 /// "stream time" τ(a) it takes to read sequentially from address 0 to `a`.
 /// The platter angle of address `a` is τ(a) modulo a revolution, so a
@@ -107,16 +83,6 @@ pub struct Zones {
 }
 
 impl Zones {
-    /// From profile parameters.
-    pub fn new(h: &HddParams) -> Zones {
-        Zones {
-            capacity: h.capacity_bytes as f64,
-            outer: h.outer_mb_s * 1e-3,
-            inner: h.inner_mb_s * 1e-3,
-            curve: h.zone_curve,
-        }
-    }
-
     /// Media rate at address `a`, bytes/ns.
     pub fn rate(&self, a: f64) -> f64 {
         let f = (a / self.capacity).clamp(0.0, 1.0);

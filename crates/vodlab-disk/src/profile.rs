@@ -10,6 +10,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Problem, ProfileError};
+pub use crate::geometry::ZoneCurve;
+use crate::geometry::{SeekCurve, Zones};
 
 /// A drive profile: either `[hdd]` or `[ssd]` parameters (exactly one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,21 +36,6 @@ pub struct Profile {
 
 fn default_mount_readahead_kib() -> u32 {
     128
-}
-
-/// How the transfer rate falls from the outer (low addresses) to the inner
-/// (high addresses) tracks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum ZoneCurve {
-    /// Constant linear bit density: the rate is proportional to the radius
-    /// and the capacity under a radius grows with its square, so
-    /// `rate(f) = sqrt(outer² − f·(outer² − inner²))` for the address
-    /// fraction `f`.
-    #[default]
-    Radial,
-    /// `rate(f) = outer + f·(inner − outer)`.
-    Linear,
 }
 
 /// How rotational latency is computed.
@@ -303,7 +290,7 @@ impl Profile {
                 && h.short_seek_fraction > 0.0
                 && h.short_seek_fraction < 1.0
             {
-                if let Err(reason) = crate::geometry::SeekCurve::fit(h) {
+                if let Err(reason) = SeekCurve::fit(h) {
                     bad("hdd.average_seek_ms", reason);
                 }
             }
@@ -335,4 +322,64 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
+}
+
+// The mechanics of a hard disk built from its profile's parameters: the types
+// are `geometry`'s, which knows nothing of profiles.
+
+impl SeekCurve {
+    /// Fits the √x coefficient to `average_seek_ms`; the error says why the
+    /// average cannot be met with the other seek parameters.
+    pub fn fit(h: &HddParams) -> Result<SeekCurve, String> {
+        let settle_ns = h.track_to_track_ms * 1e6;
+        let full_ns = h.full_stroke_ms * 1e6;
+        let short = h.short_seek_fraction;
+        if full_ns < settle_ns {
+            return Err(format!(
+                "full_stroke_ms ({}) is below track_to_track_ms ({})",
+                h.full_stroke_ms, h.track_to_track_ms
+            ));
+        }
+        let a_max = (full_ns - settle_ns) / short.sqrt();
+        let curve = |a: f64| SeekCurve {
+            settle_ns,
+            sqrt_ns: a,
+            short,
+            full_ns,
+        };
+        let m0 = curve(0.0).mean_random_ns();
+        let m1 = curve(a_max).mean_random_ns();
+        let want = h.average_seek_ms * 1e6;
+        if want < m0 - 1.0 || want > m1 + 1.0 {
+            return Err(format!(
+                "{} ms cannot be met with track_to_track_ms = {}, full_stroke_ms = {} and \
+                 short_seek_fraction = {}: the mean over random pairs is between {:.2} and {:.2} ms",
+                h.average_seek_ms,
+                h.track_to_track_ms,
+                h.full_stroke_ms,
+                short,
+                m0 / 1e6,
+                m1 / 1e6
+            ));
+        }
+        // The mean is linear in `a`.
+        let a = if m1 > m0 {
+            (a_max * (want - m0) / (m1 - m0)).clamp(0.0, a_max)
+        } else {
+            0.0
+        };
+        Ok(curve(a))
+    }
+}
+
+impl Zones {
+    /// From a profile's parameters.
+    pub fn new(h: &HddParams) -> Zones {
+        Zones {
+            capacity: h.capacity_bytes as f64,
+            outer: h.outer_mb_s * 1e-3,
+            inner: h.inner_mb_s * 1e-3,
+            curve: h.zone_curve,
+        }
+    }
 }

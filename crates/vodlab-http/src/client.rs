@@ -43,6 +43,8 @@ mod decode;
 mod encode;
 mod head;
 
-pub use decode::{DecodeError, Decoded, Progress, ResponseDecoder, MAX_CHUNK_LINE};
+pub use decode::{Decoded, Progress, ResponseDecoder, MAX_CHUNK_LINE};
 pub use encode::{encode_request, EncodeError, Part, RequestHead, USER_AGENT};
-pub use head::{parse_content_range, Framing, ResponseHead, Version, MAX_HEADERS, MAX_HEAD_BYTES};
+pub use head::{
+    parse_content_range, DecodeError, Framing, ResponseHead, Version, MAX_HEADERS, MAX_HEAD_BYTES,
+};

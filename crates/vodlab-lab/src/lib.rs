@@ -11,6 +11,7 @@ pub mod compare;
 pub mod files;
 pub mod hwbox;
 pub mod netlab;
+pub mod point;
 pub mod procs;
 pub mod report;
 pub mod runner;
@@ -22,9 +23,8 @@ pub use capacity::{CapacityFile, CapacityMeta, Row, SearchOutcome, Stop};
 pub use compare::{CompareFile, Figures, ProfileInfo, SeqRead, ServerRow};
 pub use files::FileError;
 pub use hwbox::{BoxError, BoxSpec, Cgroups, Dev, DeviceStat, HwBox, Profile, Usage, PROFILES};
-pub use runner::{
-    Interrupter, Measured, PointRunner, PointSettings, RunObserver, RunnerError, Target,
-};
+pub use point::{Interrupter, PointSettings, RunnerError};
+pub use runner::{Measured, PointRunner, RunObserver, Target};
 pub use search::{
     Answer, Criterion, Ending, Outcome, Point, RunExtra, Search, SearchConfig, SearchError,
     SearchMode, Step, Verdict,

@@ -23,10 +23,8 @@ use vodlab_client::shard::{self, Part};
 use vodlab_client::transport::TransportConfig;
 use vodlab_client::{Live, LoadedWorkload, MetricsDump, Results, ShardSpec, StopReason};
 
-use crate::runner::{Interrupter, PointSettings, RunnerError};
-
-/// Most client processes a point can be spread over.
-pub const MAX_CLIENT_PROCESSES: u32 = 1024;
+pub use crate::point::MAX_CLIENT_PROCESSES;
+use crate::point::{Interrupter, PointSettings, RunnerError};
 
 /// Extra time a child gets past the point's longest duration before it is
 /// counted as hung and stopped: at least this, s.

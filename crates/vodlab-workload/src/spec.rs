@@ -448,7 +448,7 @@ impl Spec {
         let mut problems = self.validate();
         if problems.is_empty() {
             // only a spec whose every value is in bounds is worth estimating
-            problems = crate::construct::size_problems(self);
+            problems = size::size_problems(self);
         }
         if problems.is_empty() {
             Ok(())
@@ -561,6 +561,7 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 mod netflix;
+pub(crate) mod size;
 mod validate;
 pub use netflix::{FormShares, NetflixSpec, RateSteps, RepKind, SessionModel};
 pub use validate::parse_resolution;

@@ -4,16 +4,19 @@
 //! (github.com/UMass-LIDS/sabre, `src/sabre.py` at `09b03bb`, BSD-2-Clause,
 //! © 2018 Kevin Spiteri) has them, and from the BBA paper (Huang et al.,
 //! SIGCOMM 2014, BBA-0). Units: ms, bits, kbit/s (= bits/ms). See
-//! docs/abr.md for the formulas and their sources.
+//! docs/abr.md for the formulas and their sources. BOLA-E is in its own
+//! file, [`bolae`].
+
+pub mod bolae;
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::bolae::BolaE;
 use super::movie::Movie;
 use super::PlayerError;
+use bolae::BolaE;
 
 /// The ABR rule of a player.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

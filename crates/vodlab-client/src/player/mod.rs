@@ -30,7 +30,6 @@
 //! level instead). docs/abr.md has the details.
 
 pub mod abr;
-pub mod bolae;
 pub mod buffer;
 pub mod estimate;
 pub mod movie;
@@ -43,7 +42,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use abr::{AbrParams, AbrRule};
+pub use abr::{bolae, AbrParams, AbrRule};
 pub use movie::Movie;
 pub use qoe::QoeSummary;
 

@@ -649,7 +649,7 @@ fn abandonment_checks_can_be_spaced_for_per_read_progress() {
 
 #[test]
 fn bolae_constants_and_first_decision() {
-    use super::bolae::BolaE;
+    use super::abr::bolae::BolaE;
     // Sabre's movie, 25 s buffer: target max(10 + 2 × 10, 25) = 30 s,
     // γp = ln(6000/230) / (30/10 − 1) ≈ 1.6307, V = 10 000 / γp ≈ 6132.27
     let m = Movie::constant(3000.0, &SABRE_LADDER, 199);

@@ -18,8 +18,8 @@ use super::{
     keep_smallest, PlayerClassResults, PlayerKind, PlayerRun, PlayerSessionOutcome, PlayersResults,
     RenditionTime, SessionTimeline,
 };
+use crate::codec::{decode_histogram, encode_histogram, ShardError};
 use crate::metrics::{histogram, Summary};
-use crate::shard::{decode_histogram, encode_histogram, ShardError};
 
 /// Largest value a player histogram holds (larger ones are clamped).
 const HIST_MAX: u64 = 3_600_000_000;

@@ -27,11 +27,12 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use serde::{Deserialize, Serialize};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
+pub use crate::http::tcp_connect;
 use crate::http::{Connection, Outgoing};
 use crate::link::LinkSpec;
 pub use frames::FrameReads;
@@ -262,23 +263,6 @@ pub enum Conn {
     Https(Box<Connection<TlsStream<Shaped<TcpStream>>>>),
     /// A stream slot of an HTTP/2 connection.
     H2(H2Handle),
-}
-
-/// Opens a TCP connection with the link's receive buffer.
-pub async fn tcp_connect(addr: SocketAddr, link: &LinkSpec) -> Result<TcpStream, Failure> {
-    let io = |e: std::io::Error| Failure::new(ErrorKind::from_io(&e), format!("connect: {e}"));
-    let socket = if addr.is_ipv4() {
-        TcpSocket::new_v4()
-    } else {
-        TcpSocket::new_v6()
-    }
-    .map_err(io)?;
-    if let Some(n) = link.recv_buffer() {
-        socket.set_recv_buffer_size(n).map_err(io)?;
-    }
-    let stream = socket.connect(addr).await.map_err(io)?;
-    stream.set_nodelay(true).map_err(io)?;
-    Ok(stream)
 }
 
 impl SessionTransport<'_> {

@@ -1,14 +1,57 @@
 //! The response head: what the decoder keeps of the status line and header
-//! fields, and how it derives framing and persistence from them.
+//! fields, how it derives framing and persistence from them, and the
+//! decoder's error.
 
 use std::mem::MaybeUninit;
 
-use super::DecodeError;
+use thiserror::Error;
 
 /// Longest response head accepted (each head: an interim one or the final one).
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Most header fields accepted in one response head.
 pub const MAX_HEADERS: usize = 256;
+
+/// Why a response could not be decoded. After an error the connection's
+/// framing is lost: close it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    /// Bytes that are not an HTTP/1 response: status line, header syntax,
+    /// chunk size, chunk delimiters or trailers.
+    #[error("malformed response: {0}")]
+    Malformed(String),
+    /// A head (or the trailer section) longer than [`MAX_HEAD_BYTES`], or
+    /// more than [`MAX_HEADERS`] header fields.
+    #[error("response head over {MAX_HEAD_BYTES} bytes or {MAX_HEADERS} header fields")]
+    HeaderTooLarge,
+    /// A Content-Length value that is not a decimal number (or overflows).
+    #[error("invalid Content-Length `{0}`")]
+    InvalidContentLength(String),
+    /// Two Content-Length values that differ.
+    #[error("conflicting Content-Length values {0} and {1}")]
+    ConflictingContentLength(u64, u64),
+    /// The connection closed before any byte of the response arrived (on a
+    /// reused connection: the server had closed it; a retry is safe).
+    #[error("connection closed before any byte of the response")]
+    ClosedBeforeResponse,
+    /// The connection closed inside a response head.
+    #[error("connection closed inside the response head")]
+    ClosedInHead,
+    /// The connection closed inside the body.
+    #[error(
+        "connection closed after {got} body bytes of {}",
+        match .expected { Some(n) => n.to_string(), None => "a chunked body".to_string() }
+    )]
+    ShortBody {
+        /// Body bytes received.
+        got: u64,
+        /// The Content-Length; `None` for a chunked body.
+        expected: Option<u64>,
+    },
+    /// A response vodlab does not decode: 101 Switching Protocols, a
+    /// transfer coding other than chunked.
+    #[error("unsupported response: {0}")]
+    Unsupported(String),
+}
 
 /// HTTP version of a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

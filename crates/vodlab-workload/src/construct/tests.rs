@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::presets;
+use crate::spec::size::round_ms;
 
 #[test]
 fn largest_remainder_sums() {

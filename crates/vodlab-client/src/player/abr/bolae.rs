@@ -16,8 +16,8 @@
 //! - A decision may ask for a pause (the buffer + placeholder is above the
 //!   level's maximum), which the player waits out before fetching.
 
-use super::abr::{quality_from_throughput, AbrParams, Context, Progress};
-use super::movie::Movie;
+use super::{quality_from_throughput, AbrParams, Context, Progress};
+use crate::player::movie::Movie;
 
 /// BOLA-E's minimum buffer, ms.
 const MINIMUM_BUFFER_MS: f64 = 10_000.0;
