@@ -12,7 +12,7 @@ mod certs;
 mod rows;
 
 pub use certs::TlsFiles;
-pub use rows::{ServerSpec, POLICY_NAMES};
+pub use rows::ServerSpec;
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};

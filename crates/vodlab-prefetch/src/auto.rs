@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::defaults;
 use crate::controller::{
-    ChainState, PrefetchController, PrefetchDecision, RequestInfo, SessionState,
+    policy_len, ChainState, PrefetchController, PrefetchDecision, RequestInfo, SessionState,
 };
+use crate::defaults;
 
 /// Bytes of one disk "transaction" of the mspt (128 KiB, [T1064]).
 pub const TRANSACTION: f64 = 131_072.0;
@@ -148,7 +148,7 @@ pub struct AutoConfig {
     /// start_size [T1083].
     pub start: u64,
     /// adjust_interval [T1085], seconds.
-    #[serde(with = "crate::config::secs")]
+    #[serde(with = "crate::secs")]
     pub interval: Duration,
     /// step_size [T1087].
     pub step: u64,
@@ -164,7 +164,7 @@ pub struct AutoConfig {
     /// The eviction ratio's denominator.
     pub evict_of: EvictBase,
     /// Seconds p takes to reach a new target (the gradual change).
-    #[serde(with = "crate::config::secs")]
+    #[serde(with = "crate::secs")]
     pub ramp: Duration,
     /// Smallest size.
     pub min: u64,
@@ -658,7 +658,7 @@ impl PrefetchController for Auto {
         }
         PrefetchDecision::Prefetch {
             offset: req.offset,
-            len: self.size_for(req.bitrate_bps).max(req.length),
+            len: policy_len(self.size_for(req.bitrate_bps), req),
         }
     }
 
@@ -705,8 +705,8 @@ impl PrefetchController for Auto {
         }
     }
 
-    fn auto_view(&self) -> Option<AutoView> {
-        Some(self.view())
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 
@@ -733,7 +733,7 @@ impl PrefetchController for Scaled {
         let n = (self.scaling.size(self.size as f64, req.bitrate_bps).round() as u64).max(4096);
         PrefetchDecision::Prefetch {
             offset: req.offset,
-            len: n.max(req.length),
+            len: policy_len(n, req),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Chapter 5's prefetch policies (thesis 5.6.1 [T1726–T1750]) as
 //! controllers on [`PrefetchController`], so `vodlab serve` and the
-//! trace-driven simulator ([`crate::tracesim`]) run the same objects:
+//! trace-driven simulator ([`crate::sim`]) run the same objects:
 //!
 //! - Proportional and Square-Root: [`crate::auto::Scaled`] with the
 //!   reference rate [`REFERENCE_BPS`] (2,000 kbit/s [T1772]) and exponent 1

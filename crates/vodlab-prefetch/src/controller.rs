@@ -21,7 +21,6 @@
 //!   reported (it shows in the statistics' `wasted_prefetch_bytes`);
 //! - [`PrefetchController::on_tick`] periodically (`Config::tick`, 1 s).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Identity of a file (device and inode).
@@ -62,6 +61,16 @@ pub enum PrefetchDecision {
         /// Bytes.
         len: u64,
     },
+}
+
+impl PrefetchDecision {
+    /// The decision as `[offset, len]`, `None` when nothing is read.
+    pub fn range(self) -> Option<[u64; 2]> {
+        match self {
+            PrefetchDecision::None => None,
+            PrefetchDecision::Prefetch { offset, len } => Some([offset, len]),
+        }
+    }
 }
 
 /// A range prefetched for a session.
@@ -234,15 +243,17 @@ pub trait PrefetchController: Send {
     /// included (which never reach `on_read_complete`). Called before each
     /// tick by a server that knows its devices.
     fn on_device_reads(&mut self, _now: Instant, _bytes: u64, _busy: Duration) {}
-    /// The automatic size's state (`prefetch_auto` in `/vodlab/stats`);
-    /// `None` for other controllers.
-    fn auto_view(&self) -> Option<crate::auto::AutoView> {
+    /// The controller itself, for a caller that knows its type (the core
+    /// shows the automatic size's state in `/vodlab/stats` through it);
+    /// `None` by default.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
 }
 
 /// A fixed prefetch size: on a miss, `size` bytes from the request's
-/// offset, never less than the request; nothing on a hit. Ignores feedback.
+/// offset, never less than the request (but see [`policy_len`] for an
+/// open-ended one); nothing on a hit. Ignores feedback.
 /// (The server then moves the window past a head of the range the session
 /// already has resident: [`place_after_head`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +272,7 @@ impl PrefetchController for Fixed {
         }
         PrefetchDecision::Prefetch {
             offset: req.offset,
-            len: self.0.max(req.length),
+            len: policy_len(self.0, req),
         }
     }
 
@@ -270,6 +281,20 @@ impl PrefetchController for Fixed {
     fn on_evicted(&mut self, _now: Instant, _bytes: u64, _unused_for: Duration) {}
 
     fn on_tick(&mut self, _now: Instant) {}
+}
+
+/// The bytes a size policy reads for `req` when its size is `size`: at least
+/// the request, so that one read serves it; but for an open-ended request
+/// (`bytes=A-`, which asks for the rest of the file) the policy's size, as
+/// the thesis prefetches an open-ended stream p bytes at a time (First-Grow
+/// does the same). Before this rule `fixed:4M` read an open-ended range in
+/// pieces of `max_prefetch` (16 MiB) whatever its size.
+pub fn policy_len(size: u64, req: &RequestInfo<'_>) -> u64 {
+    if req.open_ended {
+        size.max(1)
+    } else {
+        size.max(req.length)
+    }
 }
 
 /// The range a decision reads, clipped at the end of the file; `None` when
@@ -323,132 +348,6 @@ pub fn place_after_head(
             }
         }
         d => d,
-    }
-}
-
-/// Most chains remembered; beyond it the chain table starts afresh.
-pub const MAX_CHAINS: usize = 65_536;
-
-/// A controller with the per-chain states, as the server holds it (behind
-/// one lock). Pure: it sequences the feedback calls in the order the server
-/// makes them, so that order is tested without sockets.
-pub struct PrefetchCore {
-    controller: Box<dyn PrefetchController>,
-    chains: HashMap<String, ChainState>,
-    /// The devices' totals at the last [`PrefetchCore::tick_devices`]:
-    /// bytes and seconds spent reading.
-    devices_seen: (u64, f64),
-}
-
-/// What [`PrefetchCore::before_send`] found and decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BeforeSend {
-    /// The controller's decision.
-    pub decision: PrefetchDecision,
-    /// An eviction it was told about: bytes and time since the prefetch.
-    pub evicted: Option<(u64, Duration)>,
-}
-
-impl PrefetchCore {
-    /// Wraps a controller.
-    pub fn new(controller: Box<dyn PrefetchController>) -> Self {
-        Self {
-            controller,
-            chains: HashMap::new(),
-            devices_seen: (0, 0.0),
-        }
-    }
-
-    /// Before sending a range: when it missed the page cache although the
-    /// session had prefetched part of it (`overlap`, from
-    /// [`SessionState::account`]), reports an eviction; then accounts the
-    /// request to its chain (`chain`: the chain's name, if any), asks the
-    /// controller, and places its window after the range's `resident_head`
-    /// ([`place_after_head`]): the first bytes of the range the server
-    /// knows are in the page cache (the end of the session's previous
-    /// prefetch, confirmed by a probe), 0 when none.
-    pub fn before_send(
-        &mut self,
-        now: Instant,
-        req: &RequestInfo<'_>,
-        session: &mut SessionState,
-        chain: Option<&str>,
-        overlap: Option<PrefetchedOverlap>,
-        resident_head: u64,
-    ) -> BeforeSend {
-        let evicted = match overlap {
-            Some(o) if !req.resident => {
-                let unused = now.saturating_duration_since(o.at);
-                self.controller.on_evicted(now, o.bytes, unused);
-                Some((o.bytes, unused))
-            }
-            _ => None,
-        };
-        let chain = chain.map(|name| {
-            if !self.chains.contains_key(name) {
-                if self.chains.len() >= MAX_CHAINS {
-                    self.chains.clear();
-                }
-                self.chains.insert(name.to_string(), ChainState::default());
-            }
-            let c = self.chains.get_mut(name).expect("inserted");
-            c.account(now, req.file, req.length);
-            c
-        });
-        let decision = self.controller.on_request(now, req, session, chain);
-        let decision = place_after_head(decision, req, resident_head);
-        BeforeSend { decision, evicted }
-    }
-
-    /// A prefetch read completed.
-    pub fn read_complete(&mut self, now: Instant, bytes: u64, duration: Duration) {
-        self.controller.on_read_complete(now, bytes, duration);
-    }
-
-    /// The periodic tick.
-    pub fn tick(&mut self, now: Instant) {
-        self.controller.on_tick(now);
-    }
-
-    /// The periodic tick with the devices' statistics now: first tells the
-    /// controller what the helpers read since the last call
-    /// ([`PrefetchController::on_device_reads`]), then ticks.
-    pub fn tick_devices(&mut self, now: Instant, devices: &[crate::prefetch::DeviceStats]) {
-        let bytes: u64 = devices.iter().map(|d| d.bytes).sum();
-        let busy: f64 = devices.iter().map(|d| d.busy_s).sum();
-        let (b0, s0) = self.devices_seen;
-        let (db, ds) = (bytes.saturating_sub(b0), (busy - s0).max(0.0));
-        self.devices_seen = (bytes, busy);
-        if db > 0 || ds > 0.0 {
-            let busy = Duration::try_from_secs_f64(ds).unwrap_or(Duration::ZERO);
-            self.controller.on_device_reads(now, db, busy);
-        }
-        self.controller.on_tick(now);
-    }
-
-    /// The state of a chain, if known.
-    pub fn chain(&self, name: &str) -> Option<&ChainState> {
-        self.chains.get(name)
-    }
-
-    /// The controller's automatic-size state, if it has one.
-    pub fn auto_view(&self) -> Option<crate::auto::AutoView> {
-        self.controller.auto_view()
-    }
-}
-
-impl crate::config::PolicySpec {
-    /// A fresh controller for this policy.
-    pub fn build(&self) -> Box<dyn PrefetchController> {
-        use crate::config::PolicySpec;
-        match *self {
-            PolicySpec::Fixed(n) => Box::new(Fixed(n)),
-            PolicySpec::Scaled(size, scaling) => Box::new(crate::auto::Scaled { size, scaling }),
-            PolicySpec::Auto(cfg) => Box::new(crate::auto::Auto::new(cfg)),
-            PolicySpec::FirstGrow { max, square_root } => {
-                Box::new(crate::chainpf::FirstGrow::new(max, square_root))
-            }
-        }
     }
 }
 

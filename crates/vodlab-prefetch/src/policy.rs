@@ -1,15 +1,47 @@
-//! `--prefetch-policy`: which prefetch controller the server runs, its
-//! text form (parse and display) and its checks.
+//! The one table of prefetch policies (`vodlab serve --prefetch-policy`,
+//! `vodlab simulate --policy`, lab's `vodlab-asap:POLICY` rows): their text
+//! form (parse and display), their checks, and the controller each builds.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
-use super::{defaults, parse_size, ConfigError};
+use crate::chainpf::REFERENCE_BPS;
+use crate::controller::{Fixed, PrefetchController};
+use crate::defaults;
 
-/// Which prefetch controller the server runs (`--prefetch-policy`):
+/// A size in bytes, in vodlab's one grammar ([`vodlab_units::parse_size`]:
+/// `4096`, `256k`, `4M` = 4 MiB, `1.5G`, `4MB` = 4×10^6); the error names
+/// the input and shows the grammar.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    vodlab_units::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// A policy could not be read, or does not fit a setting.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("prefetch policy `{given}`: {why}")]
+pub struct PolicyError {
+    /// The text given.
+    pub given: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+/// The policy kinds, as the grammar names them, with what each does (the
+/// `--help` of serve and simulate lists these).
+pub const KINDS: [(&str, &str); 6] = [
+    ("fixed:SIZE", "SIZE bytes from the request's offset on a miss, never less than the request"),
+    ("proportional:SIZE", "SIZE at 2,000 kbit/s, proportional to the bit rate (Gill & Bathen); ref=KBPS moves the reference"),
+    ("sqrt:SIZE", "SIZE at 2,000 kbit/s, scaled by the square root of the bit rate (thesis 4.4); ref=KBPS moves the reference"),
+    ("auto[:KEY=VALUE,...]", "the automatic size of thesis chapter 4 (start, interval, step, deflation, busy, evict, evict_of, ramp, min, max, ref, exp)"),
+    ("first-grow:MAX", "per chain a first size from Table 5.6, then 3.35 x the chain so far, up to MAX (thesis 5.6.1)"),
+    ("first-grow-sr:MAX", "First-Grow with MAX scaled by the square root of the bit rate over 2,000 kbit/s"),
+];
+
+/// Which prefetch controller runs (`--prefetch-policy`, `--policy`):
 /// - `fixed:SIZE` with SIZE in bytes or with a K, M or G suffix (powers of
 ///   1024, decimals allowed: `fixed:1.5M`);
 /// - `fixed:SIZE,ref=KBPS[,exp=E]`: square-root sizes, SIZE for the bit rate
@@ -20,7 +52,11 @@ use super::{defaults, parse_size, ConfigError};
 /// - `auto[:key=value,...]`: the automatic size of thesis chapter 4
 ///   (keys in [`crate::auto::AutoConfig`]: `start`, `interval`, `step`,
 ///   `deflation`, `busy`, `evict`, `evict_of`, `ramp`, `min`, `max`, and
-///   `ref`/`exp` to size the reference rate with the others following).
+///   `ref`/`exp` to size the reference rate with the others following);
+/// - `proportional:SIZE[,ref=KBPS]` and `sqrt:SIZE[,ref=KBPS]`: chapter 5's
+///   names for `fixed:SIZE,ref=KBPS,exp=1` and `exp=0.5`, KBPS 2,000 unless
+///   given (shown as the `fixed` form);
+/// - `first-grow:MAX` and `first-grow-sr:MAX` (chapter 5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PolicySpec {
     /// [`crate::controller::Fixed`]: this many bytes from the request's
@@ -63,6 +99,50 @@ impl PolicySpec {
             PolicySpec::FirstGrow { max: 0, .. } => Err("first-grow's maximum must be > 0".into()),
             PolicySpec::FirstGrow { .. } => Ok(()),
         }
+    }
+}
+
+impl PolicySpec {
+    /// A fresh controller for this policy.
+    pub fn build(&self) -> Box<dyn PrefetchController> {
+        match *self {
+            PolicySpec::Fixed(n) => Box::new(Fixed(n)),
+            PolicySpec::Scaled(size, scaling) => Box::new(crate::auto::Scaled { size, scaling }),
+            PolicySpec::Auto(cfg) => Box::new(crate::auto::Auto::new(cfg)),
+            PolicySpec::FirstGrow { max, square_root } => {
+                Box::new(crate::chainpf::FirstGrow::new(max, square_root))
+            }
+        }
+    }
+
+    /// The policy for a server that runs its clock `k` times faster than
+    /// the content's (`time_compression`): bit rates ×k, the automatic
+    /// size's intervals ÷k. First-Grow has a fixed chain window and
+    /// reference rate, so it refuses k ≠ 1.
+    pub fn time_compressed(self, k: f64) -> Result<Self, PolicyError> {
+        let div = |d: Duration| Duration::from_secs_f64(d.as_secs_f64() / k);
+        Ok(match self {
+            PolicySpec::Fixed(n) => PolicySpec::Fixed(n),
+            PolicySpec::Scaled(n, mut s) => {
+                s.reference_kbps *= k;
+                PolicySpec::Scaled(n, s)
+            }
+            PolicySpec::Auto(mut a) => {
+                a.interval = div(a.interval);
+                a.ramp = div(a.ramp);
+                if let Some(s) = &mut a.scaling {
+                    s.reference_kbps *= k;
+                }
+                PolicySpec::Auto(a)
+            }
+            PolicySpec::FirstGrow { .. } if k == 1.0 => self,
+            PolicySpec::FirstGrow { .. } => {
+                return Err(PolicyError {
+                    given: self.to_string(),
+                    why: "--time-compression (time_compression) != 1 is not supported with first-grow: its chain window and reference rate are fixed".into(),
+                })
+            }
+        })
     }
 }
 
@@ -235,10 +315,10 @@ fn policy_options(
 }
 
 impl FromStr for PolicySpec {
-    type Err = ConfigError;
+    type Err = PolicyError;
 
-    fn from_str(s: &str) -> Result<Self, ConfigError> {
-        let bad = |why: String| ConfigError::Policy {
+    fn from_str(s: &str) -> Result<Self, PolicyError> {
+        let bad = |why: String| PolicyError {
             given: s.to_string(),
             why,
         };
@@ -256,6 +336,35 @@ impl FromStr for PolicySpec {
                     Some(sc) => PolicySpec::Scaled(n, sc),
                     None => PolicySpec::Fixed(n),
                 }
+            }
+            "proportional" | "sqrt" => {
+                if opts.is_empty() || opts[0].contains('=') {
+                    return Err(bad(format!("`{name}` needs a size (e.g. {name}:4M)")));
+                }
+                let n = parse_size(opts.remove(0)).map_err(bad)?;
+                let exponent = if name == "sqrt" { 0.5 } else { 1.0 };
+                let mut reference_kbps = REFERENCE_BPS as f64 / 1000.0;
+                for o in &opts {
+                    match o.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                        Some(("ref", v)) => {
+                            reference_kbps = v
+                                .parse::<f64>()
+                                .map_err(|_| bad(format!("ref: `{v}` is not a number")))?
+                        }
+                        _ => {
+                            return Err(bad(format!(
+                                "`{o}`: {name} takes only ref=KBPS (its exponent is {exponent})"
+                            )))
+                        }
+                    }
+                }
+                PolicySpec::Scaled(
+                    n,
+                    crate::auto::Scaling {
+                        reference_kbps,
+                        exponent,
+                    },
+                )
             }
             "auto" => {
                 let mut a = crate::auto::AutoConfig::default();
@@ -275,7 +384,7 @@ impl FromStr for PolicySpec {
             }
             _ => {
                 return Err(bad(format!(
-                    "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M; fixed:SIZE,ref=KBPS; auto; first-grow:MAX; first-grow-sr:MAX)"
+                    "unknown policy `{name}` (known: fixed:SIZE, e.g. fixed:4M; fixed:SIZE,ref=KBPS; proportional:SIZE; sqrt:SIZE; auto; first-grow:MAX; first-grow-sr:MAX)"
                 )))
             }
         };

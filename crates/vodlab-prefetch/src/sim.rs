@@ -1,34 +1,65 @@
 //! Trace-driven prefetch simulation over chains (thesis 5.6.2
-//! [T1754–T1764]), running the server's own [`PrefetchController`]s in
-//! virtual time.
+//! [T1754–T1764]), running the server's own controllers through the
+//! server's own [`PrefetchCore`], in virtual time, with every feedback the
+//! live server gives them.
 //!
-//! Each chain of the trace (one session reading one file contiguously, as
-//! `vodlab analyze` finds them) gets the policy on its own: its bytes are
-//! consumed uniformly over its duration, and a prefetch fires at the chain's
-//! start and whenever the previous one is used up (the thesis does not say
-//! when prefetches fire; this is its simplest reading). Per 60 s bucket:
+//! **Viewers.** Each chain of the trace (one session reading one file
+//! contiguously, as `vodlab analyze` finds them) is one viewer on one
+//! connection, its bytes consumed uniformly over its duration:
+//! - a chain of range requests (`requests` of them) asks for its bytes in
+//!   `requests` equal ranges, each when the viewer reaches its first byte
+//!   and not before the previous one was served (a connection's requests
+//!   follow each other, as on the server). Every range is probed against
+//!   the page-cache model and decided by the core exactly as `serve` does
+//!   ([`crate::core::prepare`], [`PrefetchCore::decide`]): hits read
+//!   nothing, a miss reads the decision (its resident head skipped), and
+//!   what the decision leaves of the range is read in `max_prefetch`
+//!   pieces;
+//! - a chain of one open-ended request is asked at its start and again
+//!   whenever the previous read is used up, each time for the rest of the
+//!   chain as an open-ended request, and the policy decides the read (as
+//!   `serve` asks at an open-ended range's frontier).
 //!
-//! - **disk**: each prefetch is one seek and its bytes on the file's drive;
-//!   utilisation = (bytes/s) / `transfer_bytes_per_s` + (seeks/s) /
-//!   `seeks_per_s` (the thesis's 125.5 MB/s and 39.4 seeks/s of the
-//!   Hitachi 5K3000, eq. 5.4), the peak over buckets and drives reported;
-//! - **memory**: a chain holds a buffer of its current prefetch size from
-//!   its first prefetch until `hold_s` (40 s) after it ends; a bucket's
-//!   memory is the sum of the largest buffer each chain held in it, the
-//!   peak over buckets reported. No eviction, unbounded memory, as in the
-//!   thesis.
+//! **Drives.** Each read is one seek and its bytes on the file's drive, in
+//! that drive's queue (one helper per device, as `serve`): it starts when
+//! the drive is free and takes 1/`seeks_per_s` + bytes/
+//! `transfer_bytes_per_s` (the thesis's Hitachi 5K3000, eq. 5.4). When it
+//! completes the controller hears of it ([`PrefetchCore::read_done`]), and
+//! every `tick_s` it is ticked with the drives' totals
+//! ([`PrefetchCore::tick_devices`]), so `auto` measures, scores and moves
+//! its size as on a live server.
+//!
+//! **Page cache.** By default (`page_cache: None`, the thesis) each chain
+//! keeps what it read until it ends: nothing is shared between chains and
+//! nothing is evicted. With `page_cache: Some(bytes)` the reads of all
+//! chains share one least-recently-used cache of that size: a chain may
+//! find another's data, and a prefetched range evicted before its use is
+//! found missing by its session's next range, reported to the controller
+//! ([`crate::controller::PrefetchController::on_evicted`]) and read again.
+//!
+//! **Figures**, per `bucket_s` (60 s) bucket as the thesis:
+//! - *disk*: utilisation = (bytes/s) / `transfer_bytes_per_s` + (seeks/s) /
+//!   `seeks_per_s` per drive, at the reads' issue times; the peak over
+//!   buckets and drives, and the mean;
+//! - *memory*: a chain holds a buffer of its latest read's size from its
+//!   first read until `hold_s` (40 s) after it ends; a bucket's memory is
+//!   the sum of the largest buffer each chain held in it.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::time::{Duration, Instant};
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::controller::{clip, PrefetchController, RequestInfo, SessionState};
+use crate::controller::{clip, PrefetchController, SessionState};
+use crate::core::{prepare, Ask, PrefetchCore};
+use crate::defaults;
 
 /// One chain of the trace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimChain {
-    /// Session key (chains of one session share controller state).
+    /// Session key.
     pub session: u64,
     /// File key.
     pub file: u64,
@@ -40,6 +71,8 @@ pub struct SimChain {
     pub offset: u64,
     /// Bytes.
     pub bytes: u64,
+    /// Requests the chain was made of (at least 1).
+    pub requests: u32,
     /// Start, seconds.
     pub start_s: f64,
     /// End, seconds.
@@ -70,8 +103,16 @@ impl Default for UtilModel {
     }
 }
 
+impl UtilModel {
+    /// The time one read of `bytes` takes: a seek and the transfer.
+    pub fn service(&self, bytes: u64) -> Duration {
+        Duration::from_secs_f64(1.0 / self.seeks_per_s + bytes as f64 / self.transfer_bytes_per_s)
+    }
+}
+
 /// Simulation settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SimConfig {
     /// Bucket length, seconds (thesis: 60).
     pub bucket_s: f64,
@@ -79,6 +120,13 @@ pub struct SimConfig {
     pub hold_s: f64,
     /// The drive model.
     pub model: UtilModel,
+    /// The shared page cache's size, bytes; `None`: each chain keeps its
+    /// own reads until it ends (the thesis; see the module note).
+    pub page_cache: Option<u64>,
+    /// Time between the controller's ticks, seconds (the server's 1 s).
+    pub tick_s: f64,
+    /// Most bytes one read reads (the server's `max_prefetch`).
+    pub max_prefetch: u64,
 }
 
 impl Default for SimConfig {
@@ -87,7 +135,39 @@ impl Default for SimConfig {
             bucket_s: 60.0,
             hold_s: 40.0,
             model: UtilModel::default(),
+            page_cache: None,
+            tick_s: defaults::TICK.as_secs_f64(),
+            max_prefetch: defaults::MAX_PREFETCH,
         }
+    }
+}
+
+impl SimConfig {
+    /// Checks the values; the error names the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.bucket_s.is_finite() && self.bucket_s > 0.0) {
+            return Err("bucket: must be > 0 s".into());
+        }
+        if !(self.hold_s.is_finite() && self.hold_s >= 0.0) {
+            return Err("hold: must be >= 0 s".into());
+        }
+        if !(self.tick_s.is_finite() && self.tick_s >= 0.001) {
+            return Err("tick: must be at least 1 ms".into());
+        }
+        if !(self.model.transfer_bytes_per_s.is_finite()
+            && self.model.transfer_bytes_per_s > 0.0
+            && self.model.seeks_per_s.is_finite()
+            && self.model.seeks_per_s > 0.0)
+        {
+            return Err("the drive's transfer and seek rates must be > 0".into());
+        }
+        if !(4096..=defaults::MAX_PREFETCH_LIMIT).contains(&self.max_prefetch) {
+            return Err("max_prefetch: must be 4 KiB to 1 GiB".into());
+        }
+        if self.page_cache == Some(0) {
+            return Err("page cache: must be > 0 bytes".into());
+        }
+        Ok(())
     }
 }
 
@@ -96,7 +176,7 @@ impl Default for SimConfig {
 pub struct SimResult {
     /// Chains simulated.
     pub chains: u64,
-    /// Prefetches (= seeks).
+    /// Device reads (= seeks).
     pub prefetches: u64,
     /// Bytes the chains requested.
     pub requested_bytes: u64,
@@ -115,10 +195,36 @@ pub struct SimResult {
     pub mean_memory_bytes: u64,
     /// Buckets the trace covered.
     pub buckets: u64,
+    /// Ranges the core decided (requests, and open-ended continuations).
+    #[serde(default)]
+    pub decisions: u64,
+    /// Of them, found resident.
+    #[serde(default)]
+    pub hits: u64,
+    /// Prefetched ranges found evicted when their session asked for them
+    /// (reported to the controller).
+    #[serde(default)]
+    pub evictions: u64,
+    /// Bytes of those.
+    #[serde(default)]
+    pub evicted_bytes: u64,
+    /// Largest shared page cache use, bytes (0 without one).
+    #[serde(default)]
+    pub peak_cache_bytes: u64,
+    /// Longest wait of a range for its reads (queueing on the drive and
+    /// the read), seconds: a viewer waits this long at worst.
+    #[serde(default)]
+    pub max_wait_s: f64,
+    /// The automatic size at the end, bytes (`auto` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_final_bytes: Option<u64>,
+    /// The automatic size's adjust intervals evaluated (`auto` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_intervals: Option<u64>,
 }
 
-/// One device read a policy made (a prefetch), for a drive model that
-/// needs the reads themselves (`vodlab simulate --disk mechanical`).
+/// One device read a policy made, for a drive model that needs the reads
+/// themselves (`vodlab simulate --disk mechanical`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DeviceRead {
     /// When it was issued, seconds (the trace's time).
@@ -140,146 +246,524 @@ struct Bucket {
     memory: u64,
 }
 
-/// One policy's simulation; feed it chains with [`TraceSim::add`].
-pub struct TraceSim {
-    cfg: SimConfig,
-    controller: Box<dyn PrefetchController>,
-    base: Instant,
-    /// Bucket numbers are small integers: FxHash (`rustc-hash`) instead of
-    /// SipHash, looked up once per prefetch and held bucket.
-    buckets: rustc_hash::FxHashMap<i64, Bucket>,
-    result: SimResult,
-    /// Per-chain scratch: bucket → largest buffer.
-    held: Vec<(i64, u64)>,
-    session: String,
-    /// Device reads kept for [`TraceSim::take_reads`], when asked for.
-    reads: Option<Vec<DeviceRead>>,
+fn ns(t_s: f64) -> u64 {
+    (t_s.max(0.0) * 1e9).round() as u64
 }
 
-impl TraceSim {
-    /// A simulation of `controller`; virtual time t seconds is `base + t`.
-    pub fn new(cfg: SimConfig, controller: Box<dyn PrefetchController>, base: Instant) -> Self {
-        TraceSim {
-            cfg,
-            controller,
-            base,
-            buckets: HashMap::default(),
-            result: SimResult::default(),
-            held: Vec::new(),
-            session: String::new(),
-            reads: None,
+/// A resident range of the page-cache model.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    scope: u64,
+    file: u64,
+    start: u64,
+    end: u64,
+    used: u64,
+}
+
+/// The page-cache model: resident ranges per (scope, file), least recently
+/// used first out when a capacity is set.
+#[derive(Debug, Default)]
+struct Cache {
+    cap: Option<u64>,
+    blocks: Vec<Option<Block>>,
+    free: Vec<usize>,
+    by_key: FxHashMap<(u64, u64), Vec<usize>>,
+    lru: BTreeSet<(u64, usize)>,
+    total: u64,
+    peak: u64,
+}
+
+impl Cache {
+    fn probe(&mut self, scope: u64, file: u64, a: u64, n: u64, now: u64) -> bool {
+        let Some(ids) = self.by_key.get(&(scope, file)) else {
+            return false;
+        };
+        let mut hit: Vec<(u64, u64, usize)> = ids
+            .iter()
+            .filter_map(|&i| self.blocks[i].map(|b| (b.start, b.end, i)))
+            .filter(|&(s, e, _)| s < a + n && e > a)
+            .collect();
+        hit.sort_unstable();
+        let mut at = a;
+        for &(s, e, _) in &hit {
+            if s > at {
+                break;
+            }
+            at = at.max(e);
+        }
+        let covered = at >= a + n;
+        if covered && self.cap.is_some() {
+            for (_, _, i) in hit {
+                let b = self.blocks[i].as_mut().expect("live");
+                self.lru.remove(&(b.used, i));
+                b.used = now;
+                self.lru.insert((now, i));
+            }
+        }
+        covered
+    }
+
+    fn insert(&mut self, b: Block) {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.blocks[i] = Some(b);
+                i
+            }
+            None => {
+                self.blocks.push(Some(b));
+                self.blocks.len() - 1
+            }
+        };
+        self.by_key.entry((b.scope, b.file)).or_default().push(i);
+        self.total += b.end - b.start;
+        if let Some(cap) = self.cap {
+            self.lru.insert((b.used, i));
+            while self.total > cap {
+                let Some((_, j)) = self.lru.pop_first() else {
+                    break;
+                };
+                self.remove(j);
+            }
+            self.peak = self.peak.max(self.total);
         }
     }
 
-    /// Keeps every device read (prefetch) from now on, in the order the
-    /// chains are added (not time order), for [`TraceSim::take_reads`].
-    pub fn keep_reads(&mut self) {
-        self.reads.get_or_insert_with(Vec::new);
+    fn remove(&mut self, i: usize) {
+        if let Some(b) = self.blocks[i].take() {
+            self.total -= b.end - b.start;
+            if let Some(ids) = self.by_key.get_mut(&(b.scope, b.file)) {
+                ids.retain(|&j| j != i);
+                if ids.is_empty() {
+                    self.by_key.remove(&(b.scope, b.file));
+                }
+            }
+            self.free.push(i);
+        }
     }
 
-    /// The device reads kept so far (empty unless [`TraceSim::keep_reads`]).
-    pub fn take_reads(&mut self) -> Vec<DeviceRead> {
-        self.reads.as_mut().map(std::mem::take).unwrap_or_default()
+    /// Forgets a chain's own reads (per-chain mode).
+    fn drop_scope(&mut self, scope: u64, file: u64) {
+        if let Some(ids) = self.by_key.remove(&(scope, file)) {
+            for i in ids {
+                if let Some(b) = self.blocks[i].take() {
+                    self.total -= b.end - b.start;
+                    self.free.push(i);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// The chain's next range is asked.
+    Ask(u32),
+    /// A read completed.
+    Done(u32),
+    /// The controller's tick.
+    Tick,
+}
+
+/// A read in flight.
+#[derive(Debug, Clone, Copy)]
+struct Read {
+    chain: u32,
+    start: u64,
+    len: u64,
+    /// Bytes of it inside the range that caused it.
+    used: u64,
+    service: Duration,
+}
+
+/// A chain's state while it runs.
+#[derive(Debug, Default)]
+struct Run {
+    session: SessionState,
+    /// The next byte to ask for.
+    pos: u64,
+    /// Ranges asked so far.
+    asked: u32,
+    /// Reads in flight.
+    pending: u32,
+    /// When the range being served was asked, ns.
+    asked_at: u64,
+    /// The latest read's issue time and size (the memory figure).
+    last: Option<(f64, u64)>,
+    /// Bucket → largest buffer held in it.
+    held: Vec<(i64, u64)>,
+    /// The chain has finished.
+    done: bool,
+}
+
+/// Simulates one policy's `controller` over `chains` (any order) with
+/// `cfg`; returns what it did and, with `keep_reads`, every device read in
+/// issue order.
+pub fn simulate(
+    cfg: &SimConfig,
+    controller: Box<dyn PrefetchController>,
+    chains: &[SimChain],
+    keep_reads: bool,
+) -> (SimResult, Vec<DeviceRead>) {
+    Sim::new(cfg, controller, chains, keep_reads).run()
+}
+
+/// As [`simulate`], recording every call the core gets as an
+/// [`crate::events::Event`] (connection = the chain's index), as
+/// `vodlab serve --prefetch-events` does on a live server.
+pub fn simulate_recorded(
+    cfg: &SimConfig,
+    controller: Box<dyn PrefetchController>,
+    chains: &[SimChain],
+    sink: Box<dyn FnMut(&crate::events::Event) + Send>,
+) -> SimResult {
+    let mut sim = Sim::new(cfg, controller, chains, false);
+    let epoch = sim.base;
+    sim.core.record(epoch, sink);
+    sim.run().0
+}
+
+struct Sim<'c> {
+    cfg: SimConfig,
+    core: PrefetchCore,
+    chains: &'c [SimChain],
+    runs: Vec<Run>,
+    base: Instant,
+    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    reads: Vec<Read>,
+    free_reads: Vec<u32>,
+    drive_free: Vec<u64>,
+    device_total: (u64, Duration),
+    cache: Cache,
+    buckets: FxHashMap<i64, Bucket>,
+    result: SimResult,
+    kept: Option<Vec<DeviceRead>>,
+    names: Vec<String>,
+    live: usize,
+}
+
+impl<'c> Sim<'c> {
+    fn new(
+        cfg: &SimConfig,
+        controller: Box<dyn PrefetchController>,
+        chains: &'c [SimChain],
+        keep_reads: bool,
+    ) -> Self {
+        Sim {
+            cfg: *cfg,
+            core: PrefetchCore::new(controller),
+            chains,
+            runs: Vec::new(),
+            base: Instant::now(),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            reads: Vec::new(),
+            free_reads: Vec::new(),
+            drive_free: Vec::new(),
+            device_total: (0, Duration::ZERO),
+            cache: Cache {
+                cap: cfg.page_cache,
+                ..Cache::default()
+            },
+            buckets: FxHashMap::default(),
+            result: SimResult::default(),
+            kept: keep_reads.then(Vec::new),
+            names: Vec::new(),
+            live: 0,
+        }
     }
 
-    fn bucket(&self, t: f64) -> i64 {
-        (t / self.cfg.bucket_s).floor() as i64
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((t, self.seq, ev)));
     }
 
-    fn at(&self, t: f64) -> Instant {
-        self.base + Duration::from_secs_f64(t.max(0.0))
+    fn at(&self, t: u64) -> Instant {
+        self.base + Duration::from_nanos(t)
     }
 
-    fn hold(&mut self, from: f64, to: f64, size: u64) {
+    fn bucket(&self, t_s: f64) -> i64 {
+        (t_s / self.cfg.bucket_s).floor() as i64
+    }
+
+    /// The scope of a chain's reads in the page cache.
+    fn scope(&self, chain: u32) -> u64 {
+        match self.cfg.page_cache {
+            None => chain as u64 + 1,
+            Some(_) => 0,
+        }
+    }
+
+    /// When chain `c` reaches byte `pos`, ns.
+    fn time_of(c: &SimChain, pos: u64) -> u64 {
+        let dur = (c.end_s - c.start_s).max(0.0);
+        let f = (pos.saturating_sub(c.offset)) as f64 / c.bytes.max(1) as f64;
+        ns(c.start_s + dur * f.min(1.0))
+    }
+
+    fn open(c: &SimChain) -> bool {
+        c.open_ended && c.requests <= 1
+    }
+
+    fn run(mut self) -> (SimResult, Vec<DeviceRead>) {
+        let mut first = u64::MAX;
+        self.runs = (0..self.chains.len()).map(|_| Run::default()).collect();
+        self.names = self
+            .chains
+            .iter()
+            .map(|c| format!("{:x}", c.session))
+            .collect();
+        for (i, c) in self.chains.iter().enumerate() {
+            if c.bytes == 0 {
+                continue;
+            }
+            self.result.chains += 1;
+            self.result.requested_bytes += c.bytes;
+            self.runs[i].pos = c.offset;
+            let t = ns(c.start_s);
+            first = first.min(t);
+            self.live += 1;
+            self.push(t, Ev::Ask(i as u32));
+        }
+        if first != u64::MAX {
+            self.push(first, Ev::Tick);
+        }
+        let tick = ns(self.cfg.tick_s).max(1);
+        while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+            match ev {
+                Ev::Ask(i) => self.ask(t, i),
+                Ev::Done(r) => self.done(t, r),
+                Ev::Tick => {
+                    let (b, busy) = self.device_total;
+                    self.core.tick_devices(self.at(t), b, busy);
+                    if self.live > 0 {
+                        self.push(t + tick, Ev::Tick);
+                    }
+                }
+            }
+        }
+        self.finish()
+    }
+
+    /// Asks the chain's next range, decides and issues its reads.
+    fn ask(&mut self, t: u64, i: u32) {
+        let c = &self.chains[i as usize];
+        let now = self.at(t);
+        let end = c.offset + c.bytes;
+        let scope = self.scope(i);
+        let run = &mut self.runs[i as usize];
+        let a = run.pos;
+        let len = if Self::open(c) {
+            end - a
+        } else {
+            let per = c.bytes.div_ceil(c.requests.max(1) as u64);
+            per.min(end - a)
+        };
+        run.asked += 1;
+        run.asked_at = t;
+        let cache = &mut self.cache;
+        let probed = prepare(&mut run.session, c.file, a, len, |o, n| {
+            cache.probe(scope, c.file, o, n, t)
+        });
+        let ask = Ask {
+            conn: i as u64,
+            session: &self.names[i as usize],
+            file: c.file,
+            offset: a,
+            length: len,
+            file_size: c.file_size.max(end),
+            bitrate_bps: c.bitrate_bps,
+            open_ended: c.open_ended && (Self::open(c) || a == c.offset),
+        };
+        let d = self.core.decide(now, &ask, &probed, &mut run.session, None);
+        self.result.decisions += 1;
+        if probed.resident {
+            self.result.hits += 1;
+        }
+        if let Some((b, _)) = d.evicted {
+            self.result.evictions += 1;
+            self.result.evicted_bytes += b;
+        }
+        let bound = self.cfg.max_prefetch;
+        let size = c.file_size.max(end);
+        let mut reads: Vec<(u64, u64)> = Vec::new();
+        if Self::open(c) {
+            // an open-ended stream: the policy's read, else the next piece
+            let (o, n) = clip(d.decision, size)
+                .filter(|&(o, _)| o == a)
+                .unwrap_or((a, (end - a).min(bound)));
+            if !probed.resident {
+                reads.push((o, n.min(bound)));
+            }
+            run.pos = if probed.resident {
+                end
+            } else {
+                o + n.min(bound)
+            };
+        } else {
+            if !probed.resident {
+                let mut ready = a + d.head;
+                if let Some((o, n)) = clip(d.decision, size) {
+                    let n = n.min(bound);
+                    reads.push((o, n));
+                    if o <= ready {
+                        ready = ready.max(o + n);
+                    }
+                }
+                while ready < a + len {
+                    let n = (a + len - ready).min(bound);
+                    reads.push((ready, n));
+                    ready += n;
+                }
+            }
+            run.pos = a + len;
+        }
+        for (o, n) in reads {
+            self.issue(t, i, o, n, a, a + len);
+        }
+        if self.runs[i as usize].pending == 0 {
+            self.next(t, i);
+        }
+    }
+
+    /// Issues a read of `[o, o + n)` for chain `i`, whose range is
+    /// `[a, b)`.
+    fn issue(&mut self, t: u64, i: u32, o: u64, n: u64, a: u64, b: u64) {
+        let c = &self.chains[i as usize];
+        let end = c.offset + c.bytes;
+        let t_s = t as f64 / 1e9;
+        self.result.prefetches += 1;
+        self.result.device_bytes += n;
+        self.result.wasted_bytes += (o + n).saturating_sub(end.max(o));
+        let drive = c.drive as usize;
+        let bk = self.bucket(t_s);
+        let e = self.buckets.entry(bk).or_default();
+        if e.drives.len() <= drive {
+            e.drives.resize(drive + 1, (0, 0));
+        }
+        e.drives[drive].0 += n;
+        e.drives[drive].1 += 1;
+        if let Some(k) = self.kept.as_mut() {
+            k.push(DeviceRead {
+                t_s,
+                drive: c.drive,
+                file: c.file,
+                offset: o,
+                bytes: n,
+            });
+        }
+        // the memory figure: the chain holds its latest read's size
+        let last = self.runs[i as usize].last.replace((t_s, n));
+        if let Some((t0, size)) = last {
+            self.hold(i, t0, t_s, size);
+        }
+        if self.drive_free.len() <= drive {
+            self.drive_free.resize(drive + 1, 0);
+        }
+        let service = self.cfg.model.service(n);
+        let start = t.max(self.drive_free[drive]);
+        let done = start + service.as_nanos() as u64;
+        self.drive_free[drive] = done;
+        let read = Read {
+            chain: i,
+            start: o,
+            len: n,
+            used: (o + n).min(b).saturating_sub(o.max(a)),
+            service,
+        };
+        let r = match self.free_reads.pop() {
+            Some(r) => {
+                self.reads[r as usize] = read;
+                r
+            }
+            None => {
+                self.reads.push(read);
+                (self.reads.len() - 1) as u32
+            }
+        };
+        self.runs[i as usize].pending += 1;
+        self.push(done, Ev::Done(r));
+    }
+
+    fn hold(&mut self, i: u32, from: f64, to: f64, size: u64) {
         let (a, b) = (self.bucket(from), self.bucket(to.max(from)));
+        let held = &mut self.runs[i as usize].held;
         for k in a..=b {
-            match self.held.iter_mut().find(|(bk, _)| *bk == k) {
+            match held.iter_mut().find(|(bk, _)| *bk == k) {
                 Some((_, m)) => *m = (*m).max(size),
-                None => self.held.push((k, size)),
+                None => held.push((k, size)),
             }
         }
     }
 
-    /// Simulates one chain.
-    pub fn add(&mut self, c: &SimChain) {
-        if c.bytes == 0 {
+    /// A read completed.
+    fn done(&mut self, t: u64, r: u32) {
+        let rd = self.reads[r as usize];
+        self.free_reads.push(r);
+        let i = rd.chain;
+        let c = &self.chains[i as usize];
+        self.device_total.0 += rd.len;
+        self.device_total.1 += rd.service;
+        self.cache.insert(Block {
+            scope: self.scope(i),
+            file: c.file,
+            start: rd.start,
+            end: rd.start + rd.len,
+            used: t,
+        });
+        self.result.peak_cache_bytes = self.cache.peak;
+        let now = self.at(t);
+        let run = &mut self.runs[i as usize];
+        self.core.read_done(
+            now,
+            i as u64,
+            &mut run.session,
+            c.file,
+            rd.start,
+            rd.len,
+            rd.used,
+            rd.len,
+            rd.service,
+        );
+        run.pending -= 1;
+        if run.pending == 0 {
+            let wait = (t - run.asked_at) as f64 / 1e9;
+            self.result.max_wait_s = self.result.max_wait_s.max(wait);
+            self.next(t, i);
+        }
+    }
+
+    /// The chain's range is served at `t`: ask the next one, or end.
+    fn next(&mut self, t: u64, i: u32) {
+        let c = &self.chains[i as usize];
+        let end = c.offset + c.bytes;
+        let now = self.at(t);
+        let run = &mut self.runs[i as usize];
+        if run.done {
             return;
         }
-        use std::fmt::Write as _;
-        self.session.clear();
-        let _ = write!(self.session, "{:x}", c.session);
-        self.result.chains += 1;
-        self.result.requested_bytes += c.bytes;
-        let end = c.offset + c.bytes;
-        let dur = (c.end_s - c.start_s).max(0.0);
-        let mut pos = c.offset;
-        let mut state = SessionState::default();
-        let mut last: Option<(f64, u64)> = None;
-        self.held.clear();
-        while pos < end {
-            let t = c.start_s + dur * (pos - c.offset) as f64 / c.bytes as f64;
-            let first = pos == c.offset;
-            // what the server would see: a miss at `pos`; the chain's first
-            // request keeps its form (open-ended or chunk). The length is
-            // nominal (1 byte): the policy's size is what is read
-            let req = RequestInfo {
-                session: &self.session,
-                file: c.file,
-                offset: pos,
-                length: 1,
-                file_size: c.file_size.max(end),
-                bitrate_bps: c.bitrate_bps,
-                resident: false,
-                open_ended: first && c.open_ended,
-            };
-            let decision = self
-                .controller
-                .on_request(self.at(t), &req, &mut state, None);
-            let (off, n) = match clip(decision, c.file_size.max(end)) {
-                Some((o, n)) if o == pos => (o, n),
-                // a controller that prefetches nothing: the chain is read
-                // in one device read per request; count one read to the end
-                _ => (pos, end - pos),
-            };
-            state.account(c.file, off, n.min(end - off));
-            self.result.prefetches += 1;
-            self.result.device_bytes += n;
-            if off + n > end {
-                self.result.wasted_bytes += off + n - end;
-            }
-            let b = self.bucket(t);
-            let drive = c.drive as usize;
-            let bk = self.buckets.entry(b).or_default();
-            if bk.drives.len() <= drive {
-                bk.drives.resize(drive + 1, (0, 0));
-            }
-            bk.drives[drive].0 += n;
-            bk.drives[drive].1 += 1;
-            if let Some(r) = self.reads.as_mut() {
-                r.push(DeviceRead {
-                    t_s: t,
-                    drive: c.drive,
-                    file: c.file,
-                    offset: off,
-                    bytes: n,
-                });
-            }
-            if let Some((t0, size)) = last {
-                self.hold(t0, t, size);
-            }
-            last = Some((t, n));
-            pos = off + n;
+        if run.pos < end {
+            let due = Self::time_of(c, run.pos);
+            self.push(due.max(t), Ev::Ask(i));
+            return;
         }
-        if let Some((t0, size)) = last {
-            self.hold(t0, c.end_s + self.cfg.hold_s, size);
+        run.done = true;
+        self.live -= 1;
+        self.core.end_session(now, i as u64, &mut run.session);
+        if let Some((t0, size)) = run.last.take() {
+            let to = c.end_s + self.cfg.hold_s;
+            self.hold(i, t0, to, size);
         }
-        for &(k, m) in &self.held {
+        let held = std::mem::take(&mut self.runs[i as usize].held);
+        for (k, m) in held {
             self.buckets.entry(k).or_default().memory += m;
+        }
+        if self.cfg.page_cache.is_none() {
+            self.cache.drop_scope(self.scope(i), c.file);
         }
     }
 
-    /// The result over every chain added.
-    pub fn finish(self) -> SimResult {
+    fn finish(self) -> (SimResult, Vec<DeviceRead>) {
         let mut r = self.result;
         let m = self.cfg.model;
         let (mut sum, mut n) = (0.0, 0u64);
@@ -304,125 +788,13 @@ impl TraceSim {
         r.mean_utilisation = if n > 0 { sum / n as f64 } else { 0.0 };
         r.mean_memory_bytes = (mem_sum / mem_n.max(1) as u128) as u64;
         r.buckets = self.buckets.len() as u64;
-        r
+        if let Some(v) = self.core.auto_view() {
+            r.auto_final_bytes = Some(v.current_bytes);
+            r.auto_intervals = Some(v.intervals);
+        }
+        (r, self.kept.unwrap_or_default())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::chainpf::FirstGrow;
-    use crate::controller::Fixed;
-
-    fn chain(session: u64, start: f64, bytes: u64, dur: f64) -> SimChain {
-        SimChain {
-            session,
-            file: session,
-            drive: 0,
-            file_size: 1 << 40,
-            offset: 0,
-            bytes,
-            start_s: start,
-            end_s: start + dur,
-            bitrate_bps: Some(2_000_000),
-            open_ended: false,
-        }
-    }
-
-    #[test]
-    fn kept_reads_are_the_prefetches() {
-        let mut s = TraceSim::new(
-            SimConfig::default(),
-            Box::new(Fixed(4_000_000)),
-            Instant::now(),
-        );
-        s.add(&chain(1, 0.0, 10_000_000, 100.0));
-        assert!(s.take_reads().is_empty(), "not kept unless asked");
-        s.keep_reads();
-        s.add(&chain(2, 10.0, 10_000_000, 100.0));
-        let r = s.take_reads();
-        let at: Vec<(f64, u64, u64)> = r.iter().map(|d| (d.t_s, d.offset, d.bytes)).collect();
-        assert_eq!(
-            at,
-            vec![
-                (10.0, 0, 4_000_000),
-                (50.0, 4_000_000, 4_000_000),
-                (90.0, 8_000_000, 4_000_000)
-            ]
-        );
-        assert!(r.iter().all(|d| d.file == 2 && d.drive == 0));
-        assert!(s.take_reads().is_empty(), "taken");
-    }
-
-    #[test]
-    fn the_thesis_seek_rate() {
-        let m = UtilModel::default();
-        assert!((m.seeks_per_s - 39.4).abs() < 0.05, "{}", m.seeks_per_s);
-    }
-
-    #[test]
-    fn fixed_prefetches_count_seeks_bytes_waste_and_memory() {
-        let mut s = TraceSim::new(
-            SimConfig::default(),
-            Box::new(Fixed(4_000_000)),
-            Instant::now(),
-        );
-        // 10 MB over 100 s: prefetches at 0, 40 and 80 s of 4 MB each
-        s.add(&chain(1, 0.0, 10_000_000, 100.0));
-        let r = s.finish();
-        assert_eq!(r.prefetches, 3);
-        assert_eq!(r.device_bytes, 12_000_000);
-        assert_eq!(r.wasted_bytes, 2_000_000);
-        // buckets [0,60): two prefetches, 8 MB; [60,120): one, 4 MB
-        let want = 8e6 / 60.0 / 125.5e6 + 2.0 / 60.0 / UtilModel::default().seeks_per_s;
-        assert!((r.peak_utilisation - want).abs() < 1e-9, "{r:?}");
-        // the 4 MB buffer is held from 0 to 140 s: buckets 0, 1 and 2
-        assert_eq!(r.peak_memory_bytes, 4_000_000);
-        assert_eq!(r.mean_memory_bytes, 4_000_000);
-        assert_eq!(r.buckets, 3);
-    }
-
-    #[test]
-    fn concurrent_chains_add_memory_and_a_larger_size_means_fewer_seeks() {
-        let run = |size: u64| {
-            let mut s = TraceSim::new(SimConfig::default(), Box::new(Fixed(size)), Instant::now());
-            for k in 0..10 {
-                s.add(&chain(k, k as f64, 50_000_000, 50.0));
-            }
-            s.finish()
-        };
-        let (small, large) = (run(1_000_000), run(16_000_000));
-        assert_eq!(small.peak_memory_bytes, 10 * 1_000_000);
-        assert_eq!(large.peak_memory_bytes, 10 * 16_000_000);
-        assert!(large.prefetches < small.prefetches);
-        assert!(large.wasted_bytes > small.wasted_bytes);
-    }
-
-    #[test]
-    fn first_grow_seeks_less_than_its_first_size_and_uses_less_memory_than_fixed_at_its_max() {
-        let mut fg = TraceSim::new(
-            SimConfig::default(),
-            Box::new(FirstGrow::new(16_000_000, false)),
-            Instant::now(),
-        );
-        let mut fx = TraceSim::new(
-            SimConfig::default(),
-            Box::new(Fixed(16_000_000)),
-            Instant::now(),
-        );
-        // many short chains and a few long ones, as in the thesis's logs
-        for k in 0..200u64 {
-            let c = if k % 10 == 0 {
-                chain(k, k as f64, 200_000_000, 400.0)
-            } else {
-                chain(k, k as f64, 300_000, 5.0)
-            };
-            fg.add(&c);
-            fx.add(&c);
-        }
-        let (fg, fx) = (fg.finish(), fx.finish());
-        assert!(fg.wasted_bytes < fx.wasted_bytes / 10, "{fg:?} {fx:?}");
-        assert!(fg.peak_memory_bytes < fx.peak_memory_bytes, "{fg:?} {fx:?}");
-        assert!(fg.peak_utilisation < fx.peak_utilisation, "{fg:?} {fx:?}");
-    }
-}
+mod tests;

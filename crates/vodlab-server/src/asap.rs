@@ -45,12 +45,13 @@ use vodlab_http::server::Head;
 
 use crate::conn::CacheOutcome;
 use crate::conn_io::Sink;
-use crate::controller::{clip, PrefetchDecision, RequestInfo, SessionState};
 use crate::prefetch::{Lost, Pending, ReadReport};
 #[cfg(doc)]
 use crate::prefetch::{FIRST_PIECE, PIECE};
 use crate::request::cmcd_bitrate;
 use crate::server::State;
+use vodlab_prefetch::controller::{clip, PrefetchDecision, SessionState};
+use vodlab_prefetch::core::{prepare, Ask};
 
 /// Bytes at the end of a range held back until a prefetch reaching past
 /// the range is complete.
@@ -89,83 +90,111 @@ impl RangeIo<'_, '_> {
         len: u64,
         chain: &str,
     ) -> (CacheOutcome, io::Result<()>) {
-        let (resident, head, decision) = self.decide(f, off, len, chain);
+        let (resident, head, decision) = self.decide(f, off, len, chain, false);
         let cache = if resident {
             CacheOutcome::Hit
         } else {
             CacheOutcome::Miss
         };
         let ready = if resident { off + len } else { off + head };
-        (cache, self.stream(f, off, len, ready, decision).await)
+        let open = f.head.header("range").is_some_and(open_ended_range);
+        let chain = open.then_some(chain);
+        (
+            cache,
+            self.stream(f, off, len, ready, decision, chain).await,
+        )
+    }
+
+    /// The next read of a range being sent, from `from` (not known to be
+    /// resident) to the range's `end`: for an open-ended range (`chain` is
+    /// `Some`) the controller decides it, as a continuation of the stream
+    /// at its frontier (thesis ch. 5: an open-ended stream is prefetched p
+    /// bytes at a time); otherwise, and when the controller reads nothing,
+    /// the next `max_prefetch` bytes. `Err(n)`: `[from, from + n)` is
+    /// resident already.
+    fn next_read(
+        &mut self,
+        f: &FileCtx<'_>,
+        from: u64,
+        end: u64,
+        chain: Option<&str>,
+    ) -> Result<Flight, u64> {
+        let bound = self.st.cfg.max_prefetch;
+        if let Some(chain) = chain {
+            let (resident, _, decision) = self.decide(f, from, end - from, chain, true);
+            if resident {
+                return Err(end - from);
+            }
+            if let Some((o, n)) = clip(decision, f.size).filter(|&(o, _)| o == from) {
+                return Ok(self.start(f, o, n.min(bound)));
+            }
+        }
+        let n = (end - from).min(bound);
+        if self.st.prober.resident(f.file, from, n) {
+            Err(n)
+        } else {
+            Ok(self.start(f, from, n))
+        }
     }
 
     /// Accounts the range to the session, probes, and asks the controller.
     /// Returns whether the range is resident, the bytes at its start known
-    /// to be resident (its session's prefetch), and the decision.
+    /// to be resident (its session's prefetch), and the decision. A
+    /// `continuation` (the rest of an open-ended range, asked again at its
+    /// frontier) is not counted as requested bytes again.
     fn decide(
         &mut self,
         f: &FileCtx<'_>,
         a: u64,
         len: u64,
         chain: &str,
+        continuation: bool,
     ) -> (bool, u64, PrefetchDecision) {
         let st = self.st;
-        let overlap = self.session.account(f.key, a, len);
-        let resident = st.prober.resident(f.file, a, len);
-        // A range reaching past its session's prefetch misses for the part
-        // never prefetched; only a prefetched part gone from the page cache
-        // is an eviction (counting the whole range's miss made every second
-        // 2.5 MB HD range after a 4 MiB prefetch look evicted 1-3 ms later).
-        let overlap_resident = overlap
-            .filter(|_| !resident)
-            .map(|o| st.prober.resident(f.file, o.start, o.end - o.start));
-        let evicted_overlap = overlap.filter(|_| overlap_resident == Some(false));
-        // A range starting inside its session's prefetch, still resident,
-        // sends that head at once and prefetches from its end
-        // (controller::place_after_head).
-        let head = match overlap {
-            Some(o) if overlap_resident == Some(true) && o.start == a => (o.end - a).min(len),
-            _ => 0,
-        };
+        let probed = prepare(self.session, f.key, a, len, |o, n| {
+            st.prober.resident(f.file, o, n)
+        });
+        let resident = probed.resident;
         let c = &st.counters;
-        c.requested_bytes.fetch_add(len, Ordering::Relaxed);
-        if resident {
-            c.probe_hits.fetch_add(1, Ordering::Relaxed);
-            let own = overlap.map_or(0, |o| o.bytes).min(len);
-            c.probed_hit_bytes.fetch_add(len - own, Ordering::Relaxed);
-        } else {
-            c.probe_misses.fetch_add(1, Ordering::Relaxed);
+        if !continuation {
+            c.requested_bytes.fetch_add(len, Ordering::Relaxed);
+            if resident {
+                c.probe_hits.fetch_add(1, Ordering::Relaxed);
+                let own = probed.overlap.map_or(0, |o| o.bytes).min(len);
+                c.probed_hit_bytes.fetch_add(len - own, Ordering::Relaxed);
+            } else {
+                c.probe_misses.fetch_add(1, Ordering::Relaxed);
+            }
         }
         let session: std::borrow::Cow<'_, str> = match f.head.header("x-vodlab-session") {
             Some(s) if !s.is_empty() => s.into(),
             _ => format!("c{}", self.conn).into(),
         };
-        let req = RequestInfo {
+        let ask = Ask {
+            conn: self.conn,
             session: &session,
             file: f.key,
             offset: a,
             length: len,
             file_size: f.size,
             bitrate_bps: cmcd_bitrate(f.head).or_else(|| crate::bitrate::fallback_bps(f.head, st)),
-            resident,
             open_ended: f.head.header("range").is_some_and(open_ended_range),
         };
         let chain = (!chain.is_empty()).then_some(chain);
-        let before = st.prefetch.lock().expect("lock").before_send(
+        let d = st.prefetch.lock().expect("lock").decide(
             Instant::now(),
-            &req,
+            &ask,
+            &probed,
             self.session,
             chain,
-            evicted_overlap,
-            head,
         );
-        if let Some((bytes, unused)) = before.evicted {
+        if let Some((bytes, unused)) = d.evicted {
             c.prefetch_evictions.fetch_add(1, Ordering::Relaxed);
             c.prefetch_evicted_bytes.fetch_add(bytes, Ordering::Relaxed);
             c.eviction_time_us
                 .fetch_add(unused.as_micros() as u64, Ordering::Relaxed);
         }
-        (resident, head, before.decision)
+        (resident, d.head, d.decision)
     }
 
     fn start(&self, f: &FileCtx<'_>, start: u64, len: u64) -> Flight {
@@ -179,16 +208,18 @@ impl RangeIo<'_, '_> {
     /// A prefetch read is over: the controller hears of it, the session
     /// remembers it (with the bytes of `[off, end)` it covers as used).
     fn finished(&mut self, f: &FileCtx<'_>, fl: &Flight, report: ReadReport, off: u64, end: u64) {
-        let now = Instant::now();
-        self.st
-            .prefetch
-            .lock()
-            .expect("lock")
-            .read_complete(now, report.bytes, report.duration);
         let used = end.min(fl.start + fl.len).saturating_sub(off.max(fl.start));
-        let wasted = self
-            .session
-            .record_prefetch(now, f.key, fl.start, fl.len, used);
+        let wasted = self.st.prefetch.lock().expect("lock").read_done(
+            Instant::now(),
+            self.conn,
+            self.session,
+            f.key,
+            fl.start,
+            fl.len,
+            used,
+            report.bytes,
+            report.duration,
+        );
         self.st
             .counters
             .wasted_prefetch_bytes
@@ -205,6 +236,7 @@ impl RangeIo<'_, '_> {
         len: u64,
         ready: u64,
         decision: PrefetchDecision,
+        open_chain: Option<&str>,
     ) -> io::Result<()> {
         let st = self.st;
         let bound = st.cfg.max_prefetch;
@@ -239,11 +271,9 @@ impl RangeIo<'_, '_> {
             if avail > pos {
                 if flight.is_none() && ready < end {
                     // the next part of a large range: read while this one is sent
-                    let n = (end - ready).min(bound);
-                    if st.prober.resident(f.file, ready, n) {
-                        ready += n;
-                    } else {
-                        flight = Some(self.start(f, ready, n));
+                    match self.next_read(f, ready, end, open_chain) {
+                        Ok(fl) => flight = Some(fl),
+                        Err(n) => ready += n,
                     }
                 }
                 // on an error the flight is dropped: its prefetch is cancelled
@@ -272,17 +302,30 @@ impl RangeIo<'_, '_> {
                         },
                     }
                 }
-                None => {
-                    let n = (end - pos).min(bound);
-                    if st.prober.resident(f.file, pos, n) {
-                        ready = pos + n;
-                    } else {
-                        flight = Some(self.start(f, pos, n));
-                    }
-                }
+                None => match self.next_read(f, pos, end, open_chain) {
+                    Ok(fl) => flight = Some(fl),
+                    Err(n) => ready = pos + n,
+                },
             }
         }
     }
+}
+
+/// The connection `conn` ended: its session's prefetched ranges never
+/// requested are counted as wasted (and the prefetch core hears of the
+/// end when the session had ranges decided by it).
+pub(crate) fn end_session(st: &State, conn: u64, session: &mut SessionState) {
+    let wasted = if session.requests > 0 {
+        st.prefetch
+            .lock()
+            .expect("lock")
+            .end_session(Instant::now(), conn, session)
+    } else {
+        session.finish()
+    };
+    st.counters
+        .wasted_prefetch_bytes
+        .fetch_add(wasted, Ordering::Relaxed);
 }
 
 /// Whether a Range header value is one open-ended range, `bytes=A-`.

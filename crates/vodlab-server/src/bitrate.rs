@@ -317,6 +317,19 @@ pub(crate) fn fallback_bps(head: &Head, st: &crate::server::State) -> Option<u64
     fallback_bitrate_bps(head, st.bitrates.as_ref(), st.cfg.default_bitrate_kbps)
 }
 
+impl BitrateCatalog {
+    /// The catalog with every rate multiplied by `k` (the server's
+    /// `time_compression`).
+    pub fn time_compressed(mut self, k: f64) -> Self {
+        if k != 1.0 {
+            for v in self.bitrates.values_mut() {
+                *v *= k;
+            }
+        }
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,14 +11,9 @@ use thiserror::Error;
 pub mod defaults {
     use std::time::Duration;
 
-    /// Bytes a `fixed` prefetch reads (4 MiB).
-    pub const PREFETCH_BYTES: u64 = 4 << 20;
-    /// Most bytes one prefetch reads (16 MiB): a larger decision, or a
-    /// larger range, is read in prefetches of this size, one at a time per
-    /// connection.
-    pub const MAX_PREFETCH: u64 = 16 << 20;
-    /// Largest `max_prefetch` [`super::Config::validate`] accepts (1 GiB).
-    pub const MAX_PREFETCH_LIMIT: u64 = 1 << 30;
+    // the prefetch settings' defaults are the prefetch crate's
+    pub use vodlab_prefetch::defaults::*;
+
     /// Prefetch helper threads per storage device (1 = serialized).
     pub const HELPERS_PER_DEVICE: usize = 1;
     /// Longest wait for a complete request head.
@@ -40,8 +35,6 @@ pub mod defaults {
     pub const GRACE: Duration = Duration::from_secs(30);
     /// Time between statistics lines on stderr.
     pub const STATS_INTERVAL: Duration = Duration::from_secs(10);
-    /// Time between the prefetch controller's ticks.
-    pub const TICK: Duration = Duration::from_secs(1);
     /// Most prefetch helper threads per device [`super::Config::validate`] accepts.
     pub const MAX_HELPERS_PER_DEVICE: usize = 64;
     /// Pace factor K (0 = responses are not paced, the default).
@@ -72,33 +65,6 @@ pub mod defaults {
     /// 2.5 ms period (a longer lead would also send a session's next slot
     /// in the same wake-up).
     pub const MAX_PACE_COALESCE: Duration = Duration::from_millis(1);
-    /// Largest `--default-bitrate`, kbit/s (1 Tbit/s).
-    pub const MAX_BITRATE_KBPS: f64 = 1e9;
-
-    // --- automatic prefetch size (thesis ch. 4, Table 4.2; crate::auto) ---
-    /// start_size: 4 MiB, the WD Red HD start and the HD demo run's
-    /// [T1213, T1116] (per drive: `start=wd10efrx-sd` etc.).
-    pub const AUTO_START: u64 = 4 << 20;
-    /// adjust_interval: 180 s [T1217].
-    pub const AUTO_INTERVAL: Duration = Duration::from_secs(180);
-    /// step_size: 0.5 MB [T1218] (MB = 2^20 bytes, [T1187]).
-    pub const AUTO_STEP: u64 = 512 << 10;
-    /// score_deflation_factor: 5 % [T1219].
-    pub const AUTO_DEFLATION: f64 = 0.05;
-    /// busy_threshold: 60 % [T1220].
-    pub const AUTO_BUSY: f64 = 0.6;
-    /// evict_threshold: 5 % [T1221].
-    pub const AUTO_EVICT: f64 = 0.05;
-    /// Time p takes to reach a new target (not stated in the thesis: one
-    /// third of the adjust interval).
-    pub const AUTO_RAMP: Duration = Duration::from_secs(60);
-    /// Smallest automatic size (one step).
-    pub const AUTO_MIN: u64 = 512 << 10;
-    /// Largest automatic size (16 MiB, `max_prefetch`'s default; the
-    /// thesis's sizes reach 12 MB).
-    pub const AUTO_MAX: u64 = 16 << 20;
-    /// Exponent of bit-rate scaling: square root [T1163].
-    pub const SCALING_EXPONENT: f64 = 0.5;
 }
 
 /// How file data reaches the socket.
@@ -125,8 +91,7 @@ pub enum PaceMode {
     Kernel,
 }
 
-mod policy;
-pub use policy::PolicySpec;
+pub use vodlab_prefetch::PolicySpec;
 mod timescale;
 pub use timescale::MAX_TIME_COMPRESSION;
 mod pace_driver;
@@ -144,14 +109,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// An invalid setting.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ConfigError {
-    /// `--prefetch-policy` could not be read.
-    #[error("prefetch policy `{given}`: {why}")]
-    Policy {
-        /// The text given.
-        given: String,
-        /// What is wrong with it.
-        why: String,
-    },
+    /// `--prefetch-policy` could not be read or does not fit.
+    #[error(transparent)]
+    Policy(#[from] vodlab_prefetch::PolicyError),
     /// A setting out of its range.
     #[error("{field}: {why}")]
     Range {
@@ -162,19 +122,7 @@ pub enum ConfigError {
     },
 }
 
-pub(crate) mod secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let v = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
-    }
-}
+pub(crate) use vodlab_prefetch::secs;
 
 /// Server settings (durations in seconds in serialized form).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,6 +162,10 @@ pub struct Config {
     pub grace: Duration,
     /// Access log file.
     pub access_log: Option<PathBuf>,
+    /// Every input of the prefetch controller, as JSON lines
+    /// (`vodlab_prefetch::events`; asap mode): what a replay of the same
+    /// policy must decide alike. Written line by line; truncated at start.
+    pub prefetch_events: Option<PathBuf>,
     /// Time between statistics log lines on stderr (0 = none).
     #[serde(with = "secs")]
     pub stats_interval: Duration,
@@ -279,6 +231,7 @@ impl Default for Config {
             max_connections: defaults::MAX_CONNECTIONS,
             grace: defaults::GRACE,
             access_log: None,
+            prefetch_events: None,
             stats_interval: defaults::STATS_INTERVAL,
             tick: defaults::TICK,
             pace: defaults::PACE,
@@ -403,12 +356,12 @@ impl Config {
         self.tls.validate()?;
         self.h2.validate()?;
         // the policy's own parameters (auto's, scaling's): the message names the key
-        self.prefetch_policy
-            .validate()
-            .map_err(|why| ConfigError::Policy {
+        self.prefetch_policy.validate().map_err(|why| {
+            ConfigError::Policy(vodlab_prefetch::PolicyError {
                 given: self.prefetch_policy.to_string(),
                 why,
             })
+        })
     }
 
     /// Whether responses are paced at all (`pace` > 0).
@@ -467,7 +420,7 @@ mod tests {
             "fixed:4 M B",
         ] {
             let e = bad.parse::<PolicySpec>().unwrap_err();
-            assert!(matches!(e, ConfigError::Policy { .. }), "{bad}: {e}");
+            assert!(e.to_string().starts_with("prefetch policy"), "{bad}: {e}");
         }
         assert!("lru:1"
             .parse::<PolicySpec>()
@@ -598,7 +551,7 @@ mod tests {
             .to_string()
         };
         assert!(bad(PolicySpec::Fixed(0)).contains("fixed size must be > 0"));
-        let auto = crate::auto::AutoConfig {
+        let auto = vodlab_prefetch::auto::AutoConfig {
             busy: 2.0,
             ..Default::default()
         };

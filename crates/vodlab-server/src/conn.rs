@@ -26,13 +26,13 @@ use crate::asap::{FileCtx, RangeIo};
 use crate::bitrate::{response_rate, Cmcd, ResponseRate};
 use crate::config::{IoMode, PaceMode};
 use crate::conn_io::{flush, reset_on_close, send_file, write_all, write_more};
-use crate::controller::SessionState;
 use crate::error::ServeError;
 use crate::limits::{body_action, BodyAction, HeadTimer};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::chain_of;
 use crate::server::{kind_index, State};
 use crate::transport::Transport;
+use vodlab_prefetch::SessionState;
 
 /// Whether a range was in the page cache when it was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -400,8 +400,7 @@ impl Conn<'_> {
             CloseReason::SendTimeout => reset_on_close(self.sock.tcp()),
             _ => {}
         }
-        let wasted = self.session.finish();
-        c.wasted_prefetch_bytes.fetch_add(wasted, Ordering::Relaxed);
+        crate::asap::end_session(self.st, self.id, &mut self.session);
     }
 
     /// After the answer to a request whose body was not drained: drop what

@@ -45,11 +45,11 @@ use crate::bitrate::{response_rate, Cmcd, ResponseRate};
 use crate::config::{IoMode, PaceMode};
 use crate::conn::{count, log_line, CacheOutcome};
 use crate::conn_io::{body_pool, read_at, Sink};
-use crate::controller::SessionState;
 use crate::flood::{Flood, FloodSignal, Metered};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::chain_of;
 use crate::server::State;
+use vodlab_prefetch::SessionState;
 
 mod gather;
 mod settings;
@@ -208,10 +208,7 @@ pub(crate) async fn serve<T>(
     }
     // the streams left end here (their futures dropped)
     streams.clear();
-    let wasted = session.lock().await.finish();
-    st.counters
-        .wasted_prefetch_bytes
-        .fetch_add(wasted, Ordering::Relaxed);
+    crate::asap::end_session(&st, id, &mut *session.lock().await);
 }
 
 fn note_error(st: &State, peer: std::net::IpAddr, id: u64, e: &h2::Error, signal: &FloodSignal) {

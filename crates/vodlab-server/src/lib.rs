@@ -7,7 +7,8 @@
 //! timeouts, and two I/O modes ([`IoMode`]): `vanilla` sendfile, and `asap`,
 //! which probes the page cache and, on a miss, prefetches through one
 //! serialized helper per storage device ([`prefetch`]) as a prefetch
-//! controller decides ([`controller`]).
+//! controller decides (the `vodlab-prefetch` crate, pure and shared with
+//! `vodlab simulate`).
 //!
 //! Layers: the codec parses heads and encodes response heads
 //! (`vodlab-http`); [`plan`] turns a request and a file's metadata into a
@@ -18,14 +19,10 @@
 
 pub mod accept;
 mod asap;
-pub mod auto;
-pub mod autolog;
 pub mod bitrate;
-pub mod chainpf;
 pub mod config;
 mod conn;
 mod conn_io;
-pub mod controller;
 pub mod error;
 pub mod files;
 pub mod flood;
@@ -42,7 +39,6 @@ pub mod request;
 pub mod server;
 pub mod table41;
 pub mod tls;
-pub mod tracesim;
 mod transport;
 
 pub use config::{Config, IoMode, PaceMode, PolicySpec};

@@ -21,12 +21,12 @@ use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::bitrate::{BitrateCatalog, CatalogError};
 pub use crate::config::{Config, IoMode};
-use crate::controller::{PrefetchController, PrefetchCore};
 use crate::files::Root;
 use crate::limits::HeadQueue;
 use crate::pacing::{Pacing, PacingStats};
 use crate::plan::ResponseKind;
 use crate::prefetch::{DeviceStats, Helpers, Prober};
+use vodlab_prefetch::{PrefetchController, PrefetchCore};
 
 /// Counters (lock-free).
 #[derive(Debug, Default)]
@@ -165,7 +165,7 @@ pub struct StatsView {
     pub pacing: PacingStats,
     /// The automatic prefetch size (`--prefetch-policy auto`; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prefetch_auto: Option<crate::auto::AutoView>,
+    pub prefetch_auto: Option<vodlab_prefetch::auto::AutoView>,
     /// Table 4.1's accounting (asap mode, once a range was requested).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_4_1: Option<crate::table41::Table41>,
@@ -361,6 +361,10 @@ impl Server {
             ))),
             None => None,
         };
+        let mut core = PrefetchCore::new(controller);
+        if let Some(p) = &cfg.prefetch_events {
+            core.record(Instant::now(), events_sink(std::fs::File::create(p)?));
+        }
         let bitrates = match &cfg.bitrates {
             Some(p) => Some(BitrateCatalog::load(p)?.time_compressed(cfg.time_compression)),
             None => None,
@@ -388,7 +392,7 @@ impl Server {
             bitrates,
             helpers: Helpers::new(cfg.helpers_per_device),
             prober: Prober::default(),
-            prefetch: Mutex::new(PrefetchCore::new(controller)),
+            prefetch: Mutex::new(core),
             heads: Mutex::new(HeadQueue::default()),
             root,
             counters,
@@ -426,6 +430,22 @@ impl Server {
     }
 }
 
+/// Writes the prefetch core's events to `file`, one JSON line each, each
+/// line flushed (a diagnostic: the writes happen under the core's lock).
+/// After a write error no more lines are written.
+fn events_sink(file: std::fs::File) -> Box<dyn FnMut(&vodlab_prefetch::events::Event) + Send> {
+    let mut out = Some(io::LineWriter::new(file));
+    Box::new(move |e| {
+        if let Some(w) = out.as_mut() {
+            let line = serde_json::to_string(e).expect("events serialize");
+            if let Err(err) = writeln!(w, "{line}") {
+                eprintln!("vodlab serve: prefetch events: {err}; no more events written");
+                out = None;
+            }
+        }
+    })
+}
+
 /// The periodic work: the prefetch controller's ticks and the statistics
 /// lines. A task of its own, because the accept loop waits in `accept`.
 async fn periodic(st: Arc<State>, mut stop: watch::Receiver<bool>) {
@@ -445,7 +465,10 @@ async fn periodic(st: Arc<State>, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => return,
             _ = control.tick(), if st.cfg.io == IoMode::Asap => {
                 let devices = st.helpers.stats();
-                st.prefetch.lock().expect("lock").tick_devices(Instant::now(), &devices);
+                let bytes = devices.iter().map(|d| d.bytes).sum();
+                let busy: f64 = devices.iter().map(|d| d.busy_s).sum();
+                let busy = Duration::try_from_secs_f64(busy).unwrap_or_default();
+                st.prefetch.lock().expect("lock").tick_devices(Instant::now(), bytes, busy);
             }
             _ = ticker.tick(), if !st.cfg.stats_interval.is_zero() => {
                 let s = st.stats();

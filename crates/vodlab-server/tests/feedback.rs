@@ -7,7 +7,7 @@ use std::os::unix::io::AsRawFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use vodlab_server::controller::{
+use vodlab_prefetch::controller::{
     ChainState, PrefetchController, PrefetchDecision, RequestInfo, SessionState,
 };
 use vodlab_server::{Config, Server};

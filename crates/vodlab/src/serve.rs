@@ -56,6 +56,13 @@ pub struct ServeArgs {
     /// Append one line per request to this file (format in docs/serve.md).
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
+    /// Write every input of the prefetch controller to this file, one JSON
+    /// line each (ranges decided with the page cache's answers, reads
+    /// completed, ticks, connections ended; docs/prefetch-events.md), for
+    /// `vodlab simulate --replay-events` to replay decision for decision.
+    /// --io asap only.
+    #[arg(long, value_name = "FILE")]
+    pub prefetch_events: Option<PathBuf>,
     /// Idle keep-alive timeout (a duration: 500ms, 1m; a bare number is
     /// seconds).
     #[arg(long, value_name = "DURATION", default_value_t = defaults::IDLE_TIMEOUT.as_secs_f64(), value_parser = vodlab_units::parse_seconds)]
@@ -336,7 +343,7 @@ impl ServeArgs {
                 "--bitrate-scale needs a reference bit rate in the policy (e.g. --prefetch-policy fixed:6M,ref=2095 or auto:ref=2095)"
             ),
         };
-        *scaling = vodlab_server::auto::Scaling::from_scale(scaling.reference_kbps, f, None)
+        *scaling = vodlab_prefetch::auto::Scaling::from_scale(scaling.reference_kbps, f, None)
             .map_err(|e| anyhow::anyhow!("--bitrate-scale {f}: {e}"))?;
         Ok(p)
     }
@@ -353,6 +360,7 @@ impl ServeArgs {
             helpers_per_device: self.helpers,
             max_prefetch: self.max_prefetch,
             access_log: self.access_log.clone(),
+            prefetch_events: self.prefetch_events.clone(),
             idle_timeout: seconds("keepalive", self.keepalive)?,
             header_timeout: seconds("header-timeout", self.header_timeout)?,
             send_timeout: seconds("send-timeout", self.send_timeout)?,
@@ -374,6 +382,9 @@ impl ServeArgs {
         cfg.validate()?;
         let k = crate::run::time_compression(self.time_compression)?.k();
         let cfg = cfg.compress_time(k)?;
+        if self.prefetch_events.is_some() && cfg.io != vodlab_server::IoMode::Asap {
+            anyhow::bail!("--prefetch-events needs --io asap (vanilla never prefetches)");
+        }
         if self.prefetch_log.is_some() && !matches!(cfg.prefetch_policy, PolicySpec::Auto(_)) {
             anyhow::bail!("--prefetch-log needs --prefetch-policy auto[:...]");
         }
@@ -439,7 +450,7 @@ fn prefetch_log(
     path: &std::path::Path,
     state: std::sync::Arc<vodlab_server::server::State>,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    use vodlab_server::autolog::IntervalCsv;
+    use vodlab_prefetch::autolog::IntervalCsv;
     let file = std::fs::File::create(path)
         .with_context(|| format!("--prefetch-log {}", path.display()))?;
     let mut csv = IntervalCsv::new(std::io::BufWriter::new(file))

@@ -108,6 +108,14 @@ struct Line<'a> {
 
 pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     if a.prefetch {
+        if let Some(f) = &a.prefetch_args.replay_events {
+            let alike = crate::simulate_prefetch::replay_events(&a.prefetch_args, f)?;
+            return Ok(if alike {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
+        }
         crate::simulate_prefetch::run(&a.prefetch_args)?;
         return Ok(ExitCode::SUCCESS);
     }

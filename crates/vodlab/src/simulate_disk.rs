@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde::Serialize;
 use vodlab_disk::{Disk, DiskOptions, Layout, LayoutBuilder, PlacementConfig, Profile};
-use vodlab_server::tracesim::DeviceRead;
+use vodlab_prefetch::sim::DeviceRead;
 
 /// The shipped profile of the thesis's chapter-5 drive (Hitachi Deskstar
 /// 5K3000, the source of the linear model's 125.5 MB/s and 39.4 seeks/s).

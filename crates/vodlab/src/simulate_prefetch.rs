@@ -1,8 +1,10 @@
 //! `vodlab simulate --prefetch`: chapter 5's trace-driven comparison of
 //! prefetch policies (docs/simulate.md). The log is read once, chains are
-//! found as `vodlab analyze` finds them, and every chain is given to every
-//! policy's simulator ([`vodlab_server::tracesim`]), which runs the very
-//! controllers `vodlab serve` runs.
+//! found as `vodlab analyze` finds them, and every policy's simulation
+//! ([`vodlab_prefetch::sim`]) runs over the chains, through the very
+//! prefetch core and controllers `vodlab serve` runs, with their feedback
+//! (reads timed by the drive model, ticks, evictions of a page-cache
+//! model).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -15,12 +17,11 @@ use clap::Args;
 use serde::Serialize;
 use vodlab_analyze::parse::Line;
 use vodlab_analyze::{key, Chain, ChainDetector, Form, LogFormat};
-use vodlab_server::auto::{Scaled, Scaling};
-use vodlab_server::chainpf::{FirstGrow, REFERENCE_BPS};
-use vodlab_server::controller::{Fixed, PrefetchController};
-use vodlab_server::tracesim::{SimChain, SimConfig, SimResult, TraceSim, UtilModel};
+use vodlab_prefetch::sim::{simulate, SimChain, SimConfig, SimResult, UtilModel};
+use vodlab_prefetch::PolicySpec;
 
 use crate::simulate_disk::{replay, DiskChoice, MechResult, Placed};
+use vodlab_prefetch::sim::DeviceRead;
 
 /// Options of the prefetch mode.
 #[derive(Debug, Args)]
@@ -29,14 +30,16 @@ pub struct PrefetchSimArgs {
     /// see `vodlab analyze`), in time order.
     #[arg(long = "log", value_name = "LOG")]
     pub logs: Vec<PathBuf>,
-    /// Policies as KIND:SIZE, repeatable: fixed, proportional, sqrt (sizes
-    /// at 2,000 kbit/s), first-grow and first-grow-sr (SIZE is the
-    /// maximum). Sizes as everywhere (docs/units.md): 4M = 4MiB = 4×2^20,
-    /// 7MB = 7×10^6, 4096.
+    /// Policies, repeatable, in the grammar `vodlab serve --prefetch-policy`
+    /// reads: fixed:SIZE, proportional:SIZE and sqrt:SIZE (sizes at 2,000
+    /// kbit/s), first-grow:MAX and first-grow-sr:MAX, and
+    /// auto[:KEY=VALUE,...] (e.g. auto:interval=60,busy=0.3). Sizes as
+    /// everywhere (docs/units.md): 4M = 4MiB = 4×2^20, 7MB = 7×10^6, 4096.
     #[arg(long = "policy", value_name = "KIND:SIZE")]
     pub policies: Vec<String>,
-    /// Run every policy kind named by --policy (or all five) at each of
-    /// these sizes: the utilisation-against-memory curves.
+    /// Run every policy kind named by --policy (or fixed, proportional,
+    /// sqrt, first-grow and first-grow-sr) at each of these sizes (auto:
+    /// its start size): the utilisation-against-memory curves.
     #[arg(long, value_delimiter = ',', value_name = "SIZE,SIZE,...")]
     pub sweep: Vec<String>,
     /// A `vodlab gen` workload whose catalog gives file sizes and bit rates.
@@ -76,6 +79,22 @@ pub struct PrefetchSimArgs {
     /// reads in memory (40 B each, every policy at once).
     #[arg(long, default_value = "linear", value_name = "MODEL")]
     pub disk: String,
+    /// A page cache of this size shared by all viewers (least recently used
+    /// out): viewers find each other's reads, and prefetches evicted before
+    /// use are reported to the policy and read again. Default: none, each
+    /// chain keeps its own reads until it ends (the thesis).
+    #[arg(long, value_name = "SIZE", value_parser = vodlab_units::parse_size)]
+    pub page_cache: Option<u64>,
+    /// Most bytes one read reads, as `vodlab serve --max-prefetch`: a larger
+    /// decision is read in pieces of this size.
+    #[arg(long, value_name = "SIZE", default_value_t = vodlab_prefetch::defaults::MAX_PREFETCH, value_parser = vodlab_units::parse_size)]
+    pub max_prefetch: u64,
+    /// Instead of a trace: replay the events a live `vodlab serve
+    /// --prefetch-events FILE` recorded into a fresh controller of the one
+    /// --policy (the server's), and compare its decisions with the
+    /// server's, one for one. Exit status 1 when any differs.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["logs", "trace_workload", "sweep"])]
+    pub replay_events: Option<PathBuf>,
     /// Write results.json and results.csv here.
     #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -93,6 +112,7 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     Ok(b)
 }
 
+/// The kinds a `--sweep` runs when no `--policy` names any (chapter 5's).
 const KINDS: [&str; 5] = [
     "fixed",
     "proportional",
@@ -101,42 +121,47 @@ const KINDS: [&str; 5] = [
     "first-grow-sr",
 ];
 
-fn controller(kind: &str, size: u64) -> anyhow::Result<Box<dyn PrefetchController>> {
-    Ok(match kind {
-        "fixed" => Box::new(Fixed(size)),
-        "proportional" | "sqrt" => Box::new(Scaled {
-            size,
-            scaling: Scaling {
-                reference_kbps: REFERENCE_BPS as f64 / 1000.0,
-                exponent: if kind == "sqrt" { 0.5 } else { 1.0 },
-            },
-        }),
-        "first-grow" => Box::new(FirstGrow::new(size, false)),
-        "first-grow-sr" => Box::new(FirstGrow::new(size, true)),
-        other => bail!("policy {other:?} is not one of {}", KINDS.join(", ")),
-    })
+/// A policy to run: its kind (the row's name), size and spec.
+struct Planned {
+    kind: String,
+    size: u64,
+    spec: PolicySpec,
 }
 
-/// Policies to run: (kind, size).
-fn plan(a: &PrefetchSimArgs) -> anyhow::Result<Vec<(String, u64)>> {
-    let mut named = Vec::new();
-    for p in &a.policies {
-        let (k, s) = p
-            .split_once(':')
-            .with_context(|| format!("--policy {p:?}: expected KIND:SIZE, e.g. fixed:7MB"))?;
-        controller(k, 1)?;
-        named.push((
-            k.to_string(),
-            parse_size(s).with_context(|| format!("--policy {p:?}"))?,
-        ));
+/// Reads `KIND:SIZE[,...]` in the policy grammar.
+fn policy(text: &str) -> anyhow::Result<Planned> {
+    let spec: PolicySpec = text.parse().map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
+    let kind = text
+        .trim()
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let size = match spec {
+        PolicySpec::Fixed(n) | PolicySpec::Scaled(n, _) => n,
+        PolicySpec::FirstGrow { max, .. } => max,
+        PolicySpec::Auto(a) => a.start,
+    };
+    if !(1..=1_000_000_000_000).contains(&size) {
+        bail!("--policy {text:?}: size must be 1 B to 1 TB");
     }
+    Ok(Planned { kind, size, spec })
+}
+
+/// Policies to run.
+fn plan(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Planned>> {
+    let named = a
+        .policies
+        .iter()
+        .map(|p| policy(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     if a.sweep.is_empty() {
         if named.is_empty() {
             bail!("give at least one --policy KIND:SIZE or a --sweep of sizes");
         }
         return Ok(named);
     }
-    let mut kinds: Vec<String> = named.iter().map(|(k, _)| k.clone()).collect();
+    let mut kinds: Vec<String> = named.iter().map(|p| p.kind.clone()).collect();
     kinds.dedup();
     if kinds.is_empty() {
         kinds = KINDS.iter().map(|k| k.to_string()).collect();
@@ -146,10 +171,17 @@ fn plan(a: &PrefetchSimArgs) -> anyhow::Result<Vec<(String, u64)>> {
         .iter()
         .map(|s| parse_size(s).with_context(|| format!("--sweep {s:?}")))
         .collect::<anyhow::Result<Vec<u64>>>()?;
-    Ok(kinds
-        .iter()
-        .flat_map(|k| sizes.iter().map(move |s| (k.clone(), *s)))
-        .collect())
+    let mut out = Vec::new();
+    for k in &kinds {
+        for s in &sizes {
+            let text = match k.as_str() {
+                "auto" => format!("auto:start={s}"),
+                _ => format!("{k}:{s}"),
+            };
+            out.push(policy(&text)?);
+        }
+    }
+    Ok(out)
 }
 
 /// One row of the output.
@@ -157,8 +189,10 @@ fn plan(a: &PrefetchSimArgs) -> anyhow::Result<Vec<(String, u64)>> {
 pub struct Row {
     /// Policy kind.
     pub policy: String,
-    /// Size (the maximum for First-Grow), bytes.
+    /// Size (the maximum for First-Grow, the start for auto), bytes.
     pub size: u64,
+    /// The policy as `vodlab serve --prefetch-policy` reads it.
+    pub spec: String,
     /// What the simulation measured.
     #[serde(flatten)]
     pub result: SimResult,
@@ -199,6 +233,49 @@ fn catalog_files(dir: &Path) -> anyhow::Result<Files> {
         }
     }
     Ok(f)
+}
+
+/// `--replay-events FILE --policy SPEC`: replays a live server's events
+/// (see [`vodlab_prefetch::events`]); true when every decision was alike.
+pub fn replay_events(a: &PrefetchSimArgs, file: &Path) -> anyhow::Result<bool> {
+    let [p] = a.policies.as_slice() else {
+        bail!("--replay-events needs exactly one --policy: the one the server ran");
+    };
+    let spec: PolicySpec = p.parse().map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
+    let name = file.display().to_string();
+    let events = vodlab_prefetch::events::read_events(BufReader::new(
+        File::open(file).with_context(|| format!("opening {name}"))?,
+    ))
+    .with_context(|| name.clone())?;
+    let r = vodlab_prefetch::replay::replay(spec.build(), &events).with_context(|| name.clone())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{name}: {} events; {} ranges decided ({} prefetches), {} feedback events; policy {spec}",
+        events.len(),
+        r.decisions,
+        r.prefetches,
+        r.feedback
+    )?;
+    if r.mismatches.is_empty() {
+        writeln!(out, "every decision alike")?;
+    } else {
+        writeln!(out, "{} decisions differ; the first:", r.mismatches.len())?;
+        for m in r.mismatches.iter().take(10) {
+            writeln!(
+                out,
+                "  event {}: recorded prefetch {:?} head {} evicted {:?}; replayed prefetch {:?} head {} evicted {:?}",
+                m.index, m.recorded.0, m.recorded.1, m.recorded.2, m.replayed.0, m.replayed.1, m.replayed.2
+            )?;
+        }
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let p = dir.join("replay.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&r)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(r.mismatches.is_empty())
 }
 
 /// Runs the prefetch mode; returns the rows printed.
@@ -245,19 +322,12 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
     let cfg = SimConfig {
         bucket_s: a.bucket,
         model,
+        page_cache: a.page_cache,
+        max_prefetch: a.max_prefetch,
         ..SimConfig::default()
     };
-    let base = Instant::now();
-    let mut sims: Vec<TraceSim> = policies
-        .iter()
-        .map(|(k, s)| {
-            let mut sim = TraceSim::new(cfg, controller(k, *s)?, base);
-            if placed.is_some() {
-                sim.keep_reads();
-            }
-            Ok(sim)
-        })
-        .collect::<anyhow::Result<_>>()?;
+    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut chains: Vec<SimChain> = Vec::new();
     let mut det = ChainDetector::new(a.chain_window, 120.0);
     let (mut done, mut files_done) = (Vec::new(), Vec::new());
     let t0 = Instant::now();
@@ -283,6 +353,7 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
             end_s: c.end_s - origin,
             bitrate_bps: rate.map(|k| (k * 1000.0).round() as u64),
             open_ended: c.form == Form::Open,
+            requests: c.requests.max(1),
         }
     };
     if let Some(dir) = &a.trace_workload {
@@ -301,10 +372,7 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
                 lines += 1;
                 let o = *origin.get_or_insert(0.0);
                 det.push(r, r.end_s, &mut done, &mut files_done);
-                for c in done.drain(..) {
-                    let sc = to_sim(&c, o);
-                    sims.iter_mut().for_each(|s| s.add(&sc));
-                }
+                chains.extend(done.drain(..).map(|c| to_sim(&c, o)));
                 files_done.clear();
             }
         }
@@ -346,32 +414,46 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
             };
             let o = *origin.get_or_insert(r.start_s);
             det.push(&r, r.end_s, &mut done, &mut files_done);
-            for c in done.drain(..) {
-                let sc = to_sim(&c, o);
-                sims.iter_mut().for_each(|s| s.add(&sc));
-            }
+            chains.extend(done.drain(..).map(|c| to_sim(&c, o)));
             files_done.clear();
         }
     }
     det.finish(&mut done, &mut files_done);
     let o = origin.unwrap_or(0.0);
-    for c in done.drain(..) {
-        let sc = to_sim(&c, o);
-        sims.iter_mut().for_each(|s| s.add(&sc));
+    chains.extend(done.drain(..).map(|c| to_sim(&c, o)));
+    // the policies run side by side, one thread each up to the cores
+    let keep = placed.is_some();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut results: Vec<Option<(SimResult, Vec<DeviceRead>)>> =
+        policies.iter().map(|_| None).collect();
+    for batch in policies
+        .iter()
+        .zip(results.iter_mut())
+        .collect::<Vec<_>>()
+        .chunks_mut(threads)
+    {
+        std::thread::scope(|sc| {
+            for (p, slot) in batch.iter_mut() {
+                let (cfg, chains) = (&cfg, &chains);
+                sc.spawn(move || **slot = Some(simulate(cfg, p.spec.build(), chains, keep)));
+            }
+        });
     }
     let secs = t0.elapsed().as_secs_f64();
     let rows: Vec<Row> = policies
         .into_iter()
-        .zip(sims)
-        .map(|((policy, size), mut s)| {
+        .zip(results)
+        .map(|(p, r)| {
+            let (result, mut reads) = r.expect("simulated");
             let mechanical = match &placed {
-                Some(p) => Some(replay(p, &mut s.take_reads(), a.bucket)?),
+                Some(pl) => Some(replay(pl, &mut reads, a.bucket)?),
                 None => None,
             };
             Ok(Row {
-                policy,
-                size,
-                result: s.finish(),
+                policy: p.kind,
+                size: p.size,
+                spec: p.spec.to_string(),
+                result,
                 mechanical,
             })
         })
@@ -384,6 +466,15 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         rows.len(),
         lines as f64 / secs.max(1e-9)
     )?;
+    if let Some(p) = rows.iter().find(|r| r.size > a.max_prefetch) {
+        writeln!(
+            out,
+            "  note: {} reads at most --max-prefetch {} per read, as serve does; raise it to read whole {} prefetches",
+            p.spec,
+            vodlab_units::format_size(a.max_prefetch),
+            vodlab_units::format_size(p.size)
+        )?;
+    }
     if let Some(p) = &placed {
         writeln!(
             out,
@@ -399,7 +490,7 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
     };
     writeln!(
         out,
-        "  {:<14} {:>10}  {:>9} {:>9} {:>11} {:>11} {:>12} {:>10}{mech_head}",
+        "  {:<14} {:>10}  {:>9} {:>9} {:>11} {:>11} {:>12} {:>10} {:>9} {:>8}{mech_head}",
         "policy",
         "size MB",
         "peak util",
@@ -407,7 +498,9 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         "peak mem GB",
         "mean mem GB",
         "device GB",
-        "prefetches"
+        "prefetches",
+        "evictions",
+        "end MB"
     )?;
     for r in &rows {
         let mech = match &r.mechanical {
@@ -421,7 +514,7 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         };
         writeln!(
             out,
-            "  {:<14} {:>10.3}  {:>8.1}% {:>8.1}% {:>11.3} {:>11.3} {:>12.3} {:>10}{mech}",
+            "  {:<14} {:>10.3}  {:>8.1}% {:>8.1}% {:>11.3} {:>11.3} {:>12.3} {:>10} {:>9} {:>8}{mech}",
             r.policy,
             r.size as f64 / 1e6,
             100.0 * r.result.peak_utilisation,
@@ -429,7 +522,12 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
             r.result.peak_memory_bytes as f64 / 1e9,
             r.result.mean_memory_bytes as f64 / 1e9,
             r.result.device_bytes as f64 / 1e9,
-            r.result.prefetches
+            r.result.prefetches,
+            r.result.evictions,
+            // where auto's size ended; the others' is their size
+            r.result
+                .auto_final_bytes
+                .map_or_else(|| "-".to_string(), |b| format!("{:.3}", b as f64 / 1e6))
         )?;
     }
     if let Some(dir) = &a.out {
@@ -437,7 +535,7 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         let p = dir.join("results.json");
         std::fs::write(&p, serde_json::to_string_pretty(&rows)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
-        let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains,mean_memory_bytes,mech_peak_utilisation,mech_mean_utilisation\n");
+        let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains,mean_memory_bytes,mech_peak_utilisation,mech_mean_utilisation,decisions,hits,evictions,evicted_bytes,peak_cache_bytes,max_wait_s,auto_final_bytes,spec\n");
         for r in &rows {
             let s = &r.result;
             let (mp, mm) = r
@@ -450,7 +548,7 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
                     )
                 });
             csv.push_str(&format!(
-                "{},{},{:.6},{:.6},{},{},{},{},{},{},{mp},{mm}\n",
+                "{},{},{:.6},{:.6},{},{},{},{},{},{},{mp},{mm},{},{},{},{},{},{:.6},{},\"{}\"\n",
                 r.policy,
                 r.size,
                 s.peak_utilisation,
@@ -460,7 +558,15 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
                 s.wasted_bytes,
                 s.prefetches,
                 s.chains,
-                s.mean_memory_bytes
+                s.mean_memory_bytes,
+                s.decisions,
+                s.hits,
+                s.evictions,
+                s.evicted_bytes,
+                s.peak_cache_bytes,
+                s.max_wait_s,
+                s.auto_final_bytes.map_or(String::new(), |b| b.to_string()),
+                r.spec
             ));
         }
         let p = dir.join("results.csv");
@@ -550,7 +656,7 @@ mod tests {
             .expect("simulate flags");
         let p = plan(&sim.a).expect("plan");
         assert_eq!(p.len(), 1);
-        p[0].1
+        p[0].size
     }
 
     /// The bytes `vodlab serve --prefetch SIZE` and `--prefetch-policy
@@ -598,13 +704,51 @@ mod tests {
             .contains("4M = 4MiB"));
         let sim = Sim::try_parse_from(["simulate", "--sweep", "1M,4MB", "--policy", "sqrt:2M"])
             .expect("flags");
+        let pairs = |a: &PrefetchSimArgs| -> Vec<(String, u64, String)> {
+            plan(a)
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.kind, p.size, p.spec.to_string()))
+                .collect()
+        };
         assert_eq!(
-            plan(&sim.a).unwrap(),
+            pairs(&sim.a),
             vec![
-                ("sqrt".to_string(), 1 << 20),
-                ("sqrt".to_string(), 4_000_000)
+                ("sqrt".to_string(), 1 << 20, "fixed:1M,ref=2000".to_string()),
+                (
+                    "sqrt".to_string(),
+                    4_000_000,
+                    "fixed:4000000,ref=2000".to_string()
+                )
             ]
         );
+        // the serve grammar, auto included; a sweep moves auto's start
+        let sim = Sim::try_parse_from([
+            "simulate",
+            "--policy",
+            "auto:interval=60",
+            "--policy",
+            "proportional:3M",
+        ])
+        .expect("flags");
+        assert_eq!(
+            pairs(&sim.a),
+            vec![
+                ("auto".to_string(), 4 << 20, "auto:interval=60".to_string()),
+                (
+                    "proportional".to_string(),
+                    3 << 20,
+                    "fixed:3M,ref=2000,exp=1".to_string()
+                )
+            ]
+        );
+        let sim = Sim::try_parse_from(["simulate", "--sweep", "2M", "--policy", "auto"]).unwrap();
+        assert_eq!(pairs(&sim.a)[0].2, "auto:start=2M");
+        for bad in ["lru:4M", "fixed", "auto:step=x", "first-grow:4M,ref=1"] {
+            let sim = Sim::try_parse_from(["simulate", "--policy", bad]).unwrap();
+            let e = plan(&sim.a).err().expect(bad).to_string();
+            assert!(e.contains("prefetch policy"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -288,7 +288,7 @@ fn bad_rows_are_named() {
             "nginx,vodlab-asap:fixed:2Q",
             "compare row `vodlab-asap:fixed:2Q`",
         ),
-        ("vodlab-asap:lru", "unknown prefetch policy `lru`"),
+        ("vodlab-asap:lru", "unknown policy `lru`"),
         ("nginx:fixed:2M", "nginx takes no prefetch policy"),
         (
             "vodlab-asap:auto:busy=7",

@@ -194,7 +194,11 @@ fn an_open_ended_range_starts_before_its_prefetch_is_read() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let len = 48usize << 20;
     cold_file(&dir.path().join("movie.mp4"), len);
-    let srv = Running::start(dir.path(), |c| c.max_prefetch = 48 << 20);
+    // an open-ended range is prefetched in the policy's size: 48 MiB here
+    let srv = Running::start(dir.path(), |c| {
+        c.max_prefetch = 48 << 20;
+        c.prefetch_policy = vodlab_server::PolicySpec::Fixed(48 << 20);
+    });
     let (ttfb, resp) = timed(
         srv.addr,
         "GET /movie.mp4 HTTP/1.1\r\nHost: x\r\nRange: bytes=0-\r\nConnection: close\r\n\r\n",

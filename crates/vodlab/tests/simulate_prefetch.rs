@@ -177,6 +177,9 @@ fn the_mechanical_drive_model_replays_the_prefetches() {
             disk.into(),
             "--out".into(),
             out.to_str().unwrap().into(),
+            // reads as large as the policy's (serve's default cap is 16 MiB)
+            "--max-prefetch".into(),
+            "64MB".into(),
         ]
     };
     let a = args("mechanical");
@@ -200,11 +203,12 @@ fn the_mechanical_drive_model_replays_the_prefetches() {
     let svc = |i: usize| rows[i]["mechanical"]["mean_service_ms"].as_f64().unwrap();
     assert!(svc(1) > 10.0 * svc(0), "{} {}", svc(0), svc(1));
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv
-        .lines()
-        .next()
-        .unwrap()
-        .ends_with("mech_mean_utilisation"));
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains(",mech_peak_utilisation,mech_mean_utilisation,"),
+        "{header}"
+    );
+    assert!(header.ends_with(",spec"), "{header}");
     // the linear model alone has no mechanical figures
     let a = args("linear");
     vodlab_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());

@@ -8,22 +8,20 @@
 //! ROW    := SERVER | "vodlab-asap:" POLICY | "nghttpx:" POLICY
 //! SERVER := vodlab-asap | vodlab-vanilla | nginx | apache2 | lighttpd | nghttpx
 //! POLICY := fixed:SIZE[,KEY=VALUE...]    fixed size (2M, 512K, ...)
-//!         | sqrt:SIZE,ref=KBPS[,...]     square-root sizes around KBPS
-//!                                        (= fixed:SIZE,ref=KBPS)
+//!         | sqrt:SIZE[,ref=KBPS]         square-root sizes around KBPS
+//!         | proportional:SIZE[,ref=KBPS] (KBPS 2,000 unless given)
 //!         | auto[:KEY=VALUE,...]         thesis ch. 4's automatic size
 //!         | first-grow:MAX | first-grow-sr:MAX
 //! ```
 //!
 //! POLICY is `vodlab serve --prefetch-policy`'s own syntax (docs/serve.md),
-//! which the binary checks with the server's parser. A list splits on
+//! checked by the one policy parser ([`vodlab_prefetch::PolicySpec`]) and
+//! handed to the server as written. A list splits on
 //! commas, except that a `KEY=VALUE` piece (no colon before the `=`: a
 //! policy option) belongs to the row before it:
 //! `vodlab-asap:fixed:6M,ref=2095,nginx` is two rows.
 
 use super::{ServerError, ServerKind};
-
-/// Policy names a `vodlab-asap:` row may carry.
-pub const POLICY_NAMES: [&str; 5] = ["fixed", "sqrt", "auto", "first-grow", "first-grow-sr"];
 
 /// One row of the comparison: which server, configured how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +32,8 @@ pub struct ServerSpec {
     /// The server program.
     pub kind: ServerKind,
     /// `vodlab serve --prefetch-policy` of a `vodlab-asap:POLICY` row (or
-    /// of nghttpx's backend, `nghttpx:POLICY`; `sqrt:` spelled as the
-    /// server's `fixed:`); `None`: the server's default.
+    /// of nghttpx's backend, `nghttpx:POLICY`), as written; `None`: the
+    /// server's default.
     pub policy: Option<String>,
 }
 
@@ -74,30 +72,9 @@ impl ServerSpec {
 
     /// The server's `--prefetch-policy` text of a row's POLICY.
     fn policy_text(p: &str) -> Result<String, String> {
-        let (name, rest) = p.split_once(':').unwrap_or((p, ""));
-        if !POLICY_NAMES.contains(&name) {
-            return Err(format!(
-                "unknown prefetch policy `{name}` (use fixed:SIZE, sqrt:SIZE,ref=KBPS, \
-                 auto[:KEY=VALUE,...], first-grow:MAX or first-grow-sr:MAX)"
-            ));
-        }
-        if name == "sqrt" {
-            let size = rest.split(',').next().unwrap_or("");
-            if size.is_empty() || size.contains('=') {
-                return Err("`sqrt` needs a size first (e.g. sqrt:6M,ref=2095)".into());
-            }
-            if !rest.split(',').any(|o| o.trim().starts_with("ref=")) {
-                return Err(
-                    "`sqrt` needs the reference bit rate its size is for (e.g. sqrt:6M,ref=2095)"
-                        .into(),
-                );
-            }
-            return Ok(format!("fixed:{rest}"));
-        }
-        if name != "auto" && rest.is_empty() {
-            return Err(format!("`{name}` needs a size (e.g. {name}:4M)"));
-        }
-        Ok(p.to_string())
+        p.parse::<vodlab_prefetch::PolicySpec>()
+            .map(|_| p.trim().to_string())
+            .map_err(|e| e.why)
     }
 
     /// Parses `--servers` values: each split on commas, a `KEY=VALUE` piece
@@ -193,14 +170,19 @@ mod tests {
         assert_eq!(f.dir_name(), "vodlab-asap_fixed_2M");
         assert_eq!(row("vodlab-asap:auto").policy.as_deref(), Some("auto"));
         assert_eq!(
-            row("vodlab-asap:auto:interval=20,step=1M")
+            row("vodlab-asap:auto:interval=120,step=1M")
                 .policy
                 .as_deref(),
-            Some("auto:interval=20,step=1M")
+            Some("auto:interval=120,step=1M")
         );
         let s = row("vodlab-asap:sqrt:6M,ref=2095");
-        assert_eq!(s.policy.as_deref(), Some("fixed:6M,ref=2095"));
+        assert_eq!(s.policy.as_deref(), Some("sqrt:6M,ref=2095"));
         assert_eq!(s.label, "vodlab-asap:sqrt:6M,ref=2095");
+        // chapter 5's reference rate unless given
+        assert_eq!(
+            row("vodlab-asap:sqrt:6M").policy.as_deref(),
+            Some("sqrt:6M")
+        );
         assert_eq!(
             row("vodlab-asap:first-grow-sr:16M").policy.as_deref(),
             Some("first-grow-sr:16M")
@@ -215,10 +197,10 @@ mod tests {
             ("iis", "unknown server `iis`"),
             ("nginx:fixed:2M", "nginx takes no prefetch policy"),
             ("vodlab-vanilla:fixed:2M", "vanilla never prefetches"),
-            ("vodlab-asap:lru:2M", "unknown prefetch policy `lru`"),
+            ("vodlab-asap:lru:2M", "unknown policy `lru`"),
             ("vodlab-asap:fixed", "`fixed` needs a size"),
-            ("vodlab-asap:sqrt:6M", "reference bit rate"),
-            ("vodlab-asap:sqrt:ref=2095", "needs a size first"),
+            ("vodlab-asap:sqrt:ref=2095", "`sqrt` needs a size"),
+            ("vodlab-asap:auto:step=x", "step"),
         ] {
             let e = err(bad);
             assert!(
@@ -233,7 +215,7 @@ mod tests {
         let l = ServerSpec::parse_list(&[
             "vodlab-asap:fixed:2M,vodlab-asap:fixed:4M",
             "vodlab-asap:fixed:6M,ref=2095,scale=0.45,nginx",
-            "vodlab-asap:auto:interval=20",
+            "vodlab-asap:auto:interval=120",
         ])
         .unwrap();
         let labels: Vec<&str> = l.iter().map(|r| r.label.as_str()).collect();
@@ -244,7 +226,7 @@ mod tests {
                 "vodlab-asap:fixed:4M",
                 "vodlab-asap:fixed:6M,ref=2095,scale=0.45",
                 "nginx",
-                "vodlab-asap:auto:interval=20"
+                "vodlab-asap:auto:interval=120"
             ]
         );
         assert_eq!(l[2].policy.as_deref(), Some("fixed:6M,ref=2095,scale=0.45"));
@@ -252,22 +234,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("`nginx`") && e.contains("given twice"), "{e}");
-        let e =
-            ServerSpec::parse_list(&["vodlab-asap:auto:interval=20,vodlab-asap:auto:interval_20"])
-                .unwrap_err()
-                .to_string();
+        let e = ServerSpec::parse_list(&[
+            "vodlab-asap:fixed:2M,ref=+2000,vodlab-asap:fixed:2M,ref= 2000",
+        ])
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("directory name"), "{e}");
         // a list already split on commas parses the same
         let split = ServerSpec::parse_list(&[
             "vodlab-asap:fixed:6M",
             "ref=2095",
             "nginx",
-            "vodlab-asap:auto:interval=20",
+            "vodlab-asap:auto:interval=120",
             "step=1M",
         ])
         .unwrap();
         assert_eq!(split[0].policy.as_deref(), Some("fixed:6M,ref=2095"));
-        assert_eq!(split[2].policy.as_deref(), Some("auto:interval=20,step=1M"));
+        assert_eq!(
+            split[2].policy.as_deref(),
+            Some("auto:interval=120,step=1M")
+        );
         assert_eq!(split.len(), 3);
         // in one value too
         let one = ServerSpec::parse_list(&["nginx,vodlab-asap:auto:busy=0.5,evict=0.1"]).unwrap();

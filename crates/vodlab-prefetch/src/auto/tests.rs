@@ -1,7 +1,7 @@
 //! The automatic prefetch size and square-root sizes, in virtual time.
 
 use super::*;
-use crate::config::PolicySpec;
+use crate::PolicySpec;
 
 const MB: u64 = 1 << 20;
 const HALF: u64 = 512 << 10;
@@ -455,7 +455,7 @@ fn policies_parse_print_and_build() {
     assert_eq!(e.to_string().parse::<PolicySpec>(), Ok(e));
     // built: an auto controller reports its state, a fixed one does not
     let mut c = p.build();
-    let v = c.auto_view().unwrap();
+    let v = crate::PrefetchCore::new(p.build()).auto_view().unwrap();
     assert_eq!(
         (v.current_bytes, v.target_bytes, v.intervals),
         (3 * MB, 3 * MB, 0)
@@ -469,7 +469,9 @@ fn policies_parse_print_and_build() {
             len: 3 * MB
         }
     );
-    assert!(PolicySpec::Fixed(MB).build().auto_view().is_none());
+    assert!(crate::PrefetchCore::new(PolicySpec::Fixed(MB).build())
+        .auto_view()
+        .is_none());
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Controllers with scripted feedback, in virtual time.
 
 use super::*;
+use crate::core::{BeforeSend, PrefetchCore};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The range the server prefetched before the controller trait (the old
@@ -275,7 +277,7 @@ fn session_state_counts_use_waste_and_forgets_old_ranges() {
 #[test]
 fn policies_build_their_controller() {
     let t0 = Instant::now();
-    let mut c = crate::config::PolicySpec::Fixed(2 << 20).build();
+    let mut c = crate::PolicySpec::Fixed(2 << 20).build();
     let mut s = SessionState::default();
     assert_eq!(
         c.on_request(t0, &info(100, 10, 10 << 20, false), &mut s, None),
@@ -316,17 +318,13 @@ fn tick_devices_reports_what_the_helpers_read_since_the_last_tick() {
     }
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut core = PrefetchCore::new(Box::new(Seen(seen.clone())));
-    let dev = |device, bytes, busy_s| crate::prefetch::DeviceStats {
-        device,
-        bytes,
-        busy_s,
-        ..Default::default()
-    };
     let t0 = Instant::now();
-    core.tick_devices(t0, &[dev(1, 1000, 0.5), dev(2, 500, 0.25)]);
+    let ms = Duration::from_millis;
+    // the devices' totals: 1,000 + 500 bytes in 0.5 + 0.25 s
+    core.tick_devices(t0, 1500, ms(750));
     // nothing new: only the tick
-    core.tick_devices(t0, &[dev(1, 1000, 0.5), dev(2, 500, 0.25)]);
-    core.tick_devices(t0, &[dev(1, 3000, 1.0), dev(2, 500, 0.25)]);
+    core.tick_devices(t0, 1500, ms(750));
+    core.tick_devices(t0, 3500, ms(1250));
     let tick = (u64::MAX, Duration::ZERO);
     assert_eq!(
         *seen.lock().unwrap(),

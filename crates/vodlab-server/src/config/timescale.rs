@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use super::{Config, ConfigError, PolicySpec};
+#[cfg(test)]
+use super::PolicySpec;
+use super::{Config, ConfigError};
 
 /// Largest accepted k (the workload's bound too).
 pub const MAX_TIME_COMPRESSION: f64 = 1_000.0;
@@ -62,48 +64,15 @@ impl Config {
         c.link_capacity = self
             .link_capacity
             .map(|l| ((l as f64 * k).round() as u64).max(1));
-        c.prefetch_policy = match self.prefetch_policy {
-            PolicySpec::Fixed(n) => PolicySpec::Fixed(n),
-            PolicySpec::Scaled(n, mut s) => {
-                s.reference_kbps *= k;
-                PolicySpec::Scaled(n, s)
-            }
-            PolicySpec::Auto(mut a) => {
-                a.interval = div(a.interval, k);
-                a.ramp = div(a.ramp, k);
-                if let Some(s) = &mut a.scaling {
-                    s.reference_kbps *= k;
-                }
-                PolicySpec::Auto(a)
-            }
-            PolicySpec::FirstGrow { .. } => {
-                return Err(ConfigError::Policy {
-                    given: self.prefetch_policy.to_string(),
-                    why: "--time-compression (time_compression) != 1 is not supported with first-grow: its chain window and reference rate are fixed".into(),
-                })
-            }
-        };
+        c.prefetch_policy = self.prefetch_policy.time_compressed(k)?;
         Ok(c)
-    }
-}
-
-impl crate::bitrate::BitrateCatalog {
-    /// The catalog with every rate multiplied by `k` (the server's
-    /// `time_compression`).
-    pub fn time_compressed(mut self, k: f64) -> Self {
-        if k != 1.0 {
-            for v in self.bitrates.values_mut() {
-                *v *= k;
-            }
-        }
-        self
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auto::AutoConfig;
+    use vodlab_prefetch::auto::AutoConfig;
 
     fn secs(s: f64) -> Duration {
         Duration::from_secs_f64(s)

@@ -1,0 +1,260 @@
+use super::*;
+use crate::chainpf::FirstGrow;
+use crate::controller::Fixed;
+use crate::events::Event;
+use crate::replay::replay;
+use crate::PolicySpec;
+use std::sync::{Arc, Mutex};
+
+/// A chain of `bytes` in 1 MB range requests over `dur` seconds.
+fn chain(session: u64, start: f64, bytes: u64, dur: f64) -> SimChain {
+    SimChain {
+        session,
+        file: session,
+        drive: 0,
+        file_size: 1 << 40,
+        offset: 0,
+        bytes,
+        requests: bytes.div_ceil(1_000_000) as u32,
+        start_s: start,
+        end_s: start + dur,
+        bitrate_bps: Some(2_000_000),
+        open_ended: false,
+    }
+}
+
+fn run(cfg: &SimConfig, c: Box<dyn PrefetchController>, chains: &[SimChain]) -> SimResult {
+    simulate(cfg, c, chains, false).0
+}
+
+#[test]
+fn kept_reads_are_the_prefetches() {
+    let cfg = SimConfig::default();
+    let (_, none) = simulate(
+        &cfg,
+        Box::new(Fixed(4_000_000)),
+        &[chain(1, 0.0, 10_000_000, 100.0)],
+        false,
+    );
+    assert!(none.is_empty(), "not kept unless asked");
+    let (_, r) = simulate(
+        &cfg,
+        Box::new(Fixed(4_000_000)),
+        &[chain(2, 10.0, 10_000_000, 100.0)],
+        true,
+    );
+    let at: Vec<(f64, u64, u64)> = r.iter().map(|d| (d.t_s, d.offset, d.bytes)).collect();
+    assert_eq!(
+        at,
+        vec![
+            (10.0, 0, 4_000_000),
+            (50.0, 4_000_000, 4_000_000),
+            (90.0, 8_000_000, 4_000_000)
+        ]
+    );
+    assert!(r.iter().all(|d| d.file == 2 && d.drive == 0));
+}
+
+#[test]
+fn the_thesis_seek_rate() {
+    let m = UtilModel::default();
+    assert!((m.seeks_per_s - 39.4).abs() < 0.05, "{}", m.seeks_per_s);
+}
+
+#[test]
+fn fixed_prefetches_count_seeks_bytes_waste_and_memory() {
+    // 10 MB over 100 s in 1 MB ranges: prefetches at 0, 40 and 80 s of 4 MB
+    let r = run(
+        &SimConfig::default(),
+        Box::new(Fixed(4_000_000)),
+        &[chain(1, 0.0, 10_000_000, 100.0)],
+    );
+    assert_eq!(r.prefetches, 3);
+    assert_eq!(r.device_bytes, 12_000_000);
+    assert_eq!(r.wasted_bytes, 2_000_000);
+    // ten ranges asked, seven of them found in the page cache
+    assert_eq!((r.decisions, r.hits), (10, 7));
+    // buckets [0,60): two prefetches, 8 MB; [60,120): one, 4 MB
+    let want = 8e6 / 60.0 / 125.5e6 + 2.0 / 60.0 / UtilModel::default().seeks_per_s;
+    assert!((r.peak_utilisation - want).abs() < 1e-9, "{r:?}");
+    // the 4 MB buffer is held from 0 to 140 s: buckets 0, 1 and 2
+    assert_eq!(r.peak_memory_bytes, 4_000_000);
+    assert_eq!(r.mean_memory_bytes, 4_000_000);
+    assert_eq!(r.buckets, 3);
+    // a 4 MB read waits a seek and its transfer on an idle drive
+    let svc = UtilModel::default().service(4_000_000).as_secs_f64();
+    assert!((r.max_wait_s - svc).abs() < 1e-6, "{r:?}");
+    assert_eq!((r.evictions, r.peak_cache_bytes), (0, 0));
+}
+
+#[test]
+fn concurrent_chains_add_memory_and_a_larger_size_means_fewer_seeks() {
+    let chains: Vec<SimChain> = (0..10)
+        .map(|k| chain(k, k as f64, 50_000_000, 50.0))
+        .collect();
+    let go = |size: u64| run(&SimConfig::default(), Box::new(Fixed(size)), &chains);
+    let (small, large) = (go(1_000_000), go(16_000_000));
+    assert_eq!(small.peak_memory_bytes, 10 * 1_000_000);
+    assert_eq!(large.peak_memory_bytes, 10 * 16_000_000);
+    assert!(large.prefetches < small.prefetches);
+    assert!(large.wasted_bytes > small.wasted_bytes);
+}
+
+#[test]
+fn first_grow_seeks_less_than_its_first_size_and_uses_less_memory_than_fixed_at_its_max() {
+    // many short chains and a few long ones, as in the thesis's logs
+    let chains: Vec<SimChain> = (0..200u64)
+        .map(|k| {
+            if k % 10 == 0 {
+                chain(k, k as f64, 200_000_000, 400.0)
+            } else {
+                chain(k, k as f64, 300_000, 5.0)
+            }
+        })
+        .collect();
+    let cfg = SimConfig::default();
+    let fg = run(&cfg, Box::new(FirstGrow::new(16_000_000, false)), &chains);
+    let fx = run(&cfg, Box::new(Fixed(16_000_000)), &chains);
+    assert!(fg.wasted_bytes < fx.wasted_bytes / 10, "{fg:?} {fx:?}");
+    assert!(fg.peak_memory_bytes < fx.peak_memory_bytes, "{fg:?} {fx:?}");
+    assert!(fg.peak_utilisation < fx.peak_utilisation, "{fg:?} {fx:?}");
+}
+
+#[test]
+fn an_open_ended_chain_is_read_in_the_policys_size() {
+    let mut c = chain(1, 0.0, 10_000_000, 100.0);
+    c.requests = 1;
+    c.open_ended = true;
+    let (r, reads) = simulate(
+        &SimConfig::default(),
+        Box::new(Fixed(4_000_000)),
+        &[c],
+        true,
+    );
+    let at: Vec<(f64, u64, u64)> = reads.iter().map(|d| (d.t_s, d.offset, d.bytes)).collect();
+    assert_eq!(
+        at,
+        vec![
+            (0.0, 0, 4_000_000),
+            (40.0, 4_000_000, 4_000_000),
+            (80.0, 8_000_000, 4_000_000)
+        ]
+    );
+    assert_eq!(r.decisions, 3);
+}
+
+#[test]
+fn a_shared_page_cache_serves_a_second_viewer_of_the_same_file() {
+    let a = chain(1, 0.0, 8_000_000, 80.0);
+    let mut b = chain(2, 10.0, 8_000_000, 80.0);
+    b.file = a.file;
+    let both = [a, b];
+    let own = run(&SimConfig::default(), Box::new(Fixed(4_000_000)), &both);
+    let shared = run(
+        &SimConfig {
+            page_cache: Some(1 << 30),
+            ..SimConfig::default()
+        },
+        Box::new(Fixed(4_000_000)),
+        &both,
+    );
+    // each chain reads its own copy without a shared cache
+    assert_eq!(own.device_bytes, 16_000_000);
+    // the second viewer finds every range the first read
+    assert_eq!(shared.device_bytes, 8_000_000, "{shared:?}");
+    // only the first viewer's two ranges at 0 and 4 MB missed
+    assert_eq!((shared.decisions, shared.hits), (16, 14));
+    assert_eq!((own.decisions, own.hits), (16, 12));
+    assert_eq!(shared.peak_cache_bytes, 8_000_000);
+}
+
+#[test]
+fn a_small_page_cache_evicts_prefetches_and_the_controller_hears_of_it() {
+    // 40 viewers of different files prefetching 8 MB each into 64 MB: a
+    // viewer's prefetch is evicted by the others' before it is used
+    let chains: Vec<SimChain> = (0..40)
+        .map(|k| chain(k, k as f64 * 0.1, 40_000_000, 200.0))
+        .collect();
+    let cfg = SimConfig {
+        page_cache: Some(64 << 20),
+        ..SimConfig::default()
+    };
+    let r = run(&cfg, Box::new(Fixed(8_000_000)), &chains);
+    assert!(r.evictions > 0, "{r:?}");
+    assert!(r.evicted_bytes >= r.evictions * 1_000_000, "{r:?}");
+    // evicted data is read again
+    assert!(r.device_bytes > r.requested_bytes, "{r:?}");
+    assert!(r.peak_cache_bytes <= 64 << 20, "{r:?}");
+    // an eviction-driven policy shrinks: auto's eviction jump
+    let auto: PolicySpec = "auto:interval=10,ramp=0,busy=0,start=8M".parse().unwrap();
+    let a = run(&cfg, auto.build(), &chains);
+    assert!(a.auto_intervals.unwrap() > 0, "{a:?}");
+    assert!(a.auto_final_bytes.unwrap() < 8 << 20, "{a:?}");
+}
+
+#[test]
+fn auto_measures_and_moves_its_size_in_simulation() {
+    // 60 viewers at 2 Mbit/s in 1 MB ranges for 20 minutes: the drive is
+    // busy about 20 % of the time, so auto's busy threshold is set below
+    let chains: Vec<SimChain> = (0..60)
+        .map(|k| chain(k, k as f64 * 0.5, 300_000_000, 1200.0))
+        .collect();
+    let idle: PolicySpec = "auto:interval=60,ramp=10".parse().unwrap();
+    let r = run(&SimConfig::default(), idle.build(), &chains);
+    // at the default 60 % the drive is too idle to adjust: nothing moves
+    assert_eq!(r.auto_final_bytes, Some(4 << 20), "{r:?}");
+    let spec: PolicySpec = "auto:interval=60,ramp=10,busy=0.1".parse().unwrap();
+    let r = run(&SimConfig::default(), spec.build(), &chains);
+    let intervals = r.auto_intervals.expect("auto reports its intervals");
+    assert!(intervals >= 10, "{r:?}");
+    assert_ne!(
+        r.auto_final_bytes,
+        Some(4 << 20),
+        "the size never moved: {r:?}"
+    );
+    // a fixed size does not report any
+    let f = run(&SimConfig::default(), Box::new(Fixed(4 << 20)), &chains);
+    assert_eq!(f.auto_intervals, None);
+}
+
+/// Every policy, the simulator's own event stream replayed into a fresh
+/// controller of the same policy: the same decisions, one for one.
+#[test]
+fn recorded_simulations_replay_decision_for_decision() {
+    let mut chains: Vec<SimChain> = (0..30)
+        .map(|k| chain(k, k as f64 * 0.7, 20_000_000 + k * 1_000_000, 150.0))
+        .collect();
+    chains[3].open_ended = true;
+    chains[3].requests = 1;
+    let cfg = SimConfig {
+        page_cache: Some(96 << 20),
+        ..SimConfig::default()
+    };
+    for spec in [
+        "fixed:4M",
+        "proportional:4M",
+        "sqrt:4M",
+        "auto:interval=20,ramp=5,busy=0",
+        "first-grow:16M",
+        "first-grow-sr:16M",
+    ] {
+        let p: PolicySpec = spec.parse().unwrap();
+        let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let sink = events.clone();
+        let r = simulate_recorded(
+            &cfg,
+            p.build(),
+            &chains,
+            Box::new(move |e| sink.lock().unwrap().push(e.clone())),
+        );
+        let events = events.lock().unwrap().clone();
+        let rep = replay(p.build(), &events).unwrap();
+        assert_eq!(rep.decisions, r.decisions, "{spec}");
+        assert!(rep.prefetches > 0, "{spec}");
+        assert!(rep.mismatches.is_empty(), "{spec}: {:?}", rep.mismatches);
+        // and the comparison can fail: another policy decides otherwise
+        let other: PolicySpec = "fixed:1M".parse().unwrap();
+        let rep = replay(other.build(), &events).unwrap();
+        assert!(!rep.mismatches.is_empty(), "{spec} against fixed:1M");
+    }
+}
