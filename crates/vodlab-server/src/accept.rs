@@ -97,38 +97,6 @@ pub(crate) fn admit(st: &State, sock: &TcpStream, peer: IpAddr, now: Instant) ->
     false
 }
 
-/// Notes that the connection from `peer` was closed for abuse and logs
-/// `what` (at most a line a second, [`State::log_error`]) with the ban
-/// the address got ([`crate::penalty`]), counted in `h2.abuse_bans`.
-pub(crate) fn abused(st: &State, peer: IpAddr, what: &dyn std::fmt::Display) {
-    let now = Instant::now();
-    let got = {
-        let mut b = st.penalty.lock().expect("lock");
-        let g = b.abuse(peer, now);
-        st.counters
-            .proto
-            .penalty_addresses
-            .store(b.len() as u64, Ordering::Relaxed);
-        g
-    };
-    match got {
-        Some(g) => {
-            st.counters.proto.abuse_bans.fetch_add(1, Ordering::Relaxed);
-            st.log_error(&format_args!(
-                "{what}; {peer} banned {:.1} s (abuse {} remembered{})",
-                g.ban.as_secs_f64(),
-                g.strikes,
-                if g.evicted {
-                    ", table full: the oldest evicted"
-                } else {
-                    ""
-                }
-            ));
-        }
-        None => st.log_error(what),
-    }
-}
-
 /// Serves one accepted connection in whatever it speaks.
 pub(crate) async fn serve_conn(
     sock: TcpStream,

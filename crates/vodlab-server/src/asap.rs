@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use vodlab_http::server::Head;
 
-use crate::conn::CacheOutcome;
+use crate::access::CacheOutcome;
 use crate::conn_io::Sink;
 use crate::prefetch::{Lost, Pending, ReadReport};
 #[cfg(doc)]
@@ -97,7 +97,10 @@ impl RangeIo<'_, '_> {
             CacheOutcome::Miss
         };
         let ready = if resident { off + len } else { off + head };
-        let open = f.head.header("range").is_some_and(open_ended_range);
+        let open = f
+            .head
+            .header("range")
+            .is_some_and(crate::request::open_ended_range);
         let chain = open.then_some(chain);
         (
             cache,
@@ -177,8 +180,17 @@ impl RangeIo<'_, '_> {
             offset: a,
             length: len,
             file_size: f.size,
-            bitrate_bps: cmcd_bitrate(f.head).or_else(|| crate::bitrate::fallback_bps(f.head, st)),
-            open_ended: f.head.header("range").is_some_and(open_ended_range),
+            bitrate_bps: cmcd_bitrate(f.head).or_else(|| {
+                crate::bitrate::fallback_bitrate_bps(
+                    f.head,
+                    st.bitrates.as_ref(),
+                    st.cfg.default_bitrate_kbps,
+                )
+            }),
+            open_ended: f
+                .head
+                .header("range")
+                .is_some_and(crate::request::open_ended_range),
         };
         let chain = (!chain.is_empty()).then_some(chain);
         let d = st.prefetch.lock().expect("lock").decide(
@@ -326,25 +338,4 @@ pub(crate) fn end_session(st: &State, conn: u64, session: &mut SessionState) {
     st.counters
         .wasted_prefetch_bytes
         .fetch_add(wasted, Ordering::Relaxed);
-}
-
-/// Whether a Range header value is one open-ended range, `bytes=A-`.
-pub(crate) fn open_ended_range(v: &str) -> bool {
-    v.trim().strip_prefix("bytes=").is_some_and(|r| {
-        !r.contains(',') && r.trim_end().ends_with('-') && !r.trim().starts_with('-')
-    })
-}
-
-#[cfg(test)]
-mod open_ended_tests {
-    #[test]
-    fn open_ended_ranges_are_told_apart() {
-        use super::open_ended_range as o;
-        assert!(o("bytes=100-"));
-        assert!(o("bytes=0-"));
-        assert!(!o("bytes=0-99"));
-        assert!(!o("bytes=-500"));
-        assert!(!o("bytes=0-,10-20"));
-        assert!(!o("items=0-"));
-    }
 }

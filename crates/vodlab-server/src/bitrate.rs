@@ -312,11 +312,6 @@ pub fn fallback_bitrate_bps(
     Some((kbps * 1000.0).round() as u64)
 }
 
-/// [`fallback_bitrate_bps`] with the server's catalog and default.
-pub(crate) fn fallback_bps(head: &Head, st: &crate::server::State) -> Option<u64> {
-    fallback_bitrate_bps(head, st.bitrates.as_ref(), st.cfg.default_bitrate_kbps)
-}
-
 impl BitrateCatalog {
     /// The catalog with every rate multiplied by `k` (the server's
     /// `time_compression`).

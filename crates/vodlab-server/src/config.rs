@@ -92,7 +92,9 @@ pub enum PaceMode {
 }
 
 pub use vodlab_prefetch::PolicySpec;
+pub mod h2;
 mod timescale;
+pub mod tls;
 pub use timescale::MAX_TIME_COMPRESSION;
 mod pace_driver;
 pub use pace_driver::{
@@ -210,9 +212,9 @@ pub struct Config {
     pub time_compression: f64,
     // --- TLS and HTTP/2 (crate::tls, crate::h2) ---
     /// TLS: certificate, record sizing, ALPN (`[tls]`).
-    pub tls: crate::tls::TlsSettings,
+    pub tls: tls::TlsSettings,
     /// HTTP/2: windows, frame size, streams, abuse limits (`[h2]`).
-    pub h2: crate::h2::H2Settings,
+    pub h2: h2::H2Settings,
     // --- end of TLS and HTTP/2 ---
 }
 
@@ -246,8 +248,8 @@ impl Default for Config {
             default_bitrate_kbps: None,
             time_compression: 1.0,
             // TLS and HTTP/2
-            tls: crate::tls::TlsSettings::default(),
-            h2: crate::h2::H2Settings::default(),
+            tls: tls::TlsSettings::default(),
+            h2: h2::H2Settings::default(),
         }
     }
 }

@@ -12,16 +12,16 @@
 //! reason. While it reads a head the connection may be shed by the accept
 //! loop at the connection cap ([`crate::limits::HeadQueue`]).
 
-use std::fmt;
-use std::io::{self, Write};
+use std::io::{self};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{watch, Notify};
 use vodlab_http::server::{check_request, parse_head, Head, Reject, MAX_HEAD};
 
+use crate::access::{count, log_line, CacheOutcome};
 use crate::asap::{FileCtx, RangeIo};
 use crate::bitrate::{response_rate, Cmcd, ResponseRate};
 use crate::config::{IoMode, PaceMode};
@@ -30,30 +30,9 @@ use crate::error::ServeError;
 use crate::limits::{body_action, BodyAction, HeadTimer};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::chain_of;
-use crate::server::{kind_index, State};
+use crate::server::State;
 use crate::transport::Transport;
 use vodlab_prefetch::SessionState;
-
-/// Whether a range was in the page cache when it was sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheOutcome {
-    /// Probed resident: sent at once.
-    Hit,
-    /// Probed not resident (prefetched first, if the controller said so).
-    Miss,
-    /// Not probed (vanilla mode, or no file body).
-    None,
-}
-
-impl fmt::Display for CacheOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CacheOutcome::Hit => "hit",
-            CacheOutcome::Miss => "miss",
-            CacheOutcome::None => "-",
-        })
-    }
-}
 
 /// Why a connection ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -465,7 +444,7 @@ impl Conn<'_> {
                     // the user-mode pacer writes with sendfile: not over TLS (see `respond`)
                     return self.send_range(f, off, len, chain).await;
                 };
-                crate::pacing::send_paced(st, sock, f.file, off, len, &rate).await?;
+                crate::pacing::send_paced(&st.pacing, sock, f.file, off, len, &rate).await?;
                 Ok(CacheOutcome::None)
             }
             PaceMode::Kernel => {
@@ -564,15 +543,6 @@ impl Conn<'_> {
     }
 }
 
-/// Counts a response by kind (and as an error when it is one).
-pub(crate) fn count(st: &State, p: &ResponsePlan) {
-    let c = &st.counters;
-    c.kinds[kind_index(p.kind)].fetch_add(1, Ordering::Relaxed);
-    if p.kind.is_error() {
-        c.errors.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 /// Bytes of this connection its peer's TCP has acknowledged (`TCP_INFO`'s
 /// `tcpi_bytes_acked`), on plain TCP.
 fn bytes_acked(sock: &mut Transport) -> Option<u64> {
@@ -595,47 +565,11 @@ fn bytes_acked(sock: &mut Transport) -> Option<u64> {
     (r == 0 && len as usize >= need).then_some(info.tcpi_bytes_acked)
 }
 
-/// Appends one access-log line (format in docs/serve.md): `sent` is the
-/// file bytes sent and the page-cache outcome.
-pub(crate) fn log_line(
-    st: &State,
-    conn: u64,
-    head: &Head,
-    p: &ResponsePlan,
-    sent: (u64, CacheOutcome),
-    took: Duration,
-) {
-    let Some(log) = &st.log else { return };
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    let session = head
-        .header("x-vodlab-session")
-        .filter(|s| !s.is_empty() && !s.contains(char::is_whitespace))
-        .map_or_else(|| format!("c{conn}"), str::to_string);
-    let path = head.target.split('?').next().unwrap_or("");
-    // the request's form, as `vodlab analyze` reads it
-    let form = match head.header("range") {
-        None => "whole",
-        Some(v) if crate::asap::open_ended_range(v) => "open",
-        Some(_) => "chunk",
-    };
-    let line = format!(
-        "{now:.6} {conn} {session} {path} {} {} {} {} {} {} {form}\n",
-        p.offset,
-        p.length,
-        p.status(),
-        sent.0,
-        took.as_micros(),
-        sent.1
-    );
-    let _ = log.lock().expect("lock").write_all(line.as_bytes());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::ResponseKind;
+    use crate::state::kind_index;
 
     #[test]
     fn cache_outcomes_print_as_the_log_expects() {

@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use h2::SendStream;
+use h2::{Reason, SendStream};
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 
+use crate::body_pool::{self, BODY_BUFFER};
+use crate::config::h2::defaults as h2_defaults;
 use crate::config::IoMode;
 use crate::server::State;
 use crate::transport::Transport;
@@ -40,9 +42,7 @@ impl Sink<'_> {
     ) -> io::Result<()> {
         match self {
             Sink::Conn(t) => send_file(t, st, file, off, len).await,
-            Sink::H2(out, sent) => {
-                crate::h2::send_range(st, out, file, off, len, false, sent, false).await
-            }
+            Sink::H2(out, sent) => send_range(st, out, file, off, len, false, sent, false).await,
         }
     }
 
@@ -63,11 +63,6 @@ impl Sink<'_> {
         }
     }
 }
-
-/// Capacity of the reused body buffers ([`body_pool`]), 256 KiB: the size
-/// of every h2 and TLS body chunk and of an h2 connection's write buffer,
-/// which are defined from it so that their buffers are the pool's.
-pub(crate) const BODY_BUFFER: usize = 256 << 10;
 
 /// Bytes read from a file per write over TLS (a user-space copy: no kTLS).
 pub(crate) const TLS_BODY_CHUNK: usize = BODY_BUFFER;
@@ -173,86 +168,6 @@ pub(crate) async fn read_at(
             .expect("read task")
     } else {
         read_exact_uninit(file, off, n, buf)
-    }
-}
-
-/// Body buffers of [`BODY_BUFFER`] bytes, kept per thread for reuse: a
-/// fresh 256 KiB allocation per chunk came from `mmap` (above glibc's
-/// threshold, or from an arena trimmed again after each free), so every
-/// page of every chunk was faulted in and zeroed by the kernel before
-/// `pread` wrote it (`clear_page`, `exc_page_fault` and `unmap_page_range`
-/// ~8 % of the server's h2 profile, docs/benchmarks.md). At most
-/// [`KEEP`](body_pool::KEEP) buffers are kept per thread. An h2
-/// connection's write buffer ([`crate::h2::Gather`]) comes from here too.
-pub(crate) mod body_pool {
-    use std::cell::RefCell;
-
-    use bytes::Bytes;
-
-    use super::BODY_BUFFER;
-
-    /// Buffers kept per thread (an h2 stream queues at most 1 MiB, and an
-    /// h2 connection gathers its frames in one while it writes).
-    pub const KEEP: usize = 8;
-
-    thread_local! {
-        static FREE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-    }
-
-    /// An empty buffer with room for `n` bytes: a kept one when `n` is
-    /// at most [`BODY_BUFFER`] and a large read (small reads take a small
-    /// buffer of their own).
-    pub fn take(n: usize) -> Vec<u8> {
-        if !(BODY_BUFFER / 4..=BODY_BUFFER).contains(&n) {
-            return Vec::with_capacity(n);
-        }
-        FREE.try_with(|f| f.borrow_mut().pop())
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| Vec::with_capacity(BODY_BUFFER))
-    }
-
-    /// Hands a buffer back for reuse (one of another size is freed).
-    pub fn give(mut v: Vec<u8>) {
-        if v.capacity() != BODY_BUFFER {
-            return;
-        }
-        v.clear();
-        let _ = FREE.try_with(|f| {
-            let mut f = f.borrow_mut();
-            if f.len() < KEEP {
-                f.push(v);
-            }
-        });
-    }
-
-    /// Buffers kept by this thread now.
-    #[cfg(test)]
-    pub fn kept() -> usize {
-        FREE.try_with(|f| f.borrow().len()).unwrap_or(0)
-    }
-
-    /// The buffer as `Bytes` that hand it back when the last reference is
-    /// dropped (the h2 crate drops a DATA payload once it is written).
-    pub fn bytes(v: Vec<u8>) -> Bytes {
-        if v.capacity() != BODY_BUFFER {
-            return Bytes::from(v);
-        }
-        Bytes::from_owner(Recycled(v))
-    }
-
-    struct Recycled(Vec<u8>);
-
-    impl AsRef<[u8]> for Recycled {
-        fn as_ref(&self) -> &[u8] {
-            &self.0
-        }
-    }
-
-    impl Drop for Recycled {
-        fn drop(&mut self) {
-            give(std::mem::take(&mut self.0));
-        }
     }
 }
 
@@ -465,6 +380,78 @@ fn sendfile(out: i32, inp: i32, off: u64, n: usize) -> io::Result<usize> {
     } else {
         Ok(r as usize)
     }
+}
+
+/// An h2 error as an I/O error (a connection's I/O error as itself).
+pub(crate) fn h2_io(e: h2::Error) -> io::Error {
+    if e.is_io() {
+        e.into_io().unwrap_or_else(|| io::Error::other("h2"))
+    } else {
+        io::Error::new(io::ErrorKind::ConnectionAborted, e)
+    }
+}
+
+/// Waits for window for up to `want` bytes, at most `limit` (the send
+/// timeout: no window granted means a stalled reader).
+pub(crate) async fn capacity(
+    out: &mut SendStream<Bytes>,
+    want: usize,
+    limit: Duration,
+) -> io::Result<usize> {
+    out.reserve_capacity(want);
+    loop {
+        if out.capacity() > 0 {
+            return Ok(out.capacity().min(want));
+        }
+        let r = tokio::time::timeout(limit, std::future::poll_fn(|cx| out.poll_capacity(cx))).await;
+        match r {
+            Err(_) => {
+                out.send_reset(Reason::CANCEL);
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "send timeout: no window from the client",
+                ));
+            }
+            Ok(None) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the stream was closed",
+                ))
+            }
+            Ok(Some(Err(e))) => return Err(h2_io(e)),
+            Ok(Some(Ok(n))) if n > 0 => return Ok(n.min(want)),
+            Ok(Some(Ok(_))) => {}
+        }
+    }
+}
+
+/// Sends a file range: reads what the window allows (at most
+/// [`h2_defaults::BODY_CHUNK`], on the blocking pool when `blocking`) and
+/// sends it, END_STREAM with the last bytes when `eos`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn send_range(
+    st: &State,
+    out: &mut SendStream<Bytes>,
+    file: &Arc<std::fs::File>,
+    mut off: u64,
+    len: u64,
+    eos: bool,
+    sent: &mut u64,
+    blocking: bool,
+) -> io::Result<()> {
+    let end = off + len;
+    let limit = st.cfg.send_timeout;
+    while off < end {
+        let want = ((end - off) as usize).min(h2_defaults::BODY_CHUNK);
+        let n = capacity(out, want, limit).await?;
+        let buf = read_at(file, off, n, blocking).await?;
+        off += n as u64;
+        out.send_data(body_pool::bytes(buf), eos && off == end)
+            .map_err(h2_io)?;
+        *sent += n as u64;
+        st.counters.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@
 //! every one that fires closes the connection with GOAWAY and is counted in
 //! [`crate::proto_stats::ProtoCounters`] and logged.
 
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -40,11 +40,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use vodlab_http::server::Head;
 
+use crate::access::{count, log_line, CacheOutcome};
 use crate::asap::{FileCtx, RangeIo};
 use crate::bitrate::{response_rate, Cmcd, ResponseRate};
 use crate::config::{IoMode, PaceMode};
-use crate::conn::{count, log_line, CacheOutcome};
-use crate::conn_io::{body_pool, read_at, Sink};
+use crate::conn_io::{capacity, h2_io, send_range, Sink};
 use crate::flood::{Flood, FloodSignal, Metered};
 use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
 use crate::request::chain_of;
@@ -52,9 +52,8 @@ use crate::server::State;
 use vodlab_prefetch::SessionState;
 
 mod gather;
-mod settings;
+pub use crate::config::h2::{defaults, H2Settings};
 pub use gather::{Gather, GATHER};
-pub use settings::{defaults, H2Settings};
 
 /// Which limit closed a connection: `None` unless the h2 crate sent a
 /// GOAWAY; `protocol_error` unless its reason is `ENHANCE_YOUR_CALM`; for
@@ -182,8 +181,7 @@ pub(crate) async fn serve<T>(
                     Flood::HeaderBlock => &p.continuation_flood,
                 }
                 .fetch_add(1, Ordering::Relaxed);
-                crate::accept::abused(
-                    &st,
+                st.abused(
                     peer,
                     &format_args!("h2 connection {id}: {f}: GOAWAY ENHANCE_YOUR_CALM"),
                 );
@@ -229,7 +227,7 @@ fn note_error(st: &State, peer: std::net::IpAddr, id: u64, e: &h2::Error, signal
                 st.log_error(&what);
             } else {
                 // a flood the h2 crate stopped (ENHANCE_YOUR_CALM)
-                crate::accept::abused(st, peer, &what);
+                st.abused(peer, &what);
             }
         }
         None if e.is_io() => {}
@@ -398,14 +396,6 @@ async fn stream(
     }
 }
 
-fn h2_io(e: h2::Error) -> io::Error {
-    if e.is_io() {
-        e.into_io().unwrap_or_else(|| io::Error::other("h2"))
-    } else {
-        io::Error::new(io::ErrorKind::ConnectionAborted, e)
-    }
-}
-
 /// Sends the plan's body on the stream, then END_STREAM.
 async fn send_body(
     sc: &StreamCtx<'_>,
@@ -454,7 +444,7 @@ async fn send_paced(
     };
     let st = sc.st;
     st.pacing.counters.paced.fetch_add(1, Ordering::Relaxed);
-    let mut pacing = crate::pacing::register_stream(st, len, rate)?;
+    let mut pacing = crate::pacing::register_stream(&st.pacing, len, rate)?;
     let end = off + len;
     let blocking = st.cfg.io == IoMode::Vanilla;
     while off < end {
@@ -504,36 +494,6 @@ async fn send_file_part(
     res.map(|()| cache)
 }
 
-/// Waits for window for up to `want` bytes, at most `limit` (the send
-/// timeout: no window granted means a stalled reader).
-async fn capacity(out: &mut SendStream<Bytes>, want: usize, limit: Duration) -> io::Result<usize> {
-    out.reserve_capacity(want);
-    loop {
-        if out.capacity() > 0 {
-            return Ok(out.capacity().min(want));
-        }
-        let r = tokio::time::timeout(limit, poll_fn(|cx| out.poll_capacity(cx))).await;
-        match r {
-            Err(_) => {
-                out.send_reset(Reason::CANCEL);
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "send timeout: no window from the client",
-                ));
-            }
-            Ok(None) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the stream was closed",
-                ))
-            }
-            Ok(Some(Err(e))) => return Err(h2_io(e)),
-            Ok(Some(Ok(n))) if n > 0 => return Ok(n.min(want)),
-            Ok(Some(Ok(_))) => {}
-        }
-    }
-}
-
 async fn send_bytes(
     out: &mut SendStream<Bytes>,
     mut data: Bytes,
@@ -547,35 +507,6 @@ async fn send_bytes(
         let n = capacity(out, data.len(), limit).await?;
         let part = data.split_to(n);
         out.send_data(part, eos && data.is_empty()).map_err(h2_io)?;
-    }
-    Ok(())
-}
-
-/// Sends a file range: reads what the window allows (at most
-/// [`defaults::BODY_CHUNK`], on the blocking pool when `blocking`) and
-/// sends it, END_STREAM with the last bytes when `eos`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn send_range(
-    st: &State,
-    out: &mut SendStream<Bytes>,
-    file: &Arc<std::fs::File>,
-    mut off: u64,
-    len: u64,
-    eos: bool,
-    sent: &mut u64,
-    blocking: bool,
-) -> io::Result<()> {
-    let end = off + len;
-    let limit = st.cfg.send_timeout;
-    while off < end {
-        let want = ((end - off) as usize).min(defaults::BODY_CHUNK);
-        let n = capacity(out, want, limit).await?;
-        let buf = read_at(file, off, n, blocking).await?;
-        off += n as u64;
-        out.send_data(body_pool::bytes(buf), eos && off == end)
-            .map_err(h2_io)?;
-        *sent += n as u64;
-        st.counters.bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
     Ok(())
 }

@@ -18,8 +18,10 @@
 #![warn(missing_docs)]
 
 pub mod accept;
+mod access;
 mod asap;
 pub mod bitrate;
+mod body_pool;
 pub mod config;
 mod conn;
 mod conn_io;
@@ -37,11 +39,13 @@ pub mod proto_stats;
 pub mod range;
 pub mod request;
 pub mod server;
+pub mod state;
 pub mod table41;
 pub mod tls;
 mod transport;
 
+pub use access::CacheOutcome;
 pub use config::{Config, IoMode, PaceMode, PolicySpec};
-pub use conn::{CacheOutcome, CloseReason, ConnState};
+pub use conn::{CloseReason, ConnState};
 pub use error::ServeError;
 pub use server::{Server, StartError};

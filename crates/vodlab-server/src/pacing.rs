@@ -514,7 +514,7 @@ impl Drop for Guard<'_> {
 /// written it all. Fails with `TimedOut` when the socket takes nothing for
 /// the send timeout.
 pub(crate) async fn send_paced(
-    st: &crate::server::State,
+    p: &Pacing,
     sock: &TcpStream,
     file: &File,
     off: u64,
@@ -524,7 +524,6 @@ pub(crate) async fn send_paced(
     if len == 0 {
         return Ok(());
     }
-    let p = &*st.pacing;
     let (tx, rx) = oneshot::channel();
     let id = {
         let mut g = p.inner.lock();
@@ -573,11 +572,10 @@ pub(crate) struct StreamPacing<'a> {
 /// as a paced HTTP/1.1 response); the stream's task sends each grant's
 /// bytes as DATA.
 pub(crate) fn register_stream<'a>(
-    st: &'a crate::server::State,
+    p: &'a Pacing,
     len: u64,
     rate: &ResponseRate,
 ) -> io::Result<StreamPacing<'a>> {
-    let p = &*st.pacing;
     let (tx, grants) = mpsc::unbounded_channel();
     let (done_tx, done) = oneshot::channel();
     let mut g = p.inner.lock();

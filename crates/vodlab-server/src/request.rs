@@ -104,6 +104,27 @@ pub fn content_type(path: &Path) -> &'static str {
     }
 }
 
+/// Whether a Range header value is one open-ended range, `bytes=A-`.
+pub(crate) fn open_ended_range(v: &str) -> bool {
+    v.trim().strip_prefix("bytes=").is_some_and(|r| {
+        !r.contains(',') && r.trim_end().ends_with('-') && !r.trim().starts_with('-')
+    })
+}
+
+#[cfg(test)]
+mod open_ended_tests {
+    #[test]
+    fn open_ended_ranges_are_told_apart() {
+        use super::open_ended_range as o;
+        assert!(o("bytes=100-"));
+        assert!(o("bytes=0-"));
+        assert!(!o("bytes=0-99"));
+        assert!(!o("bytes=-500"));
+        assert!(!o("bytes=0-,10-20"));
+        assert!(!o("items=0-"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@
 //!
 //! The buffer is held only while bytes wait in it: a real flush that
 //! empties it hands it back to the thread's pool of body buffers
-//! ([`crate::conn_io::body_pool`]), so an idle connection holds none (10,000
+//! ([`crate::body_pool`]), so an idle connection holds none (10,000
 //! connections that each once sent a response would otherwise keep 2.5 GB).
 
 use std::io;
@@ -29,11 +29,11 @@ use std::task::{ready, Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::conn_io::body_pool;
+use crate::body_pool;
 
 /// Bytes gathered before a write to the transport underneath: one of the
 /// pool's body buffers.
-pub const GATHER: usize = crate::conn_io::BODY_BUFFER;
+pub const GATHER: usize = crate::body_pool::BODY_BUFFER;
 
 /// A transport whose writes are gathered into a buffer and whose flushes
 /// right after a write are deferred to the task's next poll.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::ConfigError;
+use super::ConfigError;
 use crate::flood::FloodLimits;
 
 /// Defaults of the HTTP/2 settings.
@@ -30,7 +30,7 @@ pub mod defaults {
     pub const LOCAL_ERROR_RESETS: usize = 200;
     /// Body bytes read from the file per DATA write, 256 KiB (one of the
     /// server's pooled body buffers).
-    pub const BODY_CHUNK: usize = crate::conn_io::BODY_BUFFER;
+    pub const BODY_CHUNK: usize = crate::body_pool::BODY_BUFFER;
     /// Non-ACK SETTINGS frames per second.
     pub const SETTINGS_PER_S: u32 = 100;
     /// Non-ACK PING frames per second.
