@@ -18,6 +18,7 @@ pub mod runner;
 pub mod search;
 pub mod servers;
 pub mod stats;
+pub mod tracesim;
 
 pub use capacity::{CapacityFile, CapacityMeta, Row, SearchOutcome, Stop};
 pub use compare::{CompareFile, Figures, ProfileInfo, SeqRead, ServerRow};

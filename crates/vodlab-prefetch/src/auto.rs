@@ -648,10 +648,18 @@ impl PrefetchController for Auto {
         _chain: Option<&mut ChainState>,
     ) -> PrefetchDecision {
         self.t0.get_or_insert(now);
-        self.window.requested += req.length;
+        // an open-ended request asks for the rest of the file, and is asked
+        // again at its frontier for each read: it counts the bytes of one
+        // read (what the viewer gets from this ask), not the rest each time
+        let asked = if req.open_ended {
+            self.size_for(req.bitrate_bps)
+        } else {
+            req.length
+        };
+        self.window.requested += asked;
         if let Some(b) = req.bitrate_bps.filter(|&b| b > 0) {
-            self.window.rate_bytes += b as f64 * req.length as f64;
-            self.window.rated_bytes += req.length;
+            self.window.rate_bytes += b as f64 * asked as f64;
+            self.window.rated_bytes += asked;
         }
         if req.resident {
             return PrefetchDecision::None;

@@ -21,7 +21,6 @@ mod run;
 mod script;
 mod serve;
 mod simulate;
-mod simulate_disk;
 mod simulate_prefetch;
 
 fn main() -> ExitCode {

@@ -1,27 +1,15 @@
-//! `vodlab simulate --prefetch`: chapter 5's trace-driven comparison of
-//! prefetch policies (docs/simulate.md). The log is read once, chains are
-//! found as `vodlab analyze` finds them, and every policy's simulation
-//! ([`vodlab_prefetch::sim`]) runs over the chains, through the very
-//! prefetch core and controllers `vodlab serve` runs, with their feedback
-//! (reads timed by the drive model, ticks, evictions of a page-cache
-//! model).
+//! `vodlab simulate --prefetch`: the flags of chapter 5's trace-driven
+//! comparison of prefetch policies and its printed table (docs/simulate.md);
+//! the library runs it ([`vodlab_lab::tracesim`]).
 
-use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::Args;
-use serde::Serialize;
-use vodlab_analyze::parse::Line;
-use vodlab_analyze::{key, Chain, ChainDetector, Form, LogFormat};
-use vodlab_prefetch::sim::{simulate, SimChain, SimConfig, SimResult, UtilModel};
+use vodlab_lab::tracesim::{self, DiskChoice, TraceObserver, TraceSettings};
+use vodlab_prefetch::sim::{SimConfig, UtilModel};
 use vodlab_prefetch::PolicySpec;
-
-use crate::simulate_disk::{replay, DiskChoice, MechResult, Placed};
-use vodlab_prefetch::sim::DeviceRead;
 
 /// Options of the prefetch mode.
 #[derive(Debug, Args)]
@@ -112,127 +100,62 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     Ok(b)
 }
 
-/// The kinds a `--sweep` runs when no `--policy` names any (chapter 5's).
-const KINDS: [&str; 5] = [
-    "fixed",
-    "proportional",
-    "sqrt",
-    "first-grow",
-    "first-grow-sr",
-];
-
-/// A policy to run: its kind (the row's name), size and spec.
-struct Planned {
-    kind: String,
-    size: u64,
-    spec: PolicySpec,
-}
-
-/// Reads `KIND:SIZE[,...]` in the policy grammar.
-fn policy(text: &str) -> anyhow::Result<Planned> {
-    let spec: PolicySpec = text.parse().map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
-    let kind = text
-        .trim()
-        .split(':')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let size = match spec {
-        PolicySpec::Fixed(n) | PolicySpec::Scaled(n, _) => n,
-        PolicySpec::FirstGrow { max, .. } => max,
-        PolicySpec::Auto(a) => a.start,
-    };
-    if !(1..=1_000_000_000_000).contains(&size) {
-        bail!("--policy {text:?}: size must be 1 B to 1 TB");
-    }
-    Ok(Planned { kind, size, spec })
-}
-
-/// Policies to run.
-fn plan(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Planned>> {
-    let named = a
-        .policies
-        .iter()
-        .map(|p| policy(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if a.sweep.is_empty() {
-        if named.is_empty() {
-            bail!("give at least one --policy KIND:SIZE or a --sweep of sizes");
-        }
-        return Ok(named);
-    }
-    let mut kinds: Vec<String> = named.iter().map(|p| p.kind.clone()).collect();
-    kinds.dedup();
-    if kinds.is_empty() {
-        kinds = KINDS.iter().map(|k| k.to_string()).collect();
-    }
-    let sizes = a
+/// Policies to run, from the flags.
+fn plan(a: &PrefetchSimArgs) -> anyhow::Result<Vec<tracesim::Planned>> {
+    let sweep = a
         .sweep
         .iter()
-        .map(|s| parse_size(s).with_context(|| format!("--sweep {s:?}")))
+        .map(|s| parse_size(s).map_err(|e| anyhow::anyhow!("--sweep {s:?}: {e}")))
         .collect::<anyhow::Result<Vec<u64>>>()?;
-    let mut out = Vec::new();
-    for k in &kinds {
-        for s in &sizes {
-            let text = match k.as_str() {
-                "auto" => format!("auto:start={s}"),
-                _ => format!("{k}:{s}"),
-            };
-            out.push(policy(&text)?);
-        }
-    }
-    Ok(out)
+    Ok(tracesim::plan(&a.policies, &sweep)?)
 }
 
-/// One row of the output.
-#[derive(Debug, Serialize)]
-pub struct Row {
-    /// Policy kind.
-    pub policy: String,
-    /// Size (the maximum for First-Grow, the start for auto), bytes.
-    pub size: u64,
-    /// The policy as `vodlab serve --prefetch-policy` reads it.
-    pub spec: String,
-    /// What the simulation measured.
-    #[serde(flatten)]
-    pub result: SimResult,
-    /// What the mechanical drive model measured (`--disk mechanical`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mechanical: Option<MechResult>,
-}
-
-struct Files {
-    sizes: HashMap<u64, u64>,
-    rates: HashMap<u64, f64>,
-    /// (key, size) in creation order, as a file set places them.
-    order: Vec<(u64, u64)>,
-}
-
-fn catalog_files(dir: &Path) -> anyhow::Result<Files> {
-    let (_, c) = crate::fileset::load(dir)?;
-    let mut f = Files {
-        sizes: HashMap::new(),
-        rates: HashMap::new(),
-        order: c
-            .files()
-            .map(|(rel, size)| (key(&format!("/{rel}")), size))
-            .collect(),
+/// The library's settings from the flags.
+fn settings(a: &PrefetchSimArgs) -> anyhow::Result<TraceSettings> {
+    let mut model = UtilModel {
+        transfer_bytes_per_s: a.transfer_mb_s * 1e6,
+        ..UtilModel::default()
     };
-    for t in &c.titles {
-        for tr in &t.representations {
-            let b = c.representations[tr.rep].bitrate_kbps;
-            let size = match c.layout {
-                vodlab_workload::spec::Layout::Chunked => c.representations[tr.rep].chunk_bytes,
-                vodlab_workload::spec::Layout::Single => tr.stored_bytes,
-            };
-            for k in 0..tr.files {
-                let file = key(&format!("/{}", c.file_path(t, tr.rep, k)));
-                f.sizes.insert(file, size);
-                f.rates.insert(file, b);
-            }
+    if let Some(s) = a.seeks_per_s {
+        model.seeks_per_s = s;
+    }
+    if !(model.transfer_bytes_per_s > 0.0 && model.seeks_per_s > 0.0) {
+        bail!("--transfer-mb-s and --seeks-per-s must be > 0");
+    }
+    if !(a.bucket.is_finite() && a.bucket > 0.0) {
+        bail!("--bucket must be > 0 s");
+    }
+    Ok(TraceSettings {
+        logs: a.logs.clone(),
+        workload: a.workload.clone(),
+        trace_workload: a.trace_workload.clone(),
+        trace_hours: a.trace_hours,
+        drives: a.drives,
+        chain_window: a.chain_window,
+        sim: SimConfig {
+            bucket_s: a.bucket,
+            model,
+            page_cache: a.page_cache,
+            max_prefetch: a.max_prefetch,
+            ..SimConfig::default()
+        },
+        disk: DiskChoice::parse(&a.disk)?,
+        policies: plan(a)?,
+    })
+}
+
+/// Progress of a long trace on stderr.
+struct Progress;
+
+impl TraceObserver for Progress {
+    fn lines_read(&mut self, lines: u64) {
+        eprintln!("vodlab simulate: {lines} lines read");
+    }
+    fn simulating(&mut self, chains: usize, policies: usize) {
+        if chains > 1_000_000 {
+            eprintln!("vodlab simulate: {chains} chains; running {policies} policies");
         }
     }
-    Ok(f)
 }
 
 /// `--replay-events FILE --policy SPEC`: replays a live server's events
@@ -242,20 +165,13 @@ pub fn replay_events(a: &PrefetchSimArgs, file: &Path) -> anyhow::Result<bool> {
         bail!("--replay-events needs exactly one --policy: the one the server ran");
     };
     let spec: PolicySpec = p.parse().map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
-    let name = file.display().to_string();
-    let events = vodlab_prefetch::events::read_events(BufReader::new(
-        File::open(file).with_context(|| format!("opening {name}"))?,
-    ))
-    .with_context(|| name.clone())?;
-    let r = vodlab_prefetch::replay::replay(spec.build(), &events).with_context(|| name.clone())?;
+    let (n, r) = tracesim::replay_events(file, &spec)?;
+    let name = file.display();
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{name}: {} events; {} ranges decided ({} prefetches), {} feedback events; policy {spec}",
-        events.len(),
-        r.decisions,
-        r.prefetches,
-        r.feedback
+        "{name}: {n} events; {} ranges decided ({} prefetches), {} feedback events; policy {spec}",
+        r.decisions, r.prefetches, r.feedback
     )?;
     if r.mismatches.is_empty() {
         writeln!(out, "every decision alike")?;
@@ -270,194 +186,24 @@ pub fn replay_events(a: &PrefetchSimArgs, file: &Path) -> anyhow::Result<bool> {
         }
     }
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let p = dir.join("replay.json");
-        std::fs::write(&p, serde_json::to_string_pretty(&r)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(
+            dir.join("replay.json"),
+            serde_json::to_string_pretty(&r)? + "\n",
+        )?;
     }
     Ok(r.mismatches.is_empty())
 }
 
 /// Runs the prefetch mode; returns the rows printed.
-pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
-    if a.logs.is_empty() && a.trace_workload.is_none() {
-        bail!("--prefetch needs at least one --log, or --trace-workload DIR");
-    }
-    if !(a.trace_hours.is_finite() && a.trace_hours > 0.0 && a.trace_hours <= 24.0 * 365.0) {
-        bail!("--trace-hours must be > 0 and at most a year");
-    }
-    if a.drives == 0 || a.drives > 4096 {
-        bail!("--drives must be 1 to 4096, got {}", a.drives);
-    }
-    if !(a.bucket.is_finite() && a.bucket > 0.0) {
-        bail!("--bucket must be > 0 s");
-    }
-    let policies = plan(a)?;
-    let disk = DiskChoice::parse(&a.disk)?;
-    let files = match a.workload.as_ref().or(a.trace_workload.as_ref()) {
-        Some(d) => Some(catalog_files(d)?),
-        None => None,
-    };
-    let placed = match (&disk, &files) {
-        (DiskChoice::Linear, _) => None,
-        (DiskChoice::Mechanical(_), None) => bail!(
-            "--disk mechanical places the workload's files on the drives: give --workload DIR or --trace-workload DIR"
-        ),
-        (DiskChoice::Mechanical(p), Some(f)) => {
-            let profile = vodlab_disk::Profile::resolve(p)
-                .map_err(|e| anyhow::anyhow!("--disk mechanical:{p}: {e}"))?;
-            Some(Placed::new(profile, a.drives, f.order.iter().copied())?)
-        }
-    };
-    let mut model = UtilModel {
-        transfer_bytes_per_s: a.transfer_mb_s * 1e6,
-        ..UtilModel::default()
-    };
-    if let Some(s) = a.seeks_per_s {
-        model.seeks_per_s = s;
-    }
-    if !(model.transfer_bytes_per_s > 0.0 && model.seeks_per_s > 0.0) {
-        bail!("--transfer-mb-s and --seeks-per-s must be > 0");
-    }
-    let cfg = SimConfig {
-        bucket_s: a.bucket,
-        model,
-        page_cache: a.page_cache,
-        max_prefetch: a.max_prefetch,
-        ..SimConfig::default()
-    };
-    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut chains: Vec<SimChain> = Vec::new();
-    let mut det = ChainDetector::new(a.chain_window, 120.0);
-    let (mut done, mut files_done) = (Vec::new(), Vec::new());
-    let t0 = Instant::now();
-    let mut lines = 0u64;
-    let mut origin: Option<f64> = None;
-    let to_sim = |c: &Chain, origin: f64| -> SimChain {
-        let size = files
-            .as_ref()
-            .and_then(|f| f.sizes.get(&c.file).copied())
-            .unwrap_or(u64::MAX / 4)
-            .max(c.offset + c.bytes);
-        let rate = c
-            .bitrate_kbps
-            .or_else(|| files.as_ref().and_then(|f| f.rates.get(&c.file).copied()));
-        SimChain {
-            session: c.session,
-            file: c.file,
-            drive: (c.file % a.drives as u64) as u32,
-            file_size: size,
-            offset: c.offset,
-            bytes: c.bytes,
-            start_s: c.start_s - origin,
-            end_s: c.end_s - origin,
-            bitrate_bps: rate.map(|k| (k * 1000.0).round() as u64),
-            open_ended: c.form == Form::Open,
-            requests: c.requests.max(1),
-        }
-    };
-    if let Some(dir) = &a.trace_workload {
-        let spec = vodlab_workload::Spec::from_file(&dir.join("spec.toml"))
-            .with_context(|| format!("{} is not a `vodlab gen` workload", dir.display()))?;
-        let w = vodlab_workload::try_construct(&spec, &dir.display().to_string())?;
-        let spread = a.trace_hours * 3600.0 / w.sessions.len().max(1) as f64;
-        // sessions in arrival order, each one's requests in completion order:
-        // a log written as requests complete, up to one session's overlap
-        let mut reqs: Vec<vodlab_analyze::Request> = Vec::new();
-        for g in &w.sessions {
-            reqs.clear();
-            workload_requests(&w, g, g.id as f64 * spread, &mut reqs);
-            reqs.sort_by(|x, y| x.end_s.total_cmp(&y.end_s));
-            for r in &reqs {
-                lines += 1;
-                let o = *origin.get_or_insert(0.0);
-                det.push(r, r.end_s, &mut done, &mut files_done);
-                chains.extend(done.drain(..).map(|c| to_sim(&c, o)));
-                files_done.clear();
-            }
-        }
-    }
-    for path in &a.logs {
-        let name = path.display().to_string();
-        let mut reader = BufReader::with_capacity(
-            1 << 20,
-            File::open(path).with_context(|| format!("opening {name}"))?,
-        );
-        let mut format: Option<LogFormat> = None;
-        // one buffer for every line: no allocation per line
-        let mut buf = Vec::with_capacity(512);
-        let mut i = 0u64;
-        loop {
-            buf.clear();
-            if reader
-                .read_until(b'\n', &mut buf)
-                .with_context(|| format!("reading {name}"))?
-                == 0
-            {
-                break;
-            }
-            i += 1;
-            let text = std::str::from_utf8(&buf)
-                .with_context(|| format!("reading {name}: line {i} is not UTF-8"))?;
-            lines += 1;
-            if format.is_none() {
-                if text.trim().is_empty() {
-                    continue;
-                }
-                format = Some(LogFormat::detect(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?);
-            }
-            let f = format.as_ref().expect("set");
-            let r = match f.parse(text, i) {
-                Ok(Line::Request(r, _)) => r,
-                Ok(Line::Skip(_)) => continue,
-                Err(e) => bail!("{name}: {e}"),
-            };
-            let o = *origin.get_or_insert(r.start_s);
-            det.push(&r, r.end_s, &mut done, &mut files_done);
-            chains.extend(done.drain(..).map(|c| to_sim(&c, o)));
-            files_done.clear();
-        }
-    }
-    det.finish(&mut done, &mut files_done);
-    let o = origin.unwrap_or(0.0);
-    chains.extend(done.drain(..).map(|c| to_sim(&c, o)));
-    // the policies run side by side, one thread each up to the cores
-    let keep = placed.is_some();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut results: Vec<Option<(SimResult, Vec<DeviceRead>)>> =
-        policies.iter().map(|_| None).collect();
-    for batch in policies
-        .iter()
-        .zip(results.iter_mut())
-        .collect::<Vec<_>>()
-        .chunks_mut(threads)
-    {
-        std::thread::scope(|sc| {
-            for (p, slot) in batch.iter_mut() {
-                let (cfg, chains) = (&cfg, &chains);
-                sc.spawn(move || **slot = Some(simulate(cfg, p.spec.build(), chains, keep)));
-            }
-        });
-    }
-    let secs = t0.elapsed().as_secs_f64();
-    let rows: Vec<Row> = policies
-        .into_iter()
-        .zip(results)
-        .map(|(p, r)| {
-            let (result, mut reads) = r.expect("simulated");
-            let mechanical = match &placed {
-                Some(pl) => Some(replay(pl, &mut reads, a.bucket)?),
-                None => None,
-            };
-            Ok(Row {
-                policy: p.kind,
-                size: p.size,
-                spec: p.spec.to_string(),
-                result,
-                mechanical,
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
+pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<tracesim::Row>> {
+    let s = settings(a)?;
+    let tracesim::TraceRun {
+        lines,
+        secs,
+        rows,
+        mechanical,
+    } = tracesim::run(&s, &mut Progress)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -475,15 +221,15 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
             vodlab_units::format_size(p.size)
         )?;
     }
-    if let Some(p) = &placed {
+    if let Some(p) = &mechanical {
         writeln!(
             out,
             "  utilisation: linear model (thesis) and mechanical model ({}), busiest drive in its busiest {} s bucket",
-            p.profile_name(),
+            p,
             a.bucket
         )?;
     }
-    let mech_head = if placed.is_some() {
+    let mech_head = if mechanical.is_some() {
         format!(" {:>9} {:>9} {:>8}", "mech peak", "mech mean", "svc ms")
     } else {
         String::new()
@@ -531,105 +277,9 @@ pub fn run(a: &PrefetchSimArgs) -> anyhow::Result<Vec<Row>> {
         )?;
     }
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let p = dir.join("results.json");
-        std::fs::write(&p, serde_json::to_string_pretty(&rows)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-        let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains,mean_memory_bytes,mech_peak_utilisation,mech_mean_utilisation,decisions,hits,evictions,evicted_bytes,peak_cache_bytes,max_wait_s,auto_final_bytes,spec\n");
-        for r in &rows {
-            let s = &r.result;
-            let (mp, mm) = r
-                .mechanical
-                .as_ref()
-                .map_or((String::new(), String::new()), |m| {
-                    (
-                        format!("{:.6}", m.peak_utilisation),
-                        format!("{:.6}", m.mean_utilisation),
-                    )
-                });
-            csv.push_str(&format!(
-                "{},{},{:.6},{:.6},{},{},{},{},{},{},{mp},{mm},{},{},{},{},{},{:.6},{},\"{}\"\n",
-                r.policy,
-                r.size,
-                s.peak_utilisation,
-                s.mean_utilisation,
-                s.peak_memory_bytes,
-                s.device_bytes,
-                s.wasted_bytes,
-                s.prefetches,
-                s.chains,
-                s.mean_memory_bytes,
-                s.decisions,
-                s.hits,
-                s.evictions,
-                s.evicted_bytes,
-                s.peak_cache_bytes,
-                s.max_wait_s,
-                s.auto_final_bytes.map_or(String::new(), |b| b.to_string()),
-                r.spec
-            ));
-        }
-        let p = dir.join("results.csv");
-        std::fs::write(&p, csv).with_context(|| format!("writing {}", p.display()))?;
+        tracesim::write_results(dir, &rows)?;
     }
     Ok(rows)
-}
-
-/// A workload session's requests with nominal times, as a log would have
-/// them: `netflix` sessions from their plan; paced sessions one request
-/// every `pacing_s` after the buffering requests, each taking 1 s.
-fn workload_requests(
-    w: &vodlab_workload::Workload,
-    g: &vodlab_workload::construct::GenSession,
-    start_s: f64,
-    out: &mut Vec<vodlab_analyze::Request>,
-) {
-    let t = &w.catalog.titles[g.title as usize];
-    if let Some(plan) = w.netflix_plan(g) {
-        for q in &plan.requests {
-            let tr = &t.representations[q.file as usize];
-            let rep = &w.catalog.representations[tr.rep];
-            let s = start_s + q.t_ms as f64 / 1000.0;
-            out.push(vodlab_analyze::Request {
-                start_s: s,
-                end_s: s + q.dur_ms as f64 / 1000.0,
-                session: g.id as u64,
-                file: key(&format!("/{}", w.catalog.file_path(t, tr.rep, 0))),
-                conn: None,
-                offset: q.offset,
-                bytes: q.bytes,
-                form: if q.open { Form::Open } else { Form::Chunk },
-                bitrate_kbps: Some(rep.bitrate_kbps),
-            });
-        }
-        return;
-    }
-    let session = w.session(g);
-    let pacing = w.spec.sessions.pacing();
-    let buffering = w.spec.sessions.buffering_requests as usize;
-    let rate = session.header.bitrate_bps.map(|b| b as f64 / 1000.0);
-    for (k, r) in session.requests.iter().enumerate() {
-        let s = start_s + k.saturating_sub(buffering.saturating_sub(1)) as f64 * pacing;
-        let (offset, bytes) = match r.range {
-            Some(g) => (g.start, g.len().unwrap_or(0)),
-            None => (
-                0,
-                w.catalog.representations[t.representations[g.title_rep as usize].rep]
-                    .request_bytes,
-            ),
-        };
-        out.push(vodlab_analyze::Request {
-            start_s: s,
-            end_s: s + 1.0,
-            session: g.id as u64,
-            file: key(&r.path),
-            conn: None,
-            offset,
-            bytes,
-            form: Form::Chunk,
-            bitrate_kbps: rate,
-        });
-    }
 }
 
 #[cfg(test)]

@@ -681,3 +681,40 @@ fn bitrate_scale_in_the_policy_string() {
     assert!(err("fixed:6M,ref=2095,low=400").contains("low: needs scale"));
     assert!(err("fixed:6M,ref=2095,scale=0.5,low=2095").contains("low:"));
 }
+
+/// An open-ended request asks for the rest of the file and is asked again
+/// at each frontier: each ask counts one read's bytes as requested, not the
+/// rest of the file again (else the miss ratio fell with every frontier).
+#[test]
+fn an_open_ended_stream_counts_one_read_per_ask_as_requested() {
+    let cfg = AutoConfig {
+        start: 1 << 20,
+        interval: Duration::from_secs(1),
+        ramp: Duration::ZERO,
+        busy: 0.0,
+        ..AutoConfig::default()
+    };
+    let mut a = Auto::new(cfg);
+    let t0 = Instant::now();
+    a.on_tick(t0);
+    let mut st = SessionState::default();
+    // a 100 MiB rest asked at three frontiers, each read 1 MiB in 10 ms
+    for k in 0..3u64 {
+        let mut r = info((100 << 20) - (k << 20), false, None);
+        r.offset = k << 20;
+        r.open_ended = true;
+        let d = a.on_request(t0, &r, &mut st, None);
+        assert_eq!(
+            d,
+            PrefetchDecision::Prefetch {
+                offset: k << 20,
+                len: 1 << 20
+            }
+        );
+        a.on_read_complete(t0, 1 << 20, Duration::from_millis(10));
+    }
+    a.on_tick(t0 + Duration::from_secs(1));
+    let rec = *a.records().last().expect("an interval");
+    // 3 MiB read for 3 MiB asked
+    assert_eq!(rec.miss_ratio, Some(1.0), "{rec:?}");
+}

@@ -1,4 +1,5 @@
-//! `vodlab simulate --prefetch --disk mechanical[:PROFILE]`: the prefetch
+//! The mechanical drive model of `vodlab simulate --prefetch --disk
+//! mechanical[:PROFILE]`: the prefetch
 //! reads a policy made, replayed on the mechanical drive model of
 //! `vodlab-disk` (seek curve, rotation, zones, queue) instead of the thesis's
 //! linear utilisation model. Each drive holds the workload's files that the
@@ -14,10 +15,15 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
 use serde::Serialize;
 use vodlab_disk::{Disk, DiskOptions, Layout, LayoutBuilder, PlacementConfig, Profile};
 use vodlab_prefetch::sim::DeviceRead;
+
+use super::TraceError;
+
+fn disk_err(e: impl std::fmt::Display) -> TraceError {
+    TraceError::Disk(e.to_string())
+}
 
 /// The shipped profile of the thesis's chapter-5 drive (Hitachi Deskstar
 /// 5K3000, the source of the linear model's 125.5 MB/s and 39.4 seeks/s).
@@ -34,12 +40,14 @@ pub enum DiskChoice {
 
 impl DiskChoice {
     /// Parses `linear`, `mechanical` or `mechanical:PROFILE`.
-    pub fn parse(s: &str) -> anyhow::Result<DiskChoice> {
+    pub fn parse(s: &str) -> Result<DiskChoice, TraceError> {
         match s.split_once(':') {
             None if s == "linear" => Ok(DiskChoice::Linear),
             None if s == "mechanical" => Ok(DiskChoice::Mechanical(DEFAULT_PROFILE.into())),
             Some(("mechanical", p)) if !p.is_empty() => Ok(DiskChoice::Mechanical(p.into())),
-            _ => bail!("--disk {s:?}: expected linear, mechanical or mechanical:PROFILE"),
+            _ => Err(TraceError::Settings(format!(
+                "--disk {s:?}: expected linear, mechanical or mechanical:PROFILE"
+            ))),
         }
     }
 }
@@ -60,14 +68,15 @@ impl Placed {
         profile: Profile,
         drives: u32,
         files: impl IntoIterator<Item = (u64, u64)>,
-    ) -> anyhow::Result<Placed> {
+    ) -> Result<Placed, TraceError> {
         if drives == 0 {
-            bail!("--drives must be at least 1");
+            return Err(TraceError::Settings("--drives must be at least 1".into()));
         }
         let cfg = PlacementConfig::default();
         let mut builders = (0..drives)
             .map(|_| LayoutBuilder::new(cfg))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(disk_err)?;
         let mut index = HashMap::new();
         for (key, size) in files {
             let d = (key % drives as u64) as u32;
@@ -79,14 +88,14 @@ impl Placed {
             .into_iter()
             .enumerate()
             .map(|(d, b)| {
-                b.finish(cap).with_context(|| {
-                    format!(
-                        "drive {d}: its share of the file set does not fit a {} drive; give more --drives",
+                b.finish(cap).map_err(|e| {
+                    TraceError::Disk(format!(
+                        "drive {d}: its share of the file set does not fit a {} drive; give more --drives ({e})",
                         profile.name
-                    )
+                    ))
                 })
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Placed {
             profile,
             drives,
@@ -138,11 +147,11 @@ fn close_buckets(
     to: i64,
     bucket_s: f64,
     out: &mut impl FnMut(f64),
-) -> anyhow::Result<()> {
+) -> Result<(), TraceError> {
     while d.bucket < to {
         let end = (d.bucket + 1) as f64 * bucket_s;
-        d.disk.advance_to(at(end))?;
-        while d.disk.poll_completion(at(end))?.is_some() {}
+        d.disk.advance_to(at(end)).map_err(disk_err)?;
+        while d.disk.poll_completion(at(end)).map_err(disk_err)?.is_some() {}
         let busy = d.disk.stats().busy_ns;
         out((busy - d.busy_at_start) / (bucket_s * 1e9));
         d.busy_at_start = busy;
@@ -160,7 +169,7 @@ pub fn replay(
     placed: &Placed,
     reads: &mut [DeviceRead],
     bucket_s: f64,
-) -> anyhow::Result<MechResult> {
+) -> Result<MechResult, TraceError> {
     reads.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     let mut runs: Vec<Option<DriveRun>> = (0..placed.drives.len()).map(|_| None).collect();
     let mut r = MechResult {
@@ -194,14 +203,20 @@ pub fn replay(
                         seed: d as u64,
                         ..DiskOptions::default()
                     },
-                )?,
+                )
+                .map_err(disk_err)?,
                 bucket: b,
                 busy_at_start: 0.0,
             }),
         };
         close_buckets(run, b, bucket_s, &mut record)?;
-        run.disk.submit(at(rd.t_s), req)?;
-        while run.disk.poll_completion(at(rd.t_s))?.is_some() {}
+        run.disk.submit(at(rd.t_s), req).map_err(disk_err)?;
+        while run
+            .disk
+            .poll_completion(at(rd.t_s))
+            .map_err(disk_err)?
+            .is_some()
+        {}
     }
     let (mut seeks, mut reads_done, mut service_us) = (0u64, 0u64, 0.0);
     for run in runs.iter_mut().flatten() {
