@@ -48,7 +48,6 @@ use crate::conn_io::Sink;
 use crate::prefetch::{Lost, Pending, ReadReport};
 #[cfg(doc)]
 use crate::prefetch::{FIRST_PIECE, PIECE};
-use crate::request::cmcd_bitrate;
 use crate::server::State;
 use vodlab_prefetch::controller::{clip, PrefetchDecision, SessionState};
 use vodlab_prefetch::core::{prepare, Ask};
@@ -63,6 +62,8 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) key: u64,
     pub(crate) size: u64,
     pub(crate) head: &'a Head,
+    /// The request's bit rate, bits/s (`crate::prepare` decides it once).
+    pub(crate) bitrate_bps: Option<u64>,
 }
 
 /// What a connection lends the executor of a range.
@@ -180,13 +181,7 @@ impl RangeIo<'_, '_> {
             offset: a,
             length: len,
             file_size: f.size,
-            bitrate_bps: cmcd_bitrate(f.head).or_else(|| {
-                crate::bitrate::fallback_bitrate_bps(
-                    f.head,
-                    st.bitrates.as_ref(),
-                    st.cfg.default_bitrate_kbps,
-                )
-            }),
+            bitrate_bps: f.bitrate_bps,
             open_ended: f
                 .head
                 .header("range")

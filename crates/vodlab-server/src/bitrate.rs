@@ -1,94 +1,18 @@
-//! Where a response's bit rate comes from, in this order: the client's CMCD
-//! (CTA-5004: the `CMCD` query parameter or the `CMCD-Object`,
-//! `CMCD-Request`, `CMCD-Status`, `CMCD-Session` headers; `br` encoded bit
+//! Where a request's bit rate comes from, in this order: the client's CMCD
+//! (CTA-5004, parsed once per request by [`vodlab_cmcd`]: `br` encoded bit
 //! rate in kbit/s, `bl` buffer length in ms, `rtp` requested maximum
 //! throughput in kbit/s), then a catalog file ([`BitrateCatalog`]), then a
-//! default. Pure: the catalog is read once at start.
+//! default. [`request_bitrate`] decides it once per request
+//! (`crate::prepare`), for the prefetch controllers
+//! ([`Bitrate::bps`]) and the pacer ([`response_rate`]) alike. Pure: the
+//! catalog is read once at start.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use vodlab_http::server::Head;
-
-/// The CMCD keys pacing uses (CTA-5004 section 3.3), as the client sent them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Cmcd {
-    /// `br`: encoded bit rate of the object, kbit/s.
-    pub br_kbps: Option<u64>,
-    /// `bl`: buffer length, ms.
-    pub bl_ms: Option<u64>,
-    /// `rtp`: requested maximum throughput, kbit/s.
-    pub rtp_kbps: Option<u64>,
-}
-
-impl Cmcd {
-    /// Reads the keys from every CMCD header and the `CMCD` query parameter
-    /// (a header's value wins over the query's for the same key).
-    pub fn from_head(head: &Head) -> Self {
-        let mut c = Cmcd::default();
-        for h in ["cmcd-object", "cmcd-request", "cmcd-status", "cmcd-session"] {
-            if let Some(v) = head.header(h) {
-                c.read(v);
-            }
-        }
-        if let Some(q) = head.target.split_once('?').map(|t| t.1) {
-            let q = q.split('#').next().unwrap_or("");
-            if let Some(v) = q.split('&').find_map(|p| p.strip_prefix("CMCD=")) {
-                if let Some(v) = crate::request::percent_decode(&v.replace('+', " ")) {
-                    let mut from_query = Cmcd::default();
-                    from_query.read(&v);
-                    c.br_kbps = c.br_kbps.or(from_query.br_kbps);
-                    c.bl_ms = c.bl_ms.or(from_query.bl_ms);
-                    c.rtp_kbps = c.rtp_kbps.or(from_query.rtp_kbps);
-                }
-            }
-        }
-        c
-    }
-
-    /// Reads one CMCD list (`key=value` or bare `key`, comma-separated;
-    /// integer values; unknown keys and malformed values ignored; a comma
-    /// inside a quoted string value does not split).
-    pub fn read(&mut self, list: &str) {
-        for kv in split_cmcd(list) {
-            let Some((k, v)) = kv.split_once('=') else {
-                continue;
-            };
-            let Ok(n) = v.trim().parse::<u64>() else {
-                continue;
-            };
-            match k.trim() {
-                "br" if n > 0 => self.br_kbps = self.br_kbps.or(Some(n)),
-                "bl" => self.bl_ms = self.bl_ms.or(Some(n)),
-                "rtp" if n > 0 => self.rtp_kbps = self.rtp_kbps.or(Some(n)),
-                _ => {}
-            }
-        }
-    }
-}
-
-/// The `key[=value]` items of a CMCD list: split on commas outside
-/// double-quoted strings (CTA-5004 strings may hold commas; `\"` escapes).
-fn split_cmcd(list: &str) -> impl Iterator<Item = &str> {
-    let mut items = Vec::new();
-    let (mut start, mut quoted, mut escaped) = (0, false, false);
-    for (i, c) in list.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            ',' if !quoted => {
-                items.push(&list[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    items.push(&list[start..]);
-    items.into_iter()
-}
+pub use vodlab_cmcd::Cmcd;
 
 /// Where a response's bit rate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -273,43 +197,51 @@ impl BitrateCatalog {
     }
 }
 
-/// Decides a response's rate: CMCD `br`, else the catalog's entry for
-/// `path` (the decoded request path), else `default_kbps`; `None` when none
-/// gives one. `bl` and `rtp` are taken from CMCD whatever gave the rate.
-pub fn response_rate(
+/// A request's content bit rate and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bitrate {
+    /// kbit/s.
+    pub kbps: f64,
+    /// Where it came from.
+    pub source: RateSource,
+}
+
+impl Bitrate {
+    /// Bits per second, as the prefetch controllers take it.
+    pub fn bps(self) -> u64 {
+        (self.kbps * 1000.0).round() as u64
+    }
+}
+
+/// Decides a request's bit rate: CMCD `br` (a `br` of 0 is none), else the
+/// catalog's entry for `path` (the decoded path under the root, from `/`),
+/// else `default_kbps`; `None` when none gives one.
+pub fn request_bitrate(
     cmcd: &Cmcd,
     path: &str,
     catalog: Option<&BitrateCatalog>,
     default_kbps: Option<f64>,
-) -> Option<ResponseRate> {
-    let (kbps, source) = if let Some(br) = cmcd.br_kbps {
+) -> Option<Bitrate> {
+    let (kbps, source) = if let Some(br) = cmcd.br.filter(|&b| b > 0) {
         (br as f64, RateSource::Cmcd)
     } else if let Some(k) = catalog.and_then(|c| c.lookup(path)) {
         (k, RateSource::Catalog)
     } else {
         (default_kbps?, RateSource::Default)
     };
-    Some(ResponseRate {
-        bytes_per_s: kbps * 125.0,
-        client_buffer_s: cmcd.bl_ms.map(|ms| ms as f64 / 1000.0),
-        max_bytes_per_s: cmcd.rtp_kbps.map(|k| k.saturating_mul(125)),
-        source,
-    })
+    Some(Bitrate { kbps, source })
 }
 
-/// The rest of the bit-rate chain after CMCD, for the prefetch controllers:
-/// the catalog's rate of the request's decoded path, else `default_kbps`;
-/// bits per second. (The server asks CMCD first, `request::cmcd_bitrate`.)
-pub fn fallback_bitrate_bps(
-    head: &Head,
-    catalog: Option<&BitrateCatalog>,
-    default_kbps: Option<f64>,
-) -> Option<u64> {
-    let path = head.target.split(['?', '#']).next().unwrap_or("");
-    let kbps = catalog
-        .and_then(|c| crate::request::percent_decode(path).and_then(|p| c.lookup(&p)))
-        .or(default_kbps)?;
-    Some((kbps * 1000.0).round() as u64)
+/// What a response of the request is paced by: its bit rate, and the
+/// client's CMCD `bl` and `rtp` (an `rtp` of 0 is none) whatever gave the
+/// rate.
+pub fn response_rate(rate: Bitrate, cmcd: &Cmcd) -> ResponseRate {
+    ResponseRate {
+        bytes_per_s: rate.kbps * 125.0,
+        client_buffer_s: cmcd.bl.map(|ms| ms as f64 / 1000.0),
+        max_bytes_per_s: cmcd.rtp.filter(|&k| k > 0).map(|k| k.saturating_mul(125)),
+        source: rate.source,
+    }
 }
 
 impl BitrateCatalog {
@@ -328,11 +260,22 @@ impl BitrateCatalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vodlab_http::server::Head;
 
     fn head(text: &str) -> Head {
         vodlab_http::server::parse_head(text.as_bytes())
             .unwrap()
             .unwrap()
+    }
+
+    /// The request's CMCD as the server reads it (`crate::prepare`).
+    fn cmcd(h: &Head) -> Cmcd {
+        Cmcd::from_request(&h.target, |n| h.header(n))
+    }
+
+    fn paced(h: &Head) -> Option<ResponseRate> {
+        let c = cmcd(h);
+        request_bitrate(&c, "/v.mp4", None, None).map(|r| response_rate(r, &c))
     }
 
     #[test]
@@ -341,32 +284,39 @@ mod tests {
             "GET /v.mp4 HTTP/1.1\r\nCMCD-Object: br=3200,d=4004,ot=v\r\nCMCD-Request: bl=21300,mtp=25400,rtp=15000,su\r\n\r\n",
         );
         assert_eq!(
-            Cmcd::from_head(&h),
-            Cmcd {
-                br_kbps: Some(3200),
-                bl_ms: Some(21300),
-                rtp_kbps: Some(15000)
-            }
+            paced(&h),
+            Some(ResponseRate {
+                bytes_per_s: 400_000.0,
+                client_buffer_s: Some(21.3),
+                max_bytes_per_s: Some(1_875_000),
+                source: RateSource::Cmcd,
+            })
         );
         let h = head("GET /v.mp4?x=1&CMCD=bl%3D500%2Cbr%3D800%2Cot%3Dv HTTP/1.1\r\n\r\n");
-        let c = Cmcd::from_head(&h);
+        let r = paced(&h).unwrap();
         assert_eq!(
-            (c.br_kbps, c.bl_ms, c.rtp_kbps),
-            (Some(800), Some(500), None)
+            (r.bytes_per_s, r.client_buffer_s, r.max_bytes_per_s),
+            (100_000.0, Some(0.5), None)
         );
         // the header wins over the query for the same key
         let h = head("GET /v.mp4?CMCD=br%3D800 HTTP/1.1\r\nCMCD-Object: br=100\r\n\r\n");
-        assert_eq!(Cmcd::from_head(&h).br_kbps, Some(100));
-        // malformed, zero and string values are ignored
-        let h = head("GET /v HTTP/1.1\r\nCMCD-Object: br=fast,br=0,cid=\"x=1\"\r\n\r\n");
-        assert_eq!(Cmcd::from_head(&h), Cmcd::default());
+        assert_eq!(paced(&h).unwrap().bytes_per_s, 12_500.0);
+        // br belongs in CMCD-Object, but is heard from any CMCD header
+        let h = head("GET /v.mp4 HTTP/1.1\r\nCMCD-Request: br=100\r\n\r\n");
+        assert_eq!(paced(&h).unwrap().bytes_per_s, 12_500.0);
+        // malformed, zero and string values give no rate
+        let h = head("GET /v HTTP/1.1\r\nCMCD-Object: br=fast,br=0,cid=\"x=1\"\r\nCMCD-Status: rtp=0\r\n\r\n");
+        assert_eq!(paced(&h), None);
+        let c = cmcd(&h);
+        let r = response_rate(request_bitrate(&c, "/v", None, Some(8.0)).unwrap(), &c);
+        assert_eq!((r.source, r.max_bytes_per_s), (RateSource::Default, None));
     }
 
     /// The CMCD examples of CTA-5004 (section 4: all keys as headers, and
-    /// as one query parameter) and a dash.js-style query with a quoted
-    /// comma; a request without CMCD and malformed lists give nothing.
+    /// as one query parameter) give the same rate; a request without CMCD
+    /// gives none.
     #[test]
-    fn cmcd_of_the_spec_examples_and_dash_js() {
+    fn cmcd_of_the_spec_examples() {
         let h = head(concat!(
             "GET /t.m4v HTTP/1.1\r\n",
             "CMCD-Request: bl=21300,dl=18500,mtp=48100,nor=\"..%2F300kbps%2Ftrack.m4v\",nrr=\"12323-48763\",su\r\n",
@@ -374,41 +324,21 @@ mod tests {
             "CMCD-Status: bs,rtp=12000\r\n",
             "CMCD-Session: cid=\"faec5fc2-ac30-11ea-bb37-0242ac130002\",pr=1.08,sf=d,sid=\"6e2fb550-c457-11e9-bb97-0800200c9a66\",st=v\r\n\r\n"
         ));
-        let want = Cmcd {
-            br_kbps: Some(3200),
-            bl_ms: Some(21300),
-            rtp_kbps: Some(12000),
-        };
-        assert_eq!(Cmcd::from_head(&h), want);
+        let want = Some(ResponseRate {
+            bytes_per_s: 400_000.0,
+            client_buffer_s: Some(21.3),
+            max_bytes_per_s: Some(1_500_000),
+            source: RateSource::Cmcd,
+        });
+        assert_eq!(paced(&h), want);
         let h = head(concat!(
             "GET /t.m4v?CMCD=bl%3D21300%2Cbr%3D3200%2Cbs%2Ccid%3D%22faec5fc2-ac30-11ea-bb37-0242ac130002%22",
             "%2Cd%3D4004%2Cdl%3D18500%2Cmtp%3D48100%2Cnor%3D%22..%252F300kbps%252Ftrack.m4v%22%2Cnrr%3D%2212323-48763%22",
             "%2Cot%3Dv%2Cpr%3D1.08%2Crtp%3D12000%2Csf%3Dd%2Csid%3D%226e2fb550-c457-11e9-bb97-0800200c9a66%22%2Cst%3Dv%2Csu%2Ctb%3D6141",
             " HTTP/1.1\r\n\r\n"
         ));
-        assert_eq!(Cmcd::from_head(&h), want);
-        // a quoted string holding commas and `br=` does not leak a key
-        let mut c = Cmcd::default();
-        c.read("cid=\"a,br=9,b\\\",bl=1\",sid=\"x\",br=800");
-        assert_eq!((c.br_kbps, c.bl_ms), (Some(800), None));
-        for bad in [
-            "",
-            ",,,",
-            "br",
-            "br=",
-            "=5",
-            "br=-1",
-            "br=1e3",
-            "\"unterminated,br=5",
-        ] {
-            let mut c = Cmcd::default();
-            c.read(bad);
-            assert_eq!(c, Cmcd::default(), "{bad}");
-        }
-        assert_eq!(
-            Cmcd::from_head(&head("GET /t.m4v HTTP/1.1\r\n\r\n")),
-            Cmcd::default()
-        );
+        assert_eq!(paced(&h), want);
+        assert_eq!(paced(&head("GET /t.m4v HTTP/1.1\r\n\r\n")), None);
     }
 
     #[test]
@@ -425,46 +355,44 @@ mod tests {
         assert_eq!(cat.lookup("/a"), None);
         let none = Cmcd::default();
         let r = |c: &Cmcd, p: &str, d| {
-            response_rate(c, p, Some(&cat), d).map(|r| (r.bytes_per_s, r.source))
+            request_bitrate(c, p, Some(&cat), d)
+                .map(|r| (response_rate(r, c).bytes_per_s, r.bps(), r.source))
         };
         assert_eq!(
             r(&none, "/t1/hd/1", Some(8.0)),
-            Some((375_000.0, RateSource::Catalog))
+            Some((375_000.0, 3_000_000, RateSource::Catalog))
         );
         assert_eq!(
             r(&none, "/other", Some(8.0)),
-            Some((1000.0, RateSource::Default))
+            Some((1000.0, 8000, RateSource::Default))
         );
         assert_eq!(r(&none, "/other", None), None);
         let cmcd = Cmcd {
-            br_kbps: Some(800),
-            bl_ms: Some(1500),
-            rtp_kbps: Some(2000),
+            br: Some(800),
+            bl: Some(1500),
+            rtp: Some(2000),
+            ..Cmcd::default()
         };
-        let got = response_rate(&cmcd, "/t1/hd/1", Some(&cat), Some(8.0)).unwrap();
+        let rate = request_bitrate(&cmcd, "/t1/hd/1", Some(&cat), Some(8.0)).unwrap();
+        assert_eq!(rate.bps(), 800_000);
+        let got = response_rate(rate, &cmcd);
         assert_eq!(got.bytes_per_s, 100_000.0);
         assert_eq!(got.source, RateSource::Cmcd);
         assert_eq!(got.client_buffer_s, Some(1.5));
         assert_eq!(got.max_bytes_per_s, Some(250_000));
-    }
-
-    #[test]
-    fn prefetch_rates_after_cmcd_come_from_the_catalog_then_the_default() {
-        let cat = BitrateCatalog::parse("[bitrates]\n\"/t1/sd/\" = 419\n", false).unwrap();
-        let h = head("GET /t1/sd/0001.m4s?x=1 HTTP/1.1\r\n\r\n");
+        // a fractional catalog rate: bits per second rounded for the
+        // controllers, exact bytes per second for the pacer
+        let cat = BitrateCatalog::parse("[bitrates]\n\"/t1/sd/\" = 419.4304\n", false).unwrap();
+        let rate = request_bitrate(&none, "/t1/sd/0001.m4s", Some(&cat), Some(2095.0)).unwrap();
+        assert_eq!(rate.bps(), 419_430);
+        assert!((response_rate(rate, &none).bytes_per_s - 52_428.8).abs() < 1e-9);
+        let rate = request_bitrate(&none, "/t2/hd/0001.m4s", Some(&cat), Some(2095.0)).unwrap();
+        assert_eq!((rate.bps(), rate.source), (2_095_000, RateSource::Default));
         assert_eq!(
-            fallback_bitrate_bps(&h, Some(&cat), Some(2095.0)),
-            Some(419_000)
+            request_bitrate(&none, "/t2/hd/0001.m4s", Some(&cat), None),
+            None
         );
-        let h = head("GET /t1/%73d/0001.m4s HTTP/1.1\r\n\r\n");
-        assert_eq!(fallback_bitrate_bps(&h, Some(&cat), None), Some(419_000));
-        let h = head("GET /t2/hd/0001.m4s HTTP/1.1\r\n\r\n");
-        assert_eq!(
-            fallback_bitrate_bps(&h, Some(&cat), Some(2095.0)),
-            Some(2_095_000)
-        );
-        assert_eq!(fallback_bitrate_bps(&h, Some(&cat), None), None);
-        assert_eq!(fallback_bitrate_bps(&h, None, None), None);
+        assert_eq!(request_bitrate(&none, "/t2/hd/0001.m4s", None, None), None);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! States: [`ConnState::ReadingHead`] (idle timeout until the first byte of
 //! a request, then the header timeout as a deadline for the whole head; a
 //! body left by the previous request is drained first) →
-//! [`ConnState::Responding`] (route, open, plan, execute; every wait for the
+//! [`ConnState::Responding`] (the shared prelude, [`crate::prepare`]:
+//! route, open, plan, rates; then execute; every wait for the
 //! socket bounded by the send timeout) → back to reading when the
 //! connection is kept, or [`ConnState::Rejecting`] (an unparsable or
 //! untrustworthy head: answer and close) → [`ConnState::Closing`] with the
@@ -23,12 +24,13 @@ use vodlab_http::server::{check_request, parse_head, Head, Reject, MAX_HEAD};
 
 use crate::access::{count, log_line, CacheOutcome};
 use crate::asap::{FileCtx, RangeIo};
-use crate::bitrate::{response_rate, Cmcd, ResponseRate};
+use crate::bitrate::ResponseRate;
 use crate::config::{IoMode, PaceMode};
 use crate::conn_io::{flush, reset_on_close, send_file, write_all, write_more};
 use crate::error::ServeError;
 use crate::limits::{body_action, BodyAction, HeadTimer};
-use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
+use crate::plan::{self, Body, PlanCtx, ResponsePlan};
+use crate::prepare::{prepare, FrontEnd};
 use crate::request::chain_of;
 use crate::server::State;
 use crate::transport::Transport;
@@ -248,82 +250,29 @@ impl Conn<'_> {
         count(self.st, p);
     }
 
-    /// Routes, opens, plans and executes one request.
+    /// Prepares ([`crate::prepare`]: route, open, plan, rates) and
+    /// executes one request.
     async fn respond(&mut self, head: &Head, body: BodyAction) -> ConnState {
         let t0 = Instant::now();
         let keep = head.keep_alive() && !self.stopping() && body != BodyAction::Close;
-        let is_head = head.method == "HEAD";
-        let date = self.st.date();
-        let ctx = PlanCtx {
-            keep_alive: keep,
-            date: &date,
-            conn: self.id,
-        };
-        let mut file = None;
-        let mut chain = "";
-        let mut rel = None;
-        let p = match plan::route(head, &self.st.root.path) {
-            Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
-            Route::Stats => {
-                let json = serde_json::to_string_pretty(&self.st.stats()).expect("stats") + "\n";
-                plan::plan_stats(json, is_head, &ctx)
-            }
-            Route::File(path) => {
-                // the catalog's key: the path under the root, from "/"
-                rel = path
-                    .strip_prefix(&self.st.root.path)
-                    .ok()
-                    .map(|r| format!("/{}", r.to_string_lossy()));
-                match self.st.root.open_file(&path) {
-                    Ok((f, meta)) => {
-                        file = Some((Arc::new(f), meta.key, meta.size));
-                        chain = chain_of(&head.target);
-                        plan::plan(head, &meta, &ctx)
-                    }
-                    Err(e) => {
-                        if e.is_server_side() {
-                            self.st.log_error(&format_args!("{}: {e}", path.display()));
-                        }
-                        plan::plan_error(&e, is_head, &ctx)
-                    }
-                }
-            }
-        };
-        self.count(&p);
-        self.pace = None;
         // the user-mode pacer writes with sendfile: over TLS only kernel pacing applies
         let can_pace = !self.sock.is_tls() || self.st.cfg.pace_mode == PaceMode::Kernel;
-        if self.st.cfg.paced() && matches!(p.body, Body::File(_)) && can_pace {
-            let rate = response_rate(
-                &Cmcd::from_head(head),
-                rel.as_deref().unwrap_or(""),
-                self.st.bitrates.as_ref(),
-                self.st.cfg.default_bitrate_kbps,
-            );
-            if rate.is_none() {
-                let c = &self.st.pacing.counters;
-                c.no_rate.fetch_add(1, Ordering::Relaxed);
-            }
-            self.pace = rate;
-        }
-        let sent = match &file {
-            Some(f) => {
-                let info = FileCtx {
-                    file: &f.0,
-                    key: f.1,
-                    size: f.2,
-                    head,
-                };
-                self.execute(&p, Some(&info), chain).await
-            }
-            None => self.execute(&p, None, chain).await,
+        let fe = FrontEnd {
+            conn: self.id,
+            keep_alive: keep,
+            can_pace,
         };
+        let prep = prepare(self.st, head, fe);
+        let p = &prep.plan;
+        self.pace = prep.pace;
+        let chain = chain_of(&head.target);
+        let sent = self.execute(p, prep.file_ctx(head).as_ref(), chain).await;
         self.st.counters.requests.fetch_add(1, Ordering::Relaxed);
         log_line(
             self.st,
             self.id,
             head,
-            &p,
+            p,
             (sent.file_bytes, sent.cache),
             t0.elapsed(),
         );

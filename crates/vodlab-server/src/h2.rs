@@ -1,8 +1,9 @@
 //! HTTP/2 with the `h2` crate: ALPN `h2` over TLS and h2c by prior
 //! knowledge on the plain port. Each stream's request is turned into the
-//! codec's [`Head`] and answered through the same planner as HTTP/1.1
-//! ([`crate::plan`]): ranges, If-Range, HEAD, 404/416, the statistics page,
-//! the access log and the counters are shared.
+//! codec's [`Head`] and answered through the same prelude as HTTP/1.1
+//! (`prepare`: route, open, plan, bit rate, pacing): ranges, If-Range,
+//! HEAD, 404/416, the statistics page, the access log and the counters are
+//! shared.
 //!
 //! Bodies are read from the file into buffers and sent as DATA as the
 //! client's flow-control windows allow; the h2 crate cuts them into frames
@@ -40,13 +41,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use vodlab_http::server::Head;
 
-use crate::access::{count, log_line, CacheOutcome};
+use crate::access::{log_line, CacheOutcome};
 use crate::asap::{FileCtx, RangeIo};
-use crate::bitrate::{response_rate, Cmcd, ResponseRate};
+use crate::bitrate::ResponseRate;
 use crate::config::{IoMode, PaceMode};
 use crate::conn_io::{capacity, h2_io, send_range, Sink};
 use crate::flood::{Flood, FloodSignal, Metered};
-use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
+use crate::plan::{Body, ResponsePlan};
+use crate::prepare::{prepare, FrontEnd};
 use crate::request::chain_of;
 use crate::server::State;
 use vodlab_prefetch::SessionState;
@@ -288,25 +290,20 @@ pub(crate) fn to_response(p: &ResponsePlan) -> http::Response<()> {
     r.body(()).expect("a valid response head")
 }
 
-/// The file of a response.
-struct FileBody {
-    file: Arc<std::fs::File>,
-    key: u64,
-    size: u64,
-}
-
 /// What a stream's body sender needs besides the stream.
 struct StreamCtx<'a> {
     st: &'a State,
     conn: u64,
     session: &'a tokio::sync::Mutex<SessionState>,
     head: &'a Head,
-    file: Option<FileBody>,
+    /// The response's file, with the request's bit rate.
+    file: Option<FileCtx<'a>>,
     /// The rate a paced file body is sent at (user-mode pacing).
     pace: Option<ResponseRate>,
 }
 
-/// Answers one stream through the planner.
+/// Answers one stream: the shared prelude ([`crate::prepare`]: route,
+/// open, plan, rates), then the response on the stream.
 async fn stream(
     st: &State,
     conn: u64,
@@ -317,56 +314,14 @@ async fn stream(
     let t0 = Instant::now();
     let head = to_head(&req);
     drop(req);
-    let is_head = head.method == "HEAD";
-    let date = st.date();
-    let ctx = PlanCtx {
-        keep_alive: true,
-        date: &date,
+    let fe = FrontEnd {
         conn,
+        keep_alive: true,
+        // kernel-mode pacing is per socket: not for a stream
+        can_pace: st.cfg.pace_mode == PaceMode::User,
     };
-    let mut file = None;
-    let mut rel = None;
-    let p = match plan::route(&head, &st.root.path) {
-        Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
-        Route::Stats => {
-            let json = serde_json::to_string_pretty(&st.stats()).expect("stats") + "\n";
-            plan::plan_stats(json, is_head, &ctx)
-        }
-        Route::File(path) => match st.root.open_file(&path) {
-            Ok((f, meta)) => {
-                // the catalog's key: the path under the root, from "/"
-                rel = path
-                    .strip_prefix(&st.root.path)
-                    .ok()
-                    .map(|r| format!("/{}", r.to_string_lossy()));
-                file = Some(FileBody {
-                    file: Arc::new(f),
-                    key: meta.key,
-                    size: meta.size,
-                });
-                plan::plan(&head, &meta, &ctx)
-            }
-            Err(e) => {
-                if e.is_server_side() {
-                    st.log_error(&format_args!("{}: {e}", path.display()));
-                }
-                plan::plan_error(&e, is_head, &ctx)
-            }
-        },
-    };
-    count(st, &p);
-    let mut pace = None;
-    if st.cfg.paced() && st.cfg.pace_mode == PaceMode::User && matches!(p.body, Body::File(_)) {
-        pace = response_rate(
-            &Cmcd::from_head(&head),
-            rel.as_deref().unwrap_or(""),
-            st.bitrates.as_ref(),
-            st.cfg.default_bitrate_kbps,
-        );
-        if pace.is_none() {
-            st.pacing.counters.no_rate.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    let prep = prepare(st, &head, fe);
+    let p = &prep.plan;
     let mut sent = 0u64;
     let mut cache = CacheOutcome::None;
     let eos = matches!(p.body, Body::None);
@@ -375,15 +330,15 @@ async fn stream(
         conn,
         session,
         head: &head,
-        file,
-        pace,
+        file: prep.file_ctx(&head),
+        pace: prep.pace,
     };
-    let res = match resp.send_response(to_response(&p), eos) {
-        Ok(mut out) => send_body(&sc, &mut out, &p, &mut sent, &mut cache).await,
+    let res = match resp.send_response(to_response(p), eos) {
+        Ok(mut out) => send_body(&sc, &mut out, p, &mut sent, &mut cache).await,
         Err(e) => Err(h2_io(e)),
     };
     st.counters.requests.fetch_add(1, Ordering::Relaxed);
-    log_line(st, conn, &head, &p, (sent, cache), t0.elapsed());
+    log_line(st, conn, &head, p, (sent, cache), t0.elapsed());
     if let Err(e) = res {
         let c = &st.counters;
         if e.kind() == io::ErrorKind::TimedOut {
@@ -439,7 +394,7 @@ async fn send_paced(
     len: u64,
     sent: &mut u64,
 ) -> io::Result<()> {
-    let (Some(fb), Some(rate)) = (&sc.file, &sc.pace) else {
+    let (Some(f), Some(rate)) = (&sc.file, &sc.pace) else {
         return Err(io::Error::other("a paced body without a file or rate"));
     };
     let st = sc.st;
@@ -452,7 +407,7 @@ async fn send_paced(
             return Err(io::Error::other("pacer driver stopped"));
         };
         let n = n.min(end - off);
-        send_range(st, out, &fb.file, off, n, false, sent, blocking).await?;
+        send_range(st, out, f.file, off, n, false, sent, blocking).await?;
         off += n;
     }
     Ok(())
@@ -468,20 +423,14 @@ async fn send_file_part(
     len: u64,
     sent: &mut u64,
 ) -> io::Result<CacheOutcome> {
-    let Some(fb) = &sc.file else {
+    let Some(info) = &sc.file else {
         return Err(io::Error::other("a file body without a file"));
     };
     if sc.st.cfg.io != IoMode::Asap {
-        send_range(sc.st, out, &fb.file, off, len, false, sent, true).await?;
+        send_range(sc.st, out, info.file, off, len, false, sent, true).await?;
         return Ok(CacheOutcome::None);
     }
     let mut session = sc.session.lock().await;
-    let info = FileCtx {
-        file: &fb.file,
-        key: fb.key,
-        size: fb.size,
-        head: sc.head,
-    };
     let mut io = RangeIo {
         sink: Sink::H2(out, sent),
         st: sc.st,
@@ -489,7 +438,7 @@ async fn send_file_part(
         conn: sc.conn,
     };
     let (cache, res) = io
-        .send_range(&info, off, len, chain_of(&sc.head.target))
+        .send_range(info, off, len, chain_of(&sc.head.target))
         .await;
     res.map(|()| cache)
 }
@@ -514,6 +463,7 @@ async fn send_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{self, PlanCtx};
 
     #[test]
     fn requests_become_heads_and_plans_become_h2_heads() {

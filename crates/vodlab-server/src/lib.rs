@@ -12,8 +12,10 @@
 //!
 //! Layers: the codec parses heads and encodes response heads
 //! (`vodlab-http`); [`plan`] turns a request and a file's metadata into a
-//! response plan without I/O; the connection (a state machine) executes
-//! plans with `sendfile`; [`config`] holds the settings.
+//! response plan without I/O; one prelude (`prepare`: route, open, plan,
+//! the request's CMCD and bit rate, pacing) serves both front ends; the
+//! HTTP/1.1 connection (a state machine) executes plans with `sendfile`, the
+//! HTTP/2 front end ([`h2`]) on streams; [`config`] holds the settings.
 
 #![warn(missing_docs)]
 
@@ -35,6 +37,7 @@ pub mod pacing;
 pub mod penalty;
 pub mod plan;
 pub mod prefetch;
+mod prepare;
 pub mod proto_stats;
 pub mod range;
 pub mod request;

@@ -32,7 +32,7 @@ pub fn inside_root(canonical_root: &Path, path: &Path) -> bool {
     std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(canonical_root))
 }
 
-pub(crate) fn percent_decode(s: &str) -> Option<String> {
+fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -57,24 +57,6 @@ pub fn chain_of(target: &str) -> &str {
         Some(0) | None => "",
         Some(i) => &path[..i],
     }
-}
-
-/// The content's bit rate the client reported with CMCD (CTA-5004): the
-/// `br` key (kbit/s) of the `CMCD-Object` header or of the `CMCD` query
-/// parameter; in bits per second.
-pub fn cmcd_bitrate(head: &vodlab_http::server::Head) -> Option<u64> {
-    let br = |list: &str| {
-        list.split(',')
-            .find_map(|kv| kv.trim().strip_prefix("br="))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|kbps| kbps.saturating_mul(1000))
-    };
-    if let Some(v) = head.header("cmcd-object").and_then(br) {
-        return Some(v);
-    }
-    let query = head.target.split_once('?')?.1;
-    let q = query.split('&').find_map(|p| p.strip_prefix("CMCD="))?;
-    br(&percent_decode(q)?)
 }
 
 /// Content-Type by file extension.
@@ -130,22 +112,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chains_and_cmcd_bit_rates() {
+    fn chains() {
         assert_eq!(chain_of("/t1/00000.m4s?x=1"), "/t1");
         assert_eq!(chain_of("/a/b/c.ts"), "/a/b");
         assert_eq!(chain_of("/v.mp4"), "");
-        let head = |text: &str| {
-            vodlab_http::server::parse_head(text.as_bytes())
-                .unwrap()
-                .unwrap()
-        };
-        let h = head("GET /v.mp4 HTTP/1.1\r\nCMCD-Object: d=4004,br=3200,ot=v\r\n\r\n");
-        assert_eq!(cmcd_bitrate(&h), Some(3_200_000));
-        let h = head("GET /v.mp4?CMCD=bl%3D21300%2Cbr%3D800%2Cd%3D4004 HTTP/1.1\r\n\r\n");
-        assert_eq!(cmcd_bitrate(&h), Some(800_000));
-        assert_eq!(cmcd_bitrate(&head("GET /v.mp4 HTTP/1.1\r\n\r\n")), None);
-        let h = head("GET /v.mp4 HTTP/1.1\r\nCMCD-Object: br=fast\r\n\r\n");
-        assert_eq!(cmcd_bitrate(&h), None);
     }
 
     #[test]

@@ -396,7 +396,7 @@ mod tests {
         assert_eq!(pairs(&sim.a)[0].2, "auto:start=2M");
         for bad in ["lru:4M", "fixed", "auto:step=x", "first-grow:4M,ref=1"] {
             let sim = Sim::try_parse_from(["simulate", "--policy", bad]).unwrap();
-            let e = plan(&sim.a).err().expect(bad).to_string();
+            let e = plan(&sim.a).expect_err(bad).to_string();
             assert!(e.contains("prefetch policy"), "{bad}: {e}");
         }
     }

@@ -1,0 +1,246 @@
+//! The prelude of every response, one for both front ends: route the
+//! request, open its file, plan the response ([`crate::plan`]), count it,
+//! read the request's CMCD once ([`vodlab_cmcd`]) and decide its bit rate
+//! once (CMCD `br`, else the catalog, else the default:
+//! [`crate::bitrate::request_bitrate`]) for the prefetch controller and,
+//! when the front end paces the response, the pacer. The HTTP/1.1
+//! connection (`conn`) and the HTTP/2 stream (`h2`) only execute the
+//! [`Prepared`] response on their transport.
+//!
+//! The decisions are pure functions of the request, the file's metadata
+//! and the settings ([`plan::route`], [`plan::plan`],
+//! [`catalog_path`], [`crate::bitrate::request_bitrate`], [`pace_of`]);
+//! [`prepare`] adds the file system (open), the statistics page's
+//! snapshot, the error log and the counters.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use vodlab_cmcd::Cmcd;
+use vodlab_http::server::Head;
+
+use crate::access::count;
+use crate::asap::FileCtx;
+use crate::bitrate::{request_bitrate, response_rate, Bitrate, ResponseRate};
+use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
+use crate::state::State;
+
+/// What the front end answering a request tells the prelude.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FrontEnd {
+    /// The connection's number (the log's, the multipart boundary's seed).
+    pub(crate) conn: u64,
+    /// Whether the connection may stay open after the response.
+    pub(crate) keep_alive: bool,
+    /// Whether this transport can pace a file body in the configured pace
+    /// mode (HTTP/1.1: not user mode over TLS; HTTP/2: user mode only).
+    pub(crate) can_pace: bool,
+}
+
+/// The file a response is sent from.
+#[derive(Debug)]
+pub(crate) struct OpenFile {
+    pub(crate) file: Arc<File>,
+    /// Identity (device and inode).
+    pub(crate) key: u64,
+    pub(crate) size: u64,
+}
+
+/// A response ready to execute.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// What to send.
+    pub(crate) plan: ResponsePlan,
+    /// The file, when the request named one that opened.
+    pub(crate) file: Option<OpenFile>,
+    /// The request's bit rate (with its file).
+    pub(crate) bitrate: Option<Bitrate>,
+    /// The rate a paced file body is sent at; `None`: unpaced.
+    pub(crate) pace: Option<ResponseRate>,
+}
+
+impl Prepared {
+    /// What the range executors need of the file (`None` without one).
+    pub(crate) fn file_ctx<'a>(&'a self, head: &'a Head) -> Option<FileCtx<'a>> {
+        self.file.as_ref().map(|f| FileCtx {
+            file: &f.file,
+            key: f.key,
+            size: f.size,
+            head,
+            bitrate_bps: self.bitrate.map(Bitrate::bps),
+        })
+    }
+}
+
+/// Whether a response is paced, and at what rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Pace {
+    /// Not paced: pacing is off, the body is not one range of a file, or
+    /// the transport cannot pace it.
+    Off,
+    /// Paced at this rate.
+    At(ResponseRate),
+    /// To be paced, but nothing gave a bit rate (counted, sent unpaced).
+    NoRate,
+}
+
+/// Decides a response's pacing: `paced` is the server's setting, `can_pace`
+/// the transport's ([`FrontEnd::can_pace`]). Pure.
+pub(crate) fn pace_of(
+    paced: bool,
+    can_pace: bool,
+    plan: &ResponsePlan,
+    bitrate: Option<Bitrate>,
+    cmcd: &Cmcd,
+) -> Pace {
+    if !(paced && can_pace && matches!(plan.body, Body::File(_))) {
+        return Pace::Off;
+    }
+    match bitrate {
+        Some(b) => Pace::At(response_rate(b, cmcd)),
+        None => Pace::NoRate,
+    }
+}
+
+/// The catalog's key of a file: its path under the root, from `/` (the
+/// request's path decoded and normalised by [`plan::route`]). Pure.
+pub(crate) fn catalog_path(root: &Path, file: &Path) -> String {
+    file.strip_prefix(root)
+        .map(|r| format!("/{}", r.to_string_lossy()))
+        .unwrap_or_default()
+}
+
+/// Routes, opens, plans and counts one request, and decides its bit rate
+/// and pacing (see the module note).
+pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
+    let is_head = head.method == "HEAD";
+    let date = st.date();
+    let ctx = PlanCtx {
+        keep_alive: fe.keep_alive,
+        date: &date,
+        conn: fe.conn,
+    };
+    let mut file = None;
+    let mut cmcd = Cmcd::default();
+    let mut bitrate = None;
+    let plan = match plan::route(head, &st.root.path) {
+        Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
+        Route::Stats => {
+            let json = serde_json::to_string_pretty(&st.stats()).expect("stats") + "\n";
+            plan::plan_stats(json, is_head, &ctx)
+        }
+        Route::File(path) => match st.root.open_file(&path) {
+            Ok((f, meta)) => {
+                cmcd = Cmcd::from_request(&head.target, |name| head.header(name));
+                bitrate = request_bitrate(
+                    &cmcd,
+                    &catalog_path(&st.root.path, &path),
+                    st.bitrates.as_ref(),
+                    st.cfg.default_bitrate_kbps,
+                );
+                file = Some(OpenFile {
+                    file: Arc::new(f),
+                    key: meta.key,
+                    size: meta.size,
+                });
+                plan::plan(head, &meta, &ctx)
+            }
+            Err(e) => {
+                if e.is_server_side() {
+                    st.log_error(&format_args!("{}: {e}", path.display()));
+                }
+                plan::plan_error(&e, is_head, &ctx)
+            }
+        },
+    };
+    count(st, &plan);
+    let pace = match pace_of(st.cfg.paced(), fe.can_pace, &plan, bitrate, &cmcd) {
+        Pace::At(rate) => Some(rate),
+        Pace::Off => None,
+        Pace::NoRate => {
+            st.pacing.counters.no_rate.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    };
+    Prepared {
+        plan,
+        file,
+        bitrate,
+        pace,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bitrate::RateSource;
+    use crate::plan::{FileKind, FileMeta};
+
+    fn head(text: &str) -> Head {
+        vodlab_http::server::parse_head(text.as_bytes())
+            .unwrap()
+            .unwrap()
+    }
+
+    fn plan_of(h: &Head) -> ResponsePlan {
+        let meta = FileMeta {
+            size: 1000,
+            mtime: Some(1),
+            kind: FileKind::Regular,
+            key: 7,
+            content_type: "video/mp4",
+        };
+        let ctx = PlanCtx {
+            keep_alive: true,
+            date: "Sun, 22 Nov 2026 13:00:00 GMT",
+            conn: 1,
+        };
+        plan::plan(h, &meta, &ctx)
+    }
+
+    #[test]
+    fn catalog_paths_are_decoded_and_normalised_under_the_root() {
+        let root = Path::new("/srv/v");
+        for (target, want) in [
+            ("/t1/sd/0001.m4s?x=1", "/t1/sd/0001.m4s"),
+            ("/t1/%73d/0001.m4s", "/t1/sd/0001.m4s"),
+            ("/t1//sd/./0001.m4s", "/t1/sd/0001.m4s"),
+            ("/a%20b.mp4", "/a b.mp4"),
+        ] {
+            let Route::File(p) =
+                plan::route(&head(&format!("GET {target} HTTP/1.1\r\n\r\n")), root)
+            else {
+                panic!("{target}: not a file");
+            };
+            assert_eq!(catalog_path(root, &p), want, "{target}");
+        }
+    }
+
+    #[test]
+    fn only_one_range_of_a_file_is_paced_where_the_transport_can() {
+        let h = head("GET /v.mp4 HTTP/1.1\r\nCMCD-Object: br=800\r\nCMCD-Request: bl=1500\r\n\r\n");
+        let cmcd = Cmcd::from_request(&h.target, |n| h.header(n));
+        let rate = request_bitrate(&cmcd, "/v.mp4", None, None);
+        assert_eq!(rate.map(Bitrate::bps), Some(800_000));
+        let whole = plan_of(&h);
+        let want = Pace::At(ResponseRate {
+            bytes_per_s: 100_000.0,
+            client_buffer_s: Some(1.5),
+            max_bytes_per_s: None,
+            source: RateSource::Cmcd,
+        });
+        assert_eq!(pace_of(true, true, &whole, rate, &cmcd), want);
+        assert_eq!(pace_of(false, true, &whole, rate, &cmcd), Pace::Off);
+        assert_eq!(pace_of(true, false, &whole, rate, &cmcd), Pace::Off);
+        assert_eq!(pace_of(true, true, &whole, None, &cmcd), Pace::NoRate);
+        // HEAD (no body) and multipart bodies are not paced
+        let h = head("HEAD /v.mp4 HTTP/1.1\r\n\r\n");
+        assert_eq!(pace_of(true, true, &plan_of(&h), rate, &cmcd), Pace::Off);
+        let h = head("GET /v.mp4 HTTP/1.1\r\nRange: bytes=0-1,5-9\r\n\r\n");
+        assert_eq!(pace_of(true, true, &plan_of(&h), rate, &cmcd), Pace::Off);
+        let h = head("GET /v.mp4 HTTP/1.1\r\nRange: bytes=10-\r\n\r\n");
+        assert_eq!(pace_of(true, true, &plan_of(&h), rate, &cmcd), want);
+    }
+}
