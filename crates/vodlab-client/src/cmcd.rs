@@ -3,6 +3,7 @@
 //! `d` object duration in ms, `ot` object type), `CMCD-Request` (`bl` buffer
 //! length in ms, rounded to 100 ms) and `CMCD-Session` (`sid`). Keys are in
 //! alphabetical order within each header, as the specification recommends.
+//! Encoded by `vodlab-cmcd`, the one CMCD module the server parses with;
 //! `vodlab serve` reads `br`, `bl` and `rtp` for pacing and prefetch sizes.
 
 /// What a request tells the server.
@@ -23,19 +24,25 @@ pub struct Cmcd<'a> {
 impl Cmcd<'_> {
     /// The header lines (`Name: value`), to append to a request's headers.
     pub fn headers(&self) -> Vec<String> {
-        let br = (self.bitrate_bps as f64 / 1000.0).round() as u64;
-        let mut object = format!("CMCD-Object: br={br}");
-        if let Some(d) = self.duration_s.filter(|d| d.is_finite() && *d > 0.0) {
-            object.push_str(&format!(",d={}", (d * 1000.0).round() as u64));
-        }
-        object.push_str(&format!(",ot={}", self.object_type));
-        let mut out = vec![object];
-        if let Some(b) = self.buffer_s.filter(|b| b.is_finite() && *b >= 0.0) {
-            let ms = ((b * 10.0).round() as u64) * 100;
-            out.push(format!("CMCD-Request: bl={ms}"));
-        }
-        out.push(format!("CMCD-Session: sid=\"vodlab-{}\"", self.session));
-        out
+        let c = vodlab_cmcd::Cmcd {
+            br: Some((self.bitrate_bps as f64 / 1000.0).round() as u64),
+            d: self
+                .duration_s
+                .filter(|d| d.is_finite() && *d > 0.0)
+                .map(|d| (d * 1000.0).round() as u64),
+            ot: vodlab_cmcd::ObjectType::from_token(self.object_type),
+            // rounded to 100 ms, as the specification asks
+            bl: self
+                .buffer_s
+                .filter(|b| b.is_finite() && *b >= 0.0)
+                .map(|b| ((b * 10.0).round() as u64) * 100),
+            sid: Some(format!("vodlab-{}", self.session)),
+            ..vodlab_cmcd::Cmcd::default()
+        };
+        c.to_headers()
+            .into_iter()
+            .map(|(h, list)| format!("{}: {list}", h.name()))
+            .collect()
     }
 }
 
