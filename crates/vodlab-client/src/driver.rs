@@ -14,8 +14,14 @@
 //! - [`SessionDriver::poll_timeout`]: when to call `poll_action` again if
 //!   nothing happens (the next pacing target, deadline or delayed packet).
 //!
-//! The tokio engine ([`crate::engine`]) executes its actions over real
-//! connections; tests and `vodlab simulate` step virtual time.
+//! One runtime drives it: the tokio engine ([`crate::engine`], one task
+//! per scripted session in `engine/session.rs`), which executes its actions
+//! over real connections for the scripted sessions of `vodlab run` and of
+//! the points `capacity`, `compare` and `bench` run. Players (`--player`) run
+//! `engine/player_session.rs` instead, and `vodlab simulate --player` runs
+//! [`crate::player::sim::run_player`]: neither uses this driver. Only tests
+//! step it in virtual time (`tests/driver.rs`, `tests/pacing_metrics.rs`,
+//! `tests/protocol_schedule.rs`; `crates/vodlab/tests/absurd_input.rs`).
 //!
 //! ## Rules
 //!

@@ -1,6 +1,6 @@
 //! The tokio executor of session drivers: open-loop session arrivals from a
 //! [`Schedule`](crate::schedule), one task per session running its
-//! [`SessionDriver`] over persistent connections, and one aggregator task
+//! [`SessionDriver`](crate::driver::SessionDriver) over persistent connections, and one aggregator task
 //! that owns the run's [`RunMetrics`](crate::metrics::RunMetrics) (sessions report in batches over a
 //! channel: no lock per request). Every session rule lives in the driver;
 //! this module only sleeps, connects, sends and forwards.

@@ -247,8 +247,20 @@ async fn a_dead_server_ends_the_run_incomplete_with_results() {
     })
     .await;
     let addr = server.addr;
-    drop(server); // nothing listens any more
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(server); // nothing listens any more ...
+                  // ... once its aborted task has dropped the listener: wait for a refusal
+    let t0 = std::time::Instant::now();
+    loop {
+        match tokio::net::TcpStream::connect(addr).await {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+            _ => {}
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the dropped server still listens"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let text: String = (0..1000)
         .map(|i| format!("#@session id={i}\n/x\n\n"))
         .collect();

@@ -114,7 +114,26 @@ async fn the_server_feeds_its_controller() {
     .unwrap();
     assert!(resp.0.starts_with("HTTP/1.1 206"), "{}", resp.0);
     assert!(resp.1.starts_with("HTTP/1.1 206"), "{}", resp.1);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // both connections closed (their sessions ended, the waste counted) and
+    // the controller ticked twice (every 20 ms): polled, bounded, not a
+    // guessed time
+    let t0 = Instant::now();
+    while server.state.stats().open_connections > 0
+        || calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| **c == Call::Tick)
+            .count()
+            < 2
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "connections still open or fewer than 2 ticks: {:?}",
+            calls.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let stats = server.state.stats();
     server.shutdown().await;
     let calls = calls.lock().unwrap().clone();

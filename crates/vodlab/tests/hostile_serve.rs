@@ -173,10 +173,24 @@ fn smuggled_bodies_are_never_parsed_as_requests() {
             format!("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes(),
         )
         .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
+        // the server answers the head before it drains the body: once the
+        // 405's head is here, the server surely had the head alone
+        let mut first = Vec::new();
+        let mut b = [0u8; 4096];
+        while !first.windows(4).any(|w| w == b"\r\n\r\n") {
+            match c.read(&mut b) {
+                Ok(k) if k > 0 => first.extend_from_slice(&b[..k]),
+                r => panic!(
+                    "no answer to the head alone ({r:?}): {}",
+                    String::from_utf8_lossy(&first)
+                ),
+            }
+        }
         c.write_all(format!("{SMUGGLED}{NEXT}").as_bytes()).unwrap();
-        let mut out = String::new();
-        let _ = c.read_to_string(&mut out);
+        let mut rest = Vec::new();
+        let _ = c.read_to_end(&mut rest);
+        first.extend_from_slice(&rest);
+        let out = String::from_utf8_lossy(&first).to_string();
         assert_eq!(out.matches("HTTP/1.1 ").count(), 2, "{out}");
         assert!(out.starts_with("HTTP/1.1 405 "), "{out}");
         assert!(out.contains("Content-Length: 1000\r\n"), "{out}");
@@ -322,11 +336,16 @@ fn slowloris_at_the_connection_cap_does_not_starve_new_clients() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let result = std::panic::catch_unwind(|| {
+        // dribblers opened so far: the benign client starts once the flood has
+        let flooding = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let begun = flooding.clone();
         // a benign client all the while: new connections, each must be served
         let benign = std::thread::spawn(move || {
             let mut served = 0;
             let mut worst = Duration::ZERO;
-            std::thread::sleep(Duration::from_millis(500));
+            common::wait_until("the flood begun", Duration::from_secs(150), || {
+                begun.load(std::sync::atomic::Ordering::Relaxed) >= 100
+            });
             for _ in 0..BENIGN {
                 let t = Instant::now();
                 let e = exchange(
@@ -348,6 +367,7 @@ fn slowloris_at_the_connection_cap_does_not_starve_new_clients() {
             let _ = c.write_all(b"GET /v.mp4 HTTP/1.1\r\nHost: x\r\nX-a: ");
             c.set_nonblocking(true).unwrap();
             dribblers.push((c, Instant::now()));
+            flooding.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // a bound on the load loop, not a figure under test: opening
             // 10,000 at the cap took 50 s on a 2-core CI machine (and over
             // 60 s once, with the suite's other sockets in TIME_WAIT)
@@ -536,14 +556,19 @@ fn connections_during_shutdown_are_refused_not_hung() {
     let root = root_with_files();
     let mut s = Running::start(root.path(), |_| {});
     let addr = s.addr;
+    let read_all = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = read_all.clone();
+    let (in_flight, started) = std::sync::mpsc::channel();
     // a response in flight keeps the server in its grace period
     let reader = std::thread::spawn(move || {
         let mut c = TcpStream::connect(addr).unwrap();
         c.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
             .unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut total = 0usize;
         let mut b = vec![0u8; 1 << 16];
+        // the response has begun
+        let mut total = c.read(&mut b).unwrap_or(0);
+        let _ = in_flight.send(());
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(60) {
             if t.elapsed() < Duration::from_millis(1500) {
@@ -554,18 +579,38 @@ fn connections_during_shutdown_are_refused_not_hung() {
                 Ok(n) => total += n,
             }
         }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
         total
     });
+    // a new client once shutdown has begun (the listener gone), the
+    // response still in flight
     let probe = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(600));
+        common::wait_until("shutdown begun", Duration::from_secs(10), || {
+            !common::listening(addr.port())
+        });
         let t = Instant::now();
         let r = TcpStream::connect_timeout(&addr, Duration::from_secs(2));
-        (r.map(|_| ()).map_err(|e| e.kind()), t.elapsed())
+        let during_grace = !read_all.load(std::sync::atomic::Ordering::Relaxed);
+        (
+            r.map(|_| ()).map_err(|e| e.kind()),
+            t.elapsed(),
+            during_grace,
+        )
     });
-    std::thread::sleep(Duration::from_millis(200));
+    started
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the response began");
+    assert!(
+        common::listening(addr.port()),
+        "seen listening before shutdown"
+    );
     let server = s.server.take().unwrap();
     s.rt.block_on(server.shutdown());
-    let (r, took) = probe.join().unwrap();
+    let (r, took, during_grace) = probe.join().unwrap();
+    assert!(
+        during_grace,
+        "the probe came after the response in flight ended"
+    );
     assert_eq!(r, Err(ErrorKind::ConnectionRefused), "during the grace");
     assert!(took < Duration::from_millis(500), "{took:?}");
     assert!(
@@ -595,7 +640,9 @@ fn at_the_cap_an_idle_connection_is_shed_and_a_busy_one_is_not() {
     let mut busy = TcpStream::connect(s.addr).unwrap();
     busy.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // busy once its response has begun (a first read; then it reads no more)
+    busy.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    assert!(busy.read(&mut b).unwrap() > 0, "the busy response began");
     let e = exchange(s.addr, NEXT.as_bytes());
     assert_eq!(statuses(&e), [503], "{}", e.text);
     assert_eq!(e.responses[0].header("retry-after"), Some("1"));

@@ -137,8 +137,27 @@ fn record(root: &Path, files: &[File], policy: &str, secs: f64, out: &Path) {
         std::thread::sleep(Duration::from_millis(40));
     }
     drop((a, b, c));
-    // one more tick after the last range
-    std::thread::sleep(Duration::from_millis(1200));
+    // one more tick after the last range, and the three sessions' ends:
+    // read off the events file (whole lines only), not a guessed time
+    wait_until(
+        "a tick after the last range and 3 session ends",
+        Duration::from_secs(20),
+        || {
+            let text = std::fs::read_to_string(out).unwrap_or_default();
+            let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+            let kinds: Vec<String> = whole
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .map(|e| e["event"].as_str().unwrap_or_default().to_string())
+                .collect();
+            let last_request = kinds.iter().rposition(|k| k == "request");
+            let tick_after = kinds
+                .iter()
+                .rposition(|k| k == "tick")
+                .is_some_and(|t| last_request.is_none_or(|r| t > r));
+            tick_after && kinds.iter().filter(|k| *k == "session_end").count() >= 3
+        },
+    );
     drop(serve);
 }
 

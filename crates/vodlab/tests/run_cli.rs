@@ -60,6 +60,10 @@ fn interrupted_run_writes_incomplete_results(signal: i32) {
             "1",
             "--check-bytes",
             "0",
+            // a checkpoint every 0.2 s: the test's signal that the run is
+            // under way (its signal handlers installed) and far enough along
+            "--checkpoint",
+            "0.2",
             "-o",
             out.to_str().unwrap(),
         ])
@@ -67,7 +71,22 @@ fn interrupted_run_writes_incomplete_results(signal: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    // interrupt it once it has started 5 sessions over 2 intervals (what the
+    // results must show), not after a guessed time
+    let ckpt = out.join(vodlab_client::CHECKPOINT_FILE);
+    common::wait_until(
+        "a checkpoint with 5 sessions started over 2 intervals",
+        Duration::from_secs(30),
+        || {
+            std::fs::read(&ckpt)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|c| {
+                    c["results"]["started_sessions"].as_u64() >= Some(5)
+                        && c["results"]["intervals"].as_array().map_or(0, Vec::len) >= 2
+                })
+        },
+    );
     // SAFETY: signalling the child we started, by its PID
     unsafe { libc::kill(child.id() as i32, signal) };
     let res = child.wait_with_output().unwrap();

@@ -219,7 +219,12 @@ fn slowloris_connections_time_out_while_others_are_served() {
     let (h, _) = curl(&["-r", "0-9", &s.url("/v.mp4")]);
     assert_eq!(status(&h), 206);
     assert!(t.elapsed() < Duration::from_millis(700));
-    std::thread::sleep(Duration::from_millis(1200));
+    // the 800 ms header timeout runs in real time; wait for the server to
+    // count it for every slow head (bounded as the fixed 1.2 s wait and the
+    // 2 s read timeout were), not a guessed time
+    common::wait_until("200 header timeouts", Duration::from_millis(3200), || {
+        s.server().state.stats().header_timeouts >= 200
+    });
     for c in idle.iter_mut() {
         c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut b = [0u8; 16];
@@ -247,7 +252,10 @@ fn a_client_that_disconnects_mid_response_does_not_hurt_others() {
         }
         let (h, b) = curl(&["-r", "0-99", &s.url("/v.mp4")]);
         assert_eq!((status(&h), b.len()), (206, 100));
-        std::thread::sleep(Duration::from_millis(300));
+        // the server notices a hang-up when its next write fails: wait for it
+        common::wait_until("an aborted response", Duration::from_secs(10), || {
+            s.server().state.stats().aborted >= 1
+        });
         assert!(s.stats()["aborted"].as_u64().unwrap() >= 1, "{io:?}");
     }
 }
@@ -257,13 +265,20 @@ fn graceful_shutdown_finishes_responses_in_flight() {
     let root = root_with_files();
     let mut s = Running::start(root.path(), |_| {});
     let addr = s.addr;
+    let (in_flight, started) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         c.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
             .unwrap();
-        let mut total = 0usize;
         let mut b = vec![0u8; 1 << 16];
-        std::thread::sleep(Duration::from_millis(300)); // let shutdown begin mid-response
+        // the response has begun ...
+        let mut total = c.read(&mut b).unwrap();
+        in_flight.send(()).unwrap();
+        // ... and shutdown begins before the rest is read (its listener closed)
+        common::wait_until("shutdown begun", Duration::from_secs(10), || {
+            !common::listening(addr.port())
+        });
         loop {
             match c.read(&mut b) {
                 Ok(0) | Err(_) => break,
@@ -272,7 +287,13 @@ fn graceful_shutdown_finishes_responses_in_flight() {
         }
         total
     });
-    std::thread::sleep(Duration::from_millis(100));
+    started
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the response began");
+    assert!(
+        common::listening(addr.port()),
+        "seen listening before shutdown"
+    );
     let server = s.server.take().unwrap();
     s.rt.block_on(server.shutdown());
     let got = reader.join().unwrap();

@@ -201,11 +201,35 @@ fn a_killed_shard_and_a_stopped_one_make_the_merge_incomplete_and_are_named() {
     let target = server.url("");
     let start_at = format!("{:.3}", unix_now() + 2.0);
     let dirs: Vec<PathBuf> = (0..4).map(|i| t.path().join(format!("s{i}"))).collect();
-    // 12 sessions per shard at 4/s: the run lasts about 12 s
+    // 12 sessions per shard at 4/s: the run lasts about 12 s. Shard 1
+    // checkpoints often (the test's signal that the run is under way);
+    // shard 2, to be SIGKILLed, never does, so it leaves nothing however
+    // late the kill comes (a shard's default is every 10 s)
     let mut kids: Vec<Option<Child>> = (0..4)
-        .map(|i| Some(shard(&w, &target, "4", &dirs[i], i as u32, &start_at)))
+        .map(|i| {
+            let shard_flag = format!("{i}/4");
+            let mut extra = vec!["--shard", &shard_flag, "--start-at", &start_at];
+            match i {
+                1 => extra.extend(["--checkpoint", "0.2"]),
+                2 => extra.extend(["--checkpoint", "0"]),
+                _ => {}
+            }
+            Some(run_cmd(&w, &target, "4", &dirs[i], &extra).spawn().unwrap())
+        })
         .collect();
-    std::thread::sleep(Duration::from_secs(5));
+    // stop them mid-run: once shard 1 has checkpointed a completed request
+    // (bounded), not after a guessed time
+    let ckpt = dirs[1].join("checkpoint.json");
+    common::wait_until(
+        "shard 1's checkpoint with a completed request",
+        Duration::from_secs(30),
+        || {
+            std::fs::read(&ckpt)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| common::interval_sum(&v["results"], "completed_requests") > 0)
+        },
+    );
     let killed = kids[2].take().unwrap();
     let stopped = kids[1].take().unwrap();
     // SAFETY: signalling children this test started, by their PIDs

@@ -358,6 +358,21 @@ pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Whether a socket listens on TCP `port` of this host (a LISTEN entry in
+/// /proc/net/tcp or tcp6): a server's listener can be seen to close
+/// without connecting to it (a probing connection would be one more client).
+pub fn listening(port: u16) -> bool {
+    let suffix = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|text| {
+            text.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && cols[1].ends_with(&suffix) && cols[3] == "0A"
+            })
+        })
+    })
+}
+
 /// The sum of `field` over a results.json's `intervals` (counts that every
 /// run, shard, checkpoint and merge carries per interval).
 pub fn interval_sum(r: &serde_json::Value, field: &str) -> u64 {
