@@ -7,6 +7,7 @@
 #
 #   scripts/experiments/h2-serve-bench.sh [VODLAB_BIN]
 #   env: ROUNDS=3 SIZE_MB=1 N=2000 C=4 M=10 VARIANTS="h1 h2c https h2" OUT=file.json
+#        SERVE_ARGS="--io asap" (more flags for vodlab serve)
 #
 # Prints one line per server and protocol and writes the rounds as JSON to
 # $OUT (default: a temporary file, named at the end). Needs nginx-light,
@@ -41,7 +42,7 @@ wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/n
 
 vport=$(port)
 "$bin" serve --root "$work/root" --listen "127.0.0.1:$vport" --threads 1 --stats-interval 0 \
-  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" 2>"$work/vodlab.err" &
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" ${SERVE_ARGS:-} 2>"$work/vodlab.err" &
 vpid=$!; pids+=("$vpid")
 n1=$(port); n2=$(port); n3=$(port)
 cat > "$work/nginx/nginx.conf" <<EOF
