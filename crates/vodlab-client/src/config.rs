@@ -155,3 +155,35 @@ impl Live {
         self.active_peak.swap(now, Relaxed).max(now)
     }
 }
+
+/// Reads a `--target` URL, `http://HOST[:PORT]` or `https://HOST[:PORT]`
+/// (no path: paths come from the session scripts): returns `HOST:PORT` to
+/// connect to (80 or 443 when no port is given) and the authority as
+/// written, for `Host`. The error names the URL and what is wrong.
+pub fn parse_target(url: &str) -> Result<(String, String), String> {
+    let (rest, port) = if let Some(r) = url.strip_prefix("http://") {
+        (r, 80)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (r, 443)
+    } else {
+        return Err(format!(
+            "--target `{url}`: only http:// and https:// URLs are supported"
+        ));
+    };
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !path.is_empty() {
+        return Err(format!(
+            "--target `{url}`: give only scheme, host and port; paths come from the session scripts"
+        ));
+    }
+    let hostport = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
+        && !authority.ends_with(']')
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:{port}")
+    };
+    Ok((hostport, authority.to_string()))
+}

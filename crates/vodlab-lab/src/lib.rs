@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod compare;
 pub mod files;
 pub mod hwbox;
+pub mod k8s;
 pub mod netlab;
 pub mod point;
 pub mod procs;

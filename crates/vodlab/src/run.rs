@@ -309,28 +309,10 @@ pub enum ArrivalKind {
     Constant,
 }
 
+/// `http://HOST:PORT` → (`HOST:PORT` to connect to, the authority for
+/// `Host`) ([`vodlab_client::config::parse_target`]).
 pub(crate) fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
-    let (rest, port) = if let Some(r) = url.strip_prefix("http://") {
-        (r, 80)
-    } else if let Some(r) = url.strip_prefix("https://") {
-        (r, 443)
-    } else {
-        bail!("--target `{url}`: only http:// and https:// URLs are supported")
-    };
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    if !path.is_empty() {
-        bail!("--target `{url}`: give only scheme, host and port; paths come from the session scripts");
-    }
-    let hostport = if authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
-        && !authority.ends_with(']')
-    {
-        authority.to_string()
-    } else {
-        format!("{authority}:{port}")
-    };
-    Ok((hostport, authority.to_string()))
+    vodlab_client::config::parse_target(url).map_err(anyhow::Error::msg)
 }
 
 /// Raises the open-file limit to its hard maximum (a load generator needs
