@@ -15,14 +15,16 @@
 //! beside this one, for before/after figures from one run. BENCH_PARTS:
 //! which of a, b, c to run (default `abc`).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{require, vodlab_at_ok, vodlab_ok, Nginx};
+use vodlab_testkit::{require, results, run_unpaced_at, vodlab_at_ok, Nginx};
+
+/// Runs this package's `vodlab` and asserts success, returning stdout.
+fn vodlab_ok(args: &[&str]) -> String {
+    vodlab_at_ok(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)
+}
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -71,7 +73,7 @@ fn h2load_rps(h2load: &Path, port: u16, conns: usize, requests: usize) -> f64 {
 }
 
 fn vodlab_rps(bin: &Path, script: &Path, port: u16, conns: usize, out: &Path) -> f64 {
-    let (r, secs) = common::run_unpaced_at(bin, script, port, out);
+    let (r, secs) = run_unpaced_at(bin, script, port, out);
     assert_eq!(r["started_sessions"].as_u64().unwrap() as usize, conns);
     r["completed_requests"].as_f64().unwrap() / secs
 }
@@ -216,7 +218,7 @@ delay_ms = 20.0
                 out.to_str().unwrap(),
             ],
         );
-        let r = common::results(&out);
+        let r = results(&out);
         let h = &r["health"];
         let peak = h["peak_active_sessions"].as_f64().unwrap();
         println!(

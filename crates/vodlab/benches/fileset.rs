@@ -10,15 +10,17 @@
 //! Environment: BENCH_ROUNDS (default 5), BENCH_SCALE (workload scale, 0.02),
 //! BENCH_DIR (default: the target directory's disk; /dev/shm takes the disk out).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use common::vodlab_ok;
+use vodlab_testkit::vodlab_at_ok;
+
+/// Runs this package's `vodlab` and asserts success, returning stdout.
+fn vodlab_ok(args: &[&str]) -> String {
+    vodlab_at_ok(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -26,9 +26,6 @@
 //! defence rather than the box's CPU sharing; the attack's size is printed
 //! either way).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -38,9 +35,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{free_port, raise_nofile, require};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vodlab_client::engine::cpu_seconds_of;
+use vodlab_testkit::{free_port, raise_nofile, require};
 
 const SMALL: &str = "/1m.bin";
 const BIG: &str = "/256m.bin";

@@ -6,16 +6,18 @@
 //!
 //! Environment: BENCH_ROUNDS (default 3), BENCH_REQUESTS (default 32000).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, vodlab_ok, Nginx};
 use vodlab_client::engine::cpu_seconds_of;
+use vodlab_testkit::{free_port, run_unpaced_at, vodlab_at_ok, Nginx};
+
+/// Runs this package's `vodlab` and asserts success, returning stdout.
+fn vodlab_ok(args: &[&str]) -> String {
+    vodlab_at_ok(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -25,7 +27,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Runs the client; returns (bytes/s, server CPU cores used).
 fn load(script: &Path, port: u16, pid: u32, out: &Path) -> (f64, f64) {
     let c0 = cpu_seconds_of(Some(pid));
-    let (r, secs) = common::run_unpaced(script, port, out);
+    let (r, secs) = run_unpaced_at(Path::new(env!("CARGO_BIN_EXE_vodlab")), script, port, out);
     let c1 = cpu_seconds_of(Some(pid));
     (
         r["throughput_bytes_per_s"].as_f64().unwrap(),
