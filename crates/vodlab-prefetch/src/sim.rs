@@ -271,6 +271,8 @@ struct Cache {
     lru: BTreeSet<(u64, usize)>,
     total: u64,
     peak: u64,
+    /// Scratch for a probe's blocks (no allocation per probe).
+    hit: Vec<(u64, u64, usize)>,
 }
 
 impl Cache {
@@ -278,11 +280,13 @@ impl Cache {
         let Some(ids) = self.by_key.get(&(scope, file)) else {
             return false;
         };
-        let mut hit: Vec<(u64, u64, usize)> = ids
-            .iter()
-            .filter_map(|&i| self.blocks[i].map(|b| (b.start, b.end, i)))
-            .filter(|&(s, e, _)| s < a + n && e > a)
-            .collect();
+        let mut hit = std::mem::take(&mut self.hit);
+        hit.clear();
+        hit.extend(
+            ids.iter()
+                .filter_map(|&i| self.blocks[i].map(|b| (b.start, b.end, i)))
+                .filter(|&(s, e, _)| s < a + n && e > a),
+        );
         hit.sort_unstable();
         let mut at = a;
         for &(s, e, _) in &hit {
@@ -293,13 +297,14 @@ impl Cache {
         }
         let covered = at >= a + n;
         if covered && self.cap.is_some() {
-            for (_, _, i) in hit {
+            for &(_, _, i) in &hit {
                 let b = self.blocks[i].as_mut().expect("live");
                 self.lru.remove(&(b.used, i));
                 b.used = now;
                 self.lru.insert((now, i));
             }
         }
+        self.hit = hit;
         covered
     }
 
@@ -440,6 +445,8 @@ struct Sim<'c> {
     kept: Option<Vec<DeviceRead>>,
     names: Vec<String>,
     live: usize,
+    /// Scratch for an ask's reads (no allocation per ask).
+    pending_reads: Vec<(u64, u64)>,
 }
 
 impl<'c> Sim<'c> {
@@ -470,6 +477,7 @@ impl<'c> Sim<'c> {
             kept: keep_reads.then(Vec::new),
             names: Vec::new(),
             live: 0,
+            pending_reads: Vec::new(),
         }
     }
 
@@ -586,7 +594,8 @@ impl<'c> Sim<'c> {
         }
         let bound = self.cfg.max_prefetch;
         let size = c.file_size.max(end);
-        let mut reads: Vec<(u64, u64)> = Vec::new();
+        let mut reads = std::mem::take(&mut self.pending_reads);
+        reads.clear();
         if Self::open(c) {
             // an open-ended stream: the policy's read, else the next piece
             let (o, n) = clip(d.decision, size)
@@ -618,9 +627,10 @@ impl<'c> Sim<'c> {
             }
             run.pos = a + len;
         }
-        for (o, n) in reads {
+        for &(o, n) in &reads {
             self.issue(t, i, o, n, a, a + len);
         }
+        self.pending_reads = reads;
         if self.runs[i as usize].pending == 0 {
             self.next(t, i);
         }
