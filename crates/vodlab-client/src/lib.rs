@@ -24,6 +24,7 @@ pub mod delivery;
 pub mod driver;
 pub mod engine;
 pub mod exchange;
+#[cfg(feature = "test-util")]
 pub mod groundtruth;
 pub mod http;
 pub mod link;
@@ -35,6 +36,7 @@ pub mod results;
 pub mod schedule;
 pub mod shard;
 pub mod slots;
+#[cfg(feature = "test-util")]
 pub mod testserver;
 pub mod thresholds;
 pub mod timing;
