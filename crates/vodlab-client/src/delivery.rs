@@ -68,34 +68,22 @@ pub fn request_bitrate(
     r: &vodlab_workload::script::Request,
     session_bps: Option<u64>,
 ) -> Option<u64> {
-    let br = |list: &str| -> Option<u64> {
-        list.split(',')
-            .find_map(|kv| kv.trim().strip_prefix("br="))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|&k| k > 0)
-            .map(|k| k.saturating_mul(1000))
+    // one CMCD parser for client and server (vodlab-cmcd); a bare `CMCD:`
+    // header line, which some scripts carry, is read too
+    let header = |name: &str| {
+        r.headers.iter().find_map(|h| {
+            h.split_once(':')
+                .filter(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.trim())
+        })
     };
-    for h in &r.headers {
-        if let Some((name, value)) = h.split_once(':') {
-            let name = name.trim();
-            if name.eq_ignore_ascii_case("cmcd-object") || name.eq_ignore_ascii_case("cmcd") {
-                if let Some(b) = br(value) {
-                    return Some(b);
-                }
-            }
-        }
-    }
-    if let Some((_, query)) = r.path.split_once('?') {
-        if let Some(q) = query.split('&').find_map(|p| p.strip_prefix("CMCD=")) {
-            let decoded = q
-                .replace("%3D", "=")
-                .replace("%3d", "=")
-                .replace("%2C", ",")
-                .replace("%2c", ",");
-            if let Some(b) = br(&decoded) {
-                return Some(b);
-            }
-        }
+    let br = vodlab_cmcd::Cmcd::from_request(&r.path, header)
+        .br
+        .filter(|&k| k > 0)
+        .or_else(|| header("cmcd").and_then(|v| vodlab_cmcd::Cmcd::parse(v).br))
+        .filter(|&k| k > 0);
+    if let Some(k) = br {
+        return Some(k.saturating_mul(1000));
     }
     session_bps.filter(|&b| b > 0)
 }
@@ -342,6 +330,17 @@ mod tests {
         assert_eq!(request_bitrate(&r, Some(400_000)), Some(3_200_000));
         let q = vodlab_workload::script::Request::get("/v?CMCD=bl%3D21300%2Cbr%3D800");
         assert_eq!(request_bitrate(&q, None), Some(800_000));
+        // a header beats the query; br in another CMCD header, or in a bare
+        // `CMCD:` line, counts; br=0 falls back to the session's rate
+        let mut h = q.clone();
+        h.headers.push("CMCD-Request: br=1200,bl=300".into());
+        assert_eq!(request_bitrate(&h, None), Some(1_200_000));
+        let mut bare = vodlab_workload::script::Request::get("/v");
+        bare.headers.push("cmcd: br=500".into());
+        assert_eq!(request_bitrate(&bare, None), Some(500_000));
+        let mut zero = vodlab_workload::script::Request::get("/v");
+        zero.headers.push("CMCD-Object: br=0".into());
+        assert_eq!(request_bitrate(&zero, Some(400_000)), Some(400_000));
         assert_eq!(
             request_bitrate(&vodlab_workload::script::Request::get("/v"), None),
             None
