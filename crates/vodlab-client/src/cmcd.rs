@@ -46,6 +46,60 @@ impl Cmcd<'_> {
     }
 }
 
+/// What a closed-loop player (`run --player`) tells the server with each
+/// request, from its own state: the object and its bit rate, the top bit
+/// rate, the buffer, its throughput estimate, whether it is starting up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlayerReport {
+    /// The object: the manifest, an init segment or a media segment.
+    pub object: vodlab_cmcd::ObjectType,
+    /// Encoded bit rate of the object's rendition, kbit/s (media and init).
+    pub br_kbps: Option<f64>,
+    /// Top bit rate of the rendition set, kbit/s.
+    pub top_kbps: Option<f64>,
+    /// Duration of the object, ms (media segments).
+    pub duration_ms: Option<f64>,
+    /// Buffer level, ms (rounded to 100 ms as the specification asks).
+    pub buffer_ms: Option<f64>,
+    /// The player's throughput estimate, kbit/s (rounded to 100 kbit/s).
+    pub measured_kbps: Option<f64>,
+    /// The player has not started playing yet (`su`: needed urgently).
+    pub startup: bool,
+    /// DASH or HLS.
+    pub format: vodlab_cmcd::StreamingFormat,
+    /// Session id.
+    pub session: u64,
+}
+
+impl PlayerReport {
+    /// The keys, as `vodlab-cmcd` encodes them.
+    pub fn cmcd(&self) -> vodlab_cmcd::Cmcd {
+        let whole = |v: Option<f64>| v.filter(|x| x.is_finite() && *x >= 0.0);
+        vodlab_cmcd::Cmcd {
+            ot: Some(self.object),
+            br: whole(self.br_kbps).map(|b| b.round() as u64),
+            tb: whole(self.top_kbps).map(|b| b.round() as u64),
+            d: whole(self.duration_ms).map(|d| d.round() as u64),
+            bl: whole(self.buffer_ms).map(|b| ((b / 100.0).round() as u64) * 100),
+            mtp: whole(self.measured_kbps).map(|m| ((m / 100.0).round() as u64) * 100),
+            su: self.startup,
+            sf: Some(self.format),
+            st: Some(vodlab_cmcd::StreamType::Vod),
+            sid: Some(format!("vodlab-{}", self.session)),
+            ..vodlab_cmcd::Cmcd::default()
+        }
+    }
+
+    /// The header lines (`Name: value`), to append to the request's headers.
+    pub fn headers(&self) -> Vec<String> {
+        self.cmcd()
+            .to_headers()
+            .into_iter()
+            .map(|(h, list)| format!("{}: {list}", h.name()))
+            .collect()
+    }
+}
+
 /// Whether a request's own headers already carry CMCD (a script may write
 /// them; they are then sent as written).
 pub fn present(headers: &[String]) -> bool {
@@ -84,6 +138,33 @@ mod tests {
         assert_eq!(bare.headers()[0], "CMCD-Object: br=3200,ot=v");
         assert_eq!(bare.headers().len(), 2);
         assert!(present(&["cmcd-object: br=1".into()]));
+        // a player's report: every key from its state, in the right header
+        let p = PlayerReport {
+            object: vodlab_cmcd::ObjectType::Video,
+            br_kbps: Some(2095.4),
+            top_kbps: Some(4000.0),
+            duration_ms: Some(4000.0),
+            buffer_ms: Some(12_340.0),
+            measured_kbps: Some(5_432.0),
+            startup: true,
+            format: vodlab_cmcd::StreamingFormat::Dash,
+            session: 7,
+        };
+        assert_eq!(
+            p.headers(),
+            vec![
+                "CMCD-Object: br=2095,d=4000,ot=v,tb=4000".to_string(),
+                "CMCD-Request: bl=12300,mtp=5400,su".into(),
+                "CMCD-Session: sf=d,sid=\"vodlab-7\",st=v".into(),
+            ]
+        );
+        let back = vodlab_cmcd::Cmcd::from_headers(|n| {
+            p.headers().into_iter().find_map(|l| {
+                let (k, v) = l.split_once(": ").unwrap();
+                (k.to_ascii_lowercase() == n).then(|| &*Box::leak(v.to_string().into_boxed_str()))
+            })
+        });
+        assert_eq!(back, p.cmcd());
         assert!(!present(&["X-Other: cmcd".into()]));
     }
 

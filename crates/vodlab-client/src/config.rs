@@ -60,7 +60,8 @@ pub struct RunConfig {
     /// replaying its script; `None`: replay.
     pub player: Option<crate::player_run::PlayerRun>,
     /// Send CMCD (CTA-5004) headers with requests whose session knows its
-    /// bit rate, as dash.js and hls.js can (`--no-cmcd` turns it off).
+    /// bit rate, and with every closed-loop player's request (from the
+    /// player's state), as dash.js and hls.js can (`--no-cmcd` turns it off).
     pub cmcd: bool,
     /// Run only the sessions of this client class (`--only-class`), e.g.
     /// on a lab host whose kernel shapes that class's link; the others are

@@ -72,6 +72,9 @@ pub struct Served {
     pub body_bytes: u64,
     /// Status of the final head.
     pub status: u16,
+    /// The CMCD the request carried (headers and query), as `vodlab serve`
+    /// reads it.
+    pub cmcd: vodlab_cmcd::Cmcd,
 }
 
 /// A running ground-truth server; it stops when dropped.
@@ -365,6 +368,7 @@ async fn serve_conn(
         let b = setup.behaviour(&path);
         let size = setup.size(&path);
         let (status, start, len) = plan(&b, size, range_hdr.as_deref());
+        let cmcd = vodlab_cmcd::Cmcd::from_request(&head.target, |n| head.header(n));
         let i = record(
             log,
             Served {
@@ -376,6 +380,7 @@ async fn serve_conn(
                 done_at: None,
                 body_bytes: 0,
                 status,
+                cmcd,
             },
         );
         if !b.head_delay.is_zero() {

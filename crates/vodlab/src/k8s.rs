@@ -31,8 +31,8 @@ pub fn run(a: K8sArgs) -> anyhow::Result<std::process::ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
     use clap::Parser;
+    use std::path::PathBuf;
 
     #[derive(Parser)]
     struct T {

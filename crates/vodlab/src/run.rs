@@ -82,8 +82,9 @@ pub struct RunArgs {
     /// Send no CMCD headers. By default a request of a session that knows
     /// its bit rate carries CMCD (CTA-5004: `CMCD-Object: br,d,ot`,
     /// `CMCD-Request: bl` from the session's playout buffer, `CMCD-Session:
-    /// sid`), as dash.js and hls.js can send it; `vodlab serve` paces and
-    /// sizes prefetches by it.
+    /// sid`), as dash.js and hls.js can send it, and a closed-loop player's
+    /// requests carry its own state (also `tb`, `mtp`, `su`, `sf`, `st`);
+    /// `vodlab serve` paces and sizes prefetches by it.
     #[arg(long)]
     pub no_cmcd: bool,
     /// What a paced request does when its slot has passed because the

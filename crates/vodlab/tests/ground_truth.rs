@@ -665,6 +665,52 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
     let segs: Vec<&Served> = served.iter().filter(|s| s.path.ends_with(".m4s")).collect();
     assert_eq!(segs.len(), 4, "{served:?}");
     assert!(segs[1].path.ends_with("/00001.m4s"));
+    // every request told the server, in CMCD headers, what the player
+    // knew: the object, its rate, the top rate, the buffer, the throughput
+    // estimate, start-up, the format and one session id
+    use vodlab_cmcd::{ObjectType, StreamType, StreamingFormat};
+    let rates: Vec<u64> = catalog
+        .representations
+        .iter()
+        .map(|r| r.bitrate_kbps.round() as u64)
+        .collect();
+    let sid = manifest.cmcd.sid.clone().expect("a session id");
+    for s in &served {
+        assert_eq!(s.cmcd.sid.as_ref(), Some(&sid), "{s:?}");
+        assert_eq!(
+            (s.cmcd.sf, s.cmcd.st),
+            (Some(StreamingFormat::Dash), Some(StreamType::Vod)),
+            "{s:?}"
+        );
+    }
+    assert_eq!(manifest.cmcd.ot, Some(ObjectType::Manifest));
+    assert!(manifest.cmcd.su && manifest.cmcd.br.is_none());
+    let inits: Vec<&Served> = served
+        .iter()
+        .filter(|s| s.cmcd.ot == Some(ObjectType::Init))
+        .collect();
+    assert!(!inits.is_empty(), "{served:?}");
+    for s in &segs {
+        let c = &s.cmcd;
+        assert_eq!(c.ot, Some(ObjectType::Video), "{s:?}");
+        assert!(rates.contains(&c.br.expect("br")), "{c:?} not in {rates:?}");
+        assert_eq!(c.tb, rates.iter().copied().max(), "{c:?}");
+        assert_eq!(c.d, Some((segment_s * 1000.0).round() as u64), "{c:?}");
+    }
+    // the first segment: nothing buffered, not playing yet, no estimate
+    assert_eq!(
+        (segs[0].cmcd.bl, segs[0].cmcd.su, segs[0].cmcd.mtp),
+        (Some(0), true, None)
+    );
+    // the second leaves as the first arrives: playing, about one segment
+    // (4 s) buffered, a throughput measured
+    let c1 = &segs[1].cmcd;
+    assert!(!c1.su && c1.mtp.is_some(), "{c1:?}");
+    let bl = c1.bl.expect("bl");
+    assert!(
+        (3_800..=4_000).contains(&bl),
+        "buffer at the second request {bl} ms"
+    );
     assert_eq!(p["sessions"], 1, "{r}");
     assert_eq!(p["failed"], 0);
     assert_eq!(p["segments"], segs.len() as u64);

@@ -11,11 +11,13 @@
 //! (the next request opens one), with HTTP/2 the dropped stream is reset
 //! and the connection kept.
 
+use crate::cmcd::PlayerReport;
 use std::future::{poll_fn, Future};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
+use vodlab_cmcd::{ObjectType, StreamingFormat};
 
 use tokio::sync::mpsc;
 use vodlab_manifest::{hls_presentation, parse_master, parse_media, parse_mpd, Presentation};
@@ -116,6 +118,7 @@ impl Io<'_> {
         &mut self,
         path: &str,
         range: Option<(u64, u64)>,
+        headers: &[String],
         sink: &mut (dyn FnMut(u64, &[u8]) + Send),
         arrived: &mut (dyn FnMut(Instant, u64) -> bool + Send),
     ) -> Result<Got, E> {
@@ -124,7 +127,7 @@ impl Io<'_> {
             method: "GET",
             path,
             range: range_text.as_deref(),
-            headers: &[],
+            headers,
             body: None,
             session: self.id,
             http10: false,
@@ -224,6 +227,20 @@ impl Io<'_> {
         unreachable!("the loop returns on its second attempt")
     }
 
+    /// The CMCD header lines of a request (`--no-cmcd`: none): `report`
+    /// with this session's format and id.
+    fn cmcd(&self, mut report: PlayerReport) -> Vec<String> {
+        if !self.ctx.cfg.cmcd {
+            return Vec::new();
+        }
+        report.format = match self.run.kind {
+            crate::player_run::PlayerKind::Dash => StreamingFormat::Dash,
+            crate::player_run::PlayerKind::Hls => StreamingFormat::Hls,
+        };
+        report.session = self.id;
+        report.headers()
+    }
+
     /// GETs a manifest or playlist body (at most [`MAX_MANIFEST_BYTES`]).
     async fn text(&mut self, path: &str) -> Result<String, E> {
         let mut body = Vec::new();
@@ -235,7 +252,20 @@ impl Io<'_> {
                 too_big = true;
             }
         };
-        let got = self.get(path, None, &mut sink, &mut |_, _| false).await?;
+        let cmcd = self.cmcd(PlayerReport {
+            object: ObjectType::Manifest,
+            br_kbps: None,
+            top_kbps: None,
+            duration_ms: None,
+            buffer_ms: None,
+            measured_kbps: None,
+            startup: true,
+            format: StreamingFormat::Other,
+            session: 0,
+        });
+        let got = self
+            .get(path, None, &cmcd, &mut sink, &mut |_, _| false)
+            .await?;
         let status = match got {
             Got::Done(s) => s,
             Got::Abandoned => 0,
@@ -479,6 +509,21 @@ async fn play(
     })?;
     let ms = |t: Instant| t.saturating_duration_since(start).as_secs_f64() * 1e3;
     let mut init_done = vec![false; pres.levels.len()];
+    let rates = parsed.movie.bitrates_kbps.clone();
+    let top_kbps = rates.iter().copied().reduce(f64::max);
+    // what the player's request tells the server (CMCD), from its state now
+    // (format and session filled by `Io::cmcd`)
+    let report = |player: &Player, object: ObjectType, quality: usize| PlayerReport {
+        object,
+        br_kbps: rates.get(quality).copied(),
+        top_kbps,
+        duration_ms: (object == ObjectType::Video).then_some(segment_ms),
+        buffer_ms: Some(player.buffer_ms()),
+        measured_kbps: player.throughput_estimate(),
+        startup: player.playback_start_ms().is_none(),
+        format: StreamingFormat::Other,
+        session: 0,
+    };
     let result = loop {
         let now = Instant::now();
         let Some(action) = player.poll_action(ms(now)) else {
@@ -505,8 +550,11 @@ async fn play(
                 let level = &pres.levels[quality];
                 if !init_done[quality] {
                     if let Some(init) = &level.init {
+                        let cmcd = io.cmcd(report(&player, ObjectType::Init, quality));
                         let got = io
-                            .get(&init.url, init.range, &mut |_, _| {}, &mut |_, _| false)
+                            .get(&init.url, init.range, &cmcd, &mut |_, _| {}, &mut |_, _| {
+                                false
+                            })
                             .await;
                         match got {
                             Ok(Got::Done(s)) if s == 200 || s == 206 => {}
@@ -530,6 +578,7 @@ async fn play(
                     init_done[quality] = true;
                 }
                 let seg = &level.segments[index];
+                let cmcd = io.cmcd(report(&player, ObjectType::Video, quality));
                 let mut received = 0u64;
                 let mut gave_up = false;
                 let mut on_read = |at: Instant, n: u64| {
@@ -552,7 +601,7 @@ async fn play(
                     gave_up
                 };
                 let got = io
-                    .get(&seg.url, seg.range, &mut |_, _| {}, &mut on_read)
+                    .get(&seg.url, seg.range, &cmcd, &mut |_, _| {}, &mut on_read)
                     .await;
                 let now = ms(Instant::now());
                 match got {

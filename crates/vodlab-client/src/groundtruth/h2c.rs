@@ -59,6 +59,10 @@ async fn answer(
     let b = site.behaviour(&path);
     let size = site.size(&path);
     let (status, start, len) = plan(&b, size, range.as_deref());
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let cmcd = vodlab_cmcd::Cmcd::from_request(target, |n| {
+        req.headers().get(n).and_then(|v| v.to_str().ok())
+    });
     let i = record(
         log,
         Served {
@@ -70,6 +74,7 @@ async fn answer(
             done_at: None,
             body_bytes: 0,
             status,
+            cmcd,
         },
     );
     if !b.head_delay.is_zero() {
