@@ -649,10 +649,11 @@ impl PrefetchController for Auto {
     ) -> PrefetchDecision {
         self.t0.get_or_insert(now);
         // an open-ended request asks for the rest of the file, and is asked
-        // again at its frontier for each read: it counts the bytes of one
-        // read (what the viewer gets from this ask), not the rest each time
-        let asked = if req.open_ended {
-            self.size_for(req.bitrate_bps)
+        // again at its frontier for each read: a miss counts the bytes of
+        // one read (what the viewer gets from this ask, at most the rest),
+        // not the rest each time; a hit sends the whole rest at once
+        let asked = if req.open_ended && !req.resident {
+            self.size_for(req.bitrate_bps).min(req.length)
         } else {
             req.length
         };

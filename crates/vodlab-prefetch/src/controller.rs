@@ -171,7 +171,7 @@ impl SessionState {
         self.prefetched
             .retain(|r| now.saturating_duration_since(r.at) < PREFETCH_MEMORY);
         let mut wasted = 0;
-        if self.prefetched.len() > PREFETCH_RANGES {
+        if self.prefetched.len() >= PREFETCH_RANGES {
             let old = self.prefetched.remove(0);
             wasted = (old.end - old.start).saturating_sub(old.used);
         }

@@ -56,6 +56,10 @@ pub struct Ask<'a> {
     pub bitrate_bps: Option<u64>,
     /// The request was open-ended (`Range: bytes=A-`).
     pub open_ended: bool,
+    /// The rest of an open-ended range asked again at its frontier (see
+    /// [`prepare_continuation`]): not accounted to its session or chain
+    /// again.
+    pub continuation: bool,
 }
 
 /// What [`prepare`] found: the session's overlap with the range and the
@@ -124,6 +128,24 @@ pub fn prepare(
         resident,
         overlap,
         overlap_resident,
+    }
+}
+
+/// Step 1 for the rest of an open-ended range asked again at its frontier
+/// `offset`: probes `[offset, offset + len)` only. The range was accounted
+/// to the session when it was asked, and its overlap with the session's
+/// earlier prefetches (and any eviction of them) was reported then; doing
+/// it again at every frontier would credit the same prefetches as used and
+/// report the same eviction once per frontier.
+pub fn prepare_continuation(
+    offset: u64,
+    len: u64,
+    mut probe: impl FnMut(u64, u64) -> bool,
+) -> Probed {
+    Probed {
+        resident: probe(offset, len),
+        overlap: None,
+        overlap_resident: None,
     }
 }
 
@@ -212,6 +234,8 @@ impl PrefetchCore {
             open_ended: ask.open_ended,
         };
         let head = probed.head(ask.offset, ask.length);
+        // a continuation's range was accounted to its chain when asked
+        let chain = if ask.continuation { None } else { chain };
         let b = self.before_send(now, &req, session, chain, probed.evicted(), head);
         let decided = Decided {
             decision: b.decision,
@@ -229,6 +253,7 @@ impl PrefetchCore {
                 file_size: ask.file_size,
                 bitrate_bps: ask.bitrate_bps,
                 open_ended: ask.open_ended,
+                continuation: ask.continuation,
                 chain: chain.map(str::to_string),
                 probes: probed.answers(),
                 prefetch: decided.decision.range(),

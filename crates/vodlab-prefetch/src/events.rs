@@ -44,6 +44,10 @@ pub enum Event {
         /// The request was open-ended.
         #[serde(default)]
         open_ended: bool,
+        /// The rest of an open-ended range asked again at its frontier
+        /// (probed only, not accounted again).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        continuation: bool,
         /// The chain's name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         chain: Option<String>,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::controller::{PrefetchController, SessionState};
-use crate::core::{prepare, Ask, PrefetchCore};
+use crate::core::{prepare, prepare_continuation, Ask, PrefetchCore};
 use crate::events::Event;
 
 /// A recorded stream does not fit the core that replays it.
@@ -73,6 +73,7 @@ pub fn replay(
                 file_size,
                 bitrate_bps,
                 open_ended,
+                continuation,
                 chain,
                 probes,
                 prefetch,
@@ -82,12 +83,17 @@ pub fn replay(
                 let s = sessions.entry(*conn).or_default();
                 let mut answers = probes.iter().copied();
                 let mut short = false;
-                let probed = prepare(s, *file, *offset, *length, |_, _| {
+                let mut answer = |_: u64, _: u64| {
                     answers.next().unwrap_or_else(|| {
                         short = true;
                         false
                     })
-                });
+                };
+                let probed = if *continuation {
+                    prepare_continuation(*offset, *length, &mut answer)
+                } else {
+                    prepare(s, *file, *offset, *length, &mut answer)
+                };
                 if short || answers.next().is_some() {
                     return Err(ReplayError {
                         index,
@@ -107,6 +113,7 @@ pub fn replay(
                     file_size: *file_size,
                     bitrate_bps: *bitrate_bps,
                     open_ended: *open_ended,
+                    continuation: *continuation,
                 };
                 let d = core.decide(at(*t_ns), &ask, &probed, s, chain.as_deref());
                 let replayed = (d.decision.range(), d.head, d.evicted.map(|(b, _)| b));

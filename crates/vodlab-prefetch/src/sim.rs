@@ -7,7 +7,9 @@
 //! contiguously, as `vodlab analyze` finds them) is one viewer on one
 //! connection, its bytes consumed uniformly over its duration:
 //! - a chain of range requests (`requests` of them) asks for its bytes in
-//!   `requests` equal ranges, each when the viewer reaches its first byte
+//!   ranges of ⌈bytes / requests⌉ (the last one shorter; fewer ranges when
+//!   a chain has fewer bytes than requests squared), each when the viewer
+//!   reaches its first byte
 //!   and not before the previous one was served (a connection's requests
 //!   follow each other, as on the server). Every range is probed against
 //!   the page-cache model and decided by the core exactly as `serve` does
@@ -18,7 +20,10 @@
 //! - a chain of one open-ended request is asked at its start and again
 //!   whenever the previous read is used up, each time for the rest of the
 //!   chain as an open-ended request, and the policy decides the read (as
-//!   `serve` asks at an open-ended range's frontier).
+//!   `serve` asks at an open-ended range's frontier: probed only, not
+//!   accounted to the session again). Its reads are not looked at again,
+//!   so an eviction of them is never found: evictions are a feature of
+//!   chains of range requests here.
 //!
 //! **Drives.** Each read is one seek and its bytes on the file's drive, in
 //! that drive's queue (one helper per device, as `serve`): it starts when
@@ -53,7 +58,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::controller::{clip, PrefetchController, SessionState};
-use crate::core::{prepare, Ask, PrefetchCore};
+use crate::core::{prepare, prepare_continuation, Ask, PrefetchCore};
 use crate::defaults;
 
 /// One chain of the trace.
@@ -193,7 +198,7 @@ pub struct SimResult {
     /// Mean prefetch-buffer memory over buckets with any, bytes.
     #[serde(default)]
     pub mean_memory_bytes: u64,
-    /// Buckets the trace covered.
+    /// Buckets with any read or any held buffer (idle gaps not counted).
     pub buckets: u64,
     /// Ranges the core decided (requests, and open-ended continuations).
     #[serde(default)]
@@ -308,7 +313,44 @@ impl Cache {
         covered
     }
 
+    /// A read of `b` completed: its bytes not resident already become
+    /// blocks of their own (a page is cached once, however often read); the
+    /// blocks it overlaps count as used now.
     fn insert(&mut self, b: Block) {
+        let mut hit = std::mem::take(&mut self.hit);
+        hit.clear();
+        if let Some(ids) = self.by_key.get(&(b.scope, b.file)) {
+            hit.extend(
+                ids.iter()
+                    .filter_map(|&i| self.blocks[i].map(|x| (x.start, x.end, i)))
+                    .filter(|&(s, e, _)| s < b.end && e > b.start),
+            );
+        }
+        hit.sort_unstable();
+        let mut pieces: Vec<(u64, u64)> = Vec::new();
+        let mut at = b.start;
+        for &(s, e, i) in &hit {
+            if s > at {
+                pieces.push((at, s.min(b.end)));
+            }
+            at = at.max(e);
+            if self.cap.is_some() {
+                let x = self.blocks[i].as_mut().expect("live");
+                self.lru.remove(&(x.used, i));
+                x.used = b.used;
+                self.lru.insert((b.used, i));
+            }
+        }
+        if at < b.end {
+            pieces.push((at, b.end));
+        }
+        self.hit = hit;
+        for (start, end) in pieces {
+            self.insert_block(Block { start, end, ..b });
+        }
+    }
+
+    fn insert_block(&mut self, b: Block) {
         let i = match self.free.pop() {
             Some(i) => {
                 self.blocks[i] = Some(b);
@@ -570,9 +612,15 @@ impl<'c> Sim<'c> {
         run.asked += 1;
         run.asked_at = t;
         let cache = &mut self.cache;
-        let probed = prepare(&mut run.session, c.file, a, len, |o, n| {
-            cache.probe(scope, c.file, o, n, t)
-        });
+        // an open-ended chain asked again at its frontier: probed only, as
+        // serve asks it (not accounted to the session again)
+        let continuation = Self::open(c) && a != c.offset;
+        let probe = |o, n| cache.probe(scope, c.file, o, n, t);
+        let probed = if continuation {
+            prepare_continuation(a, len, probe)
+        } else {
+            prepare(&mut run.session, c.file, a, len, probe)
+        };
         let ask = Ask {
             conn: i as u64,
             session: &self.names[i as usize],
@@ -582,6 +630,7 @@ impl<'c> Sim<'c> {
             file_size: c.file_size.max(end),
             bitrate_bps: c.bitrate_bps,
             open_ended: c.open_ended && (Self::open(c) || a == c.offset),
+            continuation,
         };
         let d = self.core.decide(now, &ask, &probed, &mut run.session, None);
         self.result.decisions += 1;

@@ -86,6 +86,7 @@ fn recorded_events_validate_against_the_schema() {
         file_size: 12_000_000,
         bitrate_bps: None,
         open_ended: false,
+        continuation: false,
         chain: Some("/t00042".into()),
         probes: vec![false, true],
         prefetch: Some([4_194_304, 4_194_304]),

@@ -50,7 +50,7 @@ use crate::prefetch::{Lost, Pending, ReadReport};
 use crate::prefetch::{FIRST_PIECE, PIECE};
 use crate::server::State;
 use vodlab_prefetch::controller::{clip, PrefetchDecision, SessionState};
-use vodlab_prefetch::core::{prepare, Ask};
+use vodlab_prefetch::core::{prepare, prepare_continuation, Ask};
 
 /// Bytes at the end of a range held back until a prefetch reaching past
 /// the range is complete.
@@ -145,7 +145,10 @@ impl RangeIo<'_, '_> {
     /// Returns whether the range is resident, the bytes at its start known
     /// to be resident (its session's prefetch), and the decision. A
     /// `continuation` (the rest of an open-ended range, asked again at its
-    /// frontier) is not counted as requested bytes again.
+    /// frontier) is only probed: not accounted to the session, its chain or
+    /// the requested-bytes counters again, and its overlap with earlier
+    /// prefetches not reported again
+    /// ([`vodlab_prefetch::core::prepare_continuation`]).
     fn decide(
         &mut self,
         f: &FileCtx<'_>,
@@ -155,9 +158,12 @@ impl RangeIo<'_, '_> {
         continuation: bool,
     ) -> (bool, u64, PrefetchDecision) {
         let st = self.st;
-        let probed = prepare(self.session, f.key, a, len, |o, n| {
-            st.prober.resident(f.file, o, n)
-        });
+        let probe = |o, n| st.prober.resident(f.file, o, n);
+        let probed = if continuation {
+            prepare_continuation(a, len, probe)
+        } else {
+            prepare(self.session, f.key, a, len, probe)
+        };
         let resident = probed.resident;
         let c = &st.counters;
         if !continuation {
@@ -186,6 +192,7 @@ impl RangeIo<'_, '_> {
                 .head
                 .header("range")
                 .is_some_and(crate::request::open_ended_range),
+            continuation,
         };
         let chain = (!chain.is_empty()).then_some(chain);
         let d = st.prefetch.lock().expect("lock").decide(

@@ -718,3 +718,37 @@ fn an_open_ended_stream_counts_one_read_per_ask_as_requested() {
     // 3 MiB read for 3 MiB asked
     assert_eq!(rec.miss_ratio, Some(1.0), "{rec:?}");
 }
+
+/// A resident open-ended ask sends the whole rest at once: all of it counts
+/// as requested; a missed one near the end of the file counts only the rest.
+#[test]
+fn a_resident_or_short_open_ended_ask_counts_what_it_sends() {
+    let cfg = AutoConfig {
+        start: 1 << 20,
+        interval: Duration::from_secs(1),
+        ramp: Duration::ZERO,
+        busy: 0.0,
+        ..AutoConfig::default()
+    };
+    let mut a = Auto::new(cfg);
+    let t0 = Instant::now();
+    a.on_tick(t0);
+    let mut st = SessionState::default();
+    // resident: the 8 MiB rest is sent from the page cache
+    let mut hit = info(8 << 20, true, None);
+    hit.open_ended = true;
+    assert_eq!(
+        a.on_request(t0, &hit, &mut st, None),
+        PrefetchDecision::None
+    );
+    // missed with 256 KiB left: at most the rest is asked
+    let mut end = info(256 << 10, false, None);
+    end.open_ended = true;
+    a.on_request(t0, &end, &mut st, None);
+    a.on_read_complete(t0, 256 << 10, Duration::from_millis(5));
+    a.on_tick(t0 + Duration::from_secs(1));
+    let rec = *a.records().last().expect("an interval");
+    // 256 KiB read for 8 MiB + 256 KiB asked
+    let want = (256u64 << 10) as f64 / ((8u64 << 20) + (256 << 10)) as f64;
+    assert!((rec.miss_ratio.unwrap() - want).abs() < 1e-12, "{rec:?}");
+}

@@ -260,15 +260,17 @@ fn session_state_counts_use_waste_and_forgets_old_ranges() {
     assert_eq!(s.prefetched.len(), 1);
     // beyond the cap the oldest goes and its unused bytes are waste
     let t1 = t0 + PREFETCH_MEMORY;
-    for i in 1..=PREFETCH_RANGES as u64 {
+    for i in 1..PREFETCH_RANGES as u64 {
         assert_eq!(s.record_prefetch(t1, 1, i * 10_000, 100, 0), 0);
     }
-    assert_eq!(s.prefetched.len(), PREFETCH_RANGES + 1);
+    // at most PREFETCH_RANGES kept (before: one more)
+    assert_eq!(s.prefetched.len(), PREFETCH_RANGES);
     assert_eq!(
         s.record_prefetch(t1, 1, 0, 100, 0),
         0,
         "the first kept range was fully used"
     );
+    assert_eq!(s.prefetched.len(), PREFETCH_RANGES);
     assert_eq!(s.record_prefetch(t1, 1, 0, 100, 0), 100);
     assert_eq!(s.requests, 3);
     assert_eq!(s.bytes_requested, 410);

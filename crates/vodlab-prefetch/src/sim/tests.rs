@@ -258,3 +258,36 @@ fn recorded_simulations_replay_decision_for_decision() {
         assert!(!rep.mismatches.is_empty(), "{spec} against fixed:1M");
     }
 }
+
+/// A read that is partly resident already adds only its new bytes to the
+/// shared page cache: with room for everything, the cache's peak is the
+/// union of the bytes read, not their sum.
+#[test]
+fn a_shared_cache_holds_a_page_once_however_often_it_is_read() {
+    let a = chain(1, 0.0, 8_000_000, 80.0);
+    // starts inside a's first read and runs past it
+    let mut b = chain(2, 10.0, 4_000_000, 40.0);
+    b.file = a.file;
+    b.offset = 3_500_000;
+    let cfg = SimConfig {
+        page_cache: Some(1 << 30),
+        ..SimConfig::default()
+    };
+    let (r, reads) = simulate(&cfg, Box::new(Fixed(4_000_000)), &[a, b], true);
+    let mut ranges: Vec<(u64, u64)> = reads
+        .iter()
+        .map(|d| (d.offset, d.offset + d.bytes))
+        .collect();
+    ranges.sort_unstable();
+    let (mut union, mut at) = (0, 0);
+    for (s, e) in ranges {
+        let s = s.max(at);
+        if e > s {
+            union += e - s;
+        }
+        at = at.max(e);
+    }
+    let sum: u64 = reads.iter().map(|d| d.bytes).sum();
+    assert!(sum > union, "the reads overlap: {reads:?}");
+    assert_eq!(r.peak_cache_bytes, union, "{r:?}");
+}
