@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::controller::{
-    policy_len, ChainState, PrefetchController, PrefetchDecision, RequestInfo, SessionState,
+    read_size, ChainState, PrefetchController, PrefetchDecision, RequestInfo, SessionState,
 };
 use crate::defaults;
 
@@ -662,13 +662,7 @@ impl PrefetchController for Auto {
             self.window.rate_bytes += b as f64 * asked as f64;
             self.window.rated_bytes += asked;
         }
-        if req.resident {
-            return PrefetchDecision::None;
-        }
-        PrefetchDecision::Prefetch {
-            offset: req.offset,
-            len: policy_len(self.size_for(req.bitrate_bps), req),
-        }
+        read_size(self.size_for(req.bitrate_bps), req)
     }
 
     fn on_read_complete(&mut self, _now: Instant, bytes: u64, duration: Duration) {
@@ -736,14 +730,8 @@ impl PrefetchController for Scaled {
         _session: &mut SessionState,
         _chain: Option<&mut ChainState>,
     ) -> PrefetchDecision {
-        if req.resident {
-            return PrefetchDecision::None;
-        }
         let n = (self.scaling.size(self.size as f64, req.bitrate_bps).round() as u64).max(4096);
-        PrefetchDecision::Prefetch {
-            offset: req.offset,
-            len: policy_len(n, req),
-        }
+        read_size(n, req)
     }
 
     fn on_read_complete(&mut self, _now: Instant, _bytes: u64, _duration: Duration) {}

@@ -267,13 +267,7 @@ impl PrefetchController for Fixed {
         _session: &mut SessionState,
         _chain: Option<&mut ChainState>,
     ) -> PrefetchDecision {
-        if req.resident {
-            return PrefetchDecision::None;
-        }
-        PrefetchDecision::Prefetch {
-            offset: req.offset,
-            len: policy_len(self.0, req),
-        }
+        read_size(self.0, req)
     }
 
     fn on_read_complete(&mut self, _now: Instant, _bytes: u64, _duration: Duration) {}
@@ -294,6 +288,19 @@ pub fn policy_len(size: u64, req: &RequestInfo<'_>) -> u64 {
         size.max(1)
     } else {
         size.max(req.length)
+    }
+}
+
+/// The decision of a size policy whose size for `req` is `size`: nothing
+/// on a hit, else [`policy_len`] bytes from the request's offset. Fixed,
+/// scaled and automatic sizes all decide so; they differ only in `size`.
+pub fn read_size(size: u64, req: &RequestInfo<'_>) -> PrefetchDecision {
+    if req.resident {
+        return PrefetchDecision::None;
+    }
+    PrefetchDecision::Prefetch {
+        offset: req.offset,
+        len: policy_len(size, req),
     }
 }
 

@@ -278,6 +278,8 @@ struct Cache {
     peak: u64,
     /// Scratch for a probe's blocks (no allocation per probe).
     hit: Vec<(u64, u64, usize)>,
+    /// Scratch for an insert's uncovered pieces.
+    pieces: Vec<(u64, u64)>,
 }
 
 impl Cache {
@@ -327,7 +329,8 @@ impl Cache {
             );
         }
         hit.sort_unstable();
-        let mut pieces: Vec<(u64, u64)> = Vec::new();
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
         let mut at = b.start;
         for &(s, e, i) in &hit {
             if s > at {
@@ -345,9 +348,10 @@ impl Cache {
             pieces.push((at, b.end));
         }
         self.hit = hit;
-        for (start, end) in pieces {
+        for &(start, end) in &pieces {
             self.insert_block(Block { start, end, ..b });
         }
+        self.pieces = pieces;
     }
 
     fn insert_block(&mut self, b: Block) {

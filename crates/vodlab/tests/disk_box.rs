@@ -204,7 +204,7 @@ fn compare_on_an_emulated_disk_records_the_drives_figures() {
     let w = gen(d.path(), 100);
     let out = d.path().join("cmp");
     let port = common::free_port().to_string();
-    let stdout = vodlab_ok(&[
+    let mut args = vec![
         "compare",
         &w,
         "--disk",
@@ -215,24 +215,11 @@ fn compare_on_an_emulated_disk_records_the_drives_figures() {
         "vodlab-asap,nginx",
         "--port",
         &port,
-        "--no-pacing",
-        "--no-shaping",
-        "--window",
-        "2",
-        "--drain",
-        "10",
-        "--start",
-        "2",
-        "--max-points",
-        "1",
-        "--pause",
-        "0.2",
-        "--quiet",
-        "--late-threshold-ms",
-        "1000",
         "-o",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(common::ONE_POINT);
+    let stdout = vodlab_ok(&args);
     assert!(stdout.contains("emulated drive hitachi-5k3000"), "{stdout}");
     let cmp: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("compare.json")).unwrap()).unwrap();

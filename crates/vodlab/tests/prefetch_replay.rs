@@ -20,22 +20,28 @@ use std::time::{Duration, Instant};
 use common::{free_port, wait_until};
 
 /// The server process: asked to stop (SIGTERM, by its PID) on drop, so the
-/// events file ends with whole lines; killed if it does not stop.
-struct Serve(Child);
+/// events file ends with whole lines; killed if it has not exited within
+/// 20 s (a thread waits for the exit: no polling).
+struct Serve(Option<Child>);
 
 impl Drop for Serve {
     fn drop(&mut self) {
+        let Some(mut child) = self.0.take() else {
+            return;
+        };
+        let pid = child.id() as i32;
         // SAFETY: a signal to the child this test started
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(20) {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let _ = child.wait();
+            let _ = tx.send(());
+        });
+        if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+            // SAFETY: the same child, not yet reaped (its waiter still waits)
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = waiter.join();
     }
 }
 
@@ -104,7 +110,7 @@ fn record(root: &Path, files: &[File], policy: &str, secs: f64, out: &Path) {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let serve = Serve(child);
+    let serve = Serve(Some(child));
     wait_until("serve listening", Duration::from_secs(20), || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
