@@ -188,3 +188,34 @@ pub fn parse_target(url: &str) -> Result<(String, String), String> {
     };
     Ok((hostport, authority.to_string()))
 }
+
+/// Whether `ip` is a loopback address (an IPv4-mapped one included): the
+/// only targets vodlab loads without `--allow-remote`.
+pub fn is_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v) => v.is_loopback(),
+        std::net::IpAddr::V6(v) => {
+            v.is_loopback() || v.to_ipv4_mapped().is_some_and(|m| m.is_loopback())
+        }
+    }
+}
+
+/// Raises the open-file limit to its hard maximum (a load generator needs
+/// a descriptor per connection).
+pub fn raise_nofile() -> u64 {
+    // SAFETY: plain syscalls on a local struct
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 {
+            if r.rlim_cur < r.rlim_max {
+                r.rlim_cur = r.rlim_max;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            }
+            return r.rlim_cur;
+        }
+    }
+    0
+}

@@ -415,6 +415,26 @@ pub fn parse_seconds(s: &str) -> Result<f64, UnitError> {
     parse_duration(s).map(|d| d.as_secs_f64())
 }
 
+/// A flag of seconds in the unit grammar (`500ms`, `30s`, `2m`; a bare
+/// number is seconds, docs/units.md). A bare number is passed through as
+/// written, even an absurd one, so that the flag's own bound check names
+/// the bound.
+pub fn seconds_arg(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .or_else(|_| parse_seconds(s).map_err(|e| e.to_string()))
+}
+
+/// A flag of milliseconds in the unit grammar (a bare number is
+/// milliseconds; `1.5s`, `250ms`), passed through as [`seconds_arg`] does.
+pub fn millis_arg(s: &str) -> Result<f64, String> {
+    s.trim().parse::<f64>().or_else(|_| {
+        parse_duration_bare(s, Bare::Millis)
+            .map(|d| d.as_secs_f64() * 1e3)
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// Parses a duration whose bare numbers are milliseconds (`250` = `250ms`,
 /// `1.5s`), into whole milliseconds (rounded to the nearest).
 pub fn parse_millis(s: &str) -> Result<u64, UnitError> {

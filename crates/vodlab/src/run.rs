@@ -1,7 +1,7 @@
 //! `vodlab run`.
 
 use std::io::{IsTerminal, Write};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -316,25 +316,7 @@ pub(crate) fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
     vodlab_client::config::parse_target(url).map_err(anyhow::Error::msg)
 }
 
-/// Raises the open-file limit to its hard maximum (a load generator needs
-/// a descriptor per connection).
-pub(crate) fn raise_nofile() -> u64 {
-    // SAFETY: plain syscalls on a local struct
-    unsafe {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 {
-            if r.rlim_cur < r.rlim_max {
-                r.rlim_cur = r.rlim_max;
-                libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-            }
-            return r.rlim_cur;
-        }
-    }
-    0
-}
+pub(crate) use vodlab_client::config::raise_nofile;
 
 /// The timing script's workload and arrivals (`--timing-script`).
 fn timing_workload(a: &RunArgs, file: &Path) -> anyhow::Result<(LoadedWorkload, Arrivals)> {
@@ -662,12 +644,7 @@ pub(crate) fn judge(
     Ok(ExitCode::from(exit::OK))
 }
 
-pub(crate) fn is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v) => v.is_loopback(),
-        IpAddr::V6(v) => v.is_loopback() || v.to_ipv4_mapped().is_some_and(|m| m.is_loopback()),
-    }
-}
+pub(crate) use vodlab_client::config::is_loopback;
 
 pub(crate) fn write_results(dir: &Path, r: &Results) -> anyhow::Result<()> {
     let json = dir.join("results.json");

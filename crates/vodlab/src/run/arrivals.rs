@@ -140,22 +140,4 @@ pub(crate) fn compress_arrivals(arr: Arrivals, tc: vodlab_workload::TimeCompress
     }
 }
 
-/// A flag of seconds in the unit grammar (`500ms`, `30s`, `2m`; a bare
-/// number is seconds, docs/units.md). A bare number is passed through as
-/// written, even an absurd one, so that the flag's own bound check names
-/// the bound.
-pub(crate) fn seconds_arg(s: &str) -> Result<f64, String> {
-    s.trim()
-        .parse::<f64>()
-        .or_else(|_| vodlab_units::parse_seconds(s).map_err(|e| e.to_string()))
-}
-
-/// A flag of milliseconds in the unit grammar (a bare number is
-/// milliseconds; `1.5s`, `250ms`), passed through as [`seconds_arg`] does.
-pub(crate) fn millis_arg(s: &str) -> Result<f64, String> {
-    s.trim().parse::<f64>().or_else(|_| {
-        vodlab_units::parse_duration_bare(s, vodlab_units::Bare::Millis)
-            .map(|d| d.as_secs_f64() * 1e3)
-            .map_err(|e| e.to_string())
-    })
-}
+pub(crate) use vodlab_units::{millis_arg, seconds_arg};
