@@ -350,6 +350,17 @@ pub fn evaluate_all(rules: &[Rule], result: &Value) -> Result<Vec<Breach>, RuleE
     Ok(out)
 }
 
+/// The `--fail-on` flag's help, shared by run, capacity and compare.
+pub const FAIL_ON_HELP: &str = "Fail (exit 1) when the result's figure compares so: PATH OP VALUE, \
+e.g. `failed_sessions_pct>1`, `latency_from_schedule_ms.p99>500`, `players.rebuffered_sessions>0`, \
+`client_valid==false`; OP is > >= < <= == !=; repeatable; checked before the run (a typo is a usage \
+error) and named on stderr when breached (the results are written either way)";
+
+/// Parses one `--fail-on` value (for clap's `value_parser`).
+pub fn parse_rule(s: &str) -> Result<Rule, String> {
+    Rule::parse(s).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
