@@ -16,11 +16,14 @@
 //!   with `auto_unmount`, so a killed daemon leaves no mount behind) and
 //!   sets the mount's read-ahead.
 //! * [`Mounted`] — statistics while mounted, waiting for a signal, unmount.
+//! * [`command`] — `vodlab disk mount`: its settings and the whole pass
+//!   from a workload directory to the unmount.
 //!
 //! See `docs/disk.md`, section "Mount".
 
 #![warn(missing_docs)]
 
+pub mod command;
 pub mod engine;
 pub mod fs;
 pub mod synth;

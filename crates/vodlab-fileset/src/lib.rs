@@ -7,12 +7,16 @@
 //!
 //! Operations: [`create`] (resumable, checks free space), [`verify`],
 //! [`warm`] (read the most popular chunks), [`cool`] (evict from the page
-//! cache), [`seqread`] (the thesis's `wc` experiment) and [`resident_bytes`].
+//! cache), [`seqread`] (the thesis's `wc` experiment) and [`resident_bytes`];
+//! [`command`] runs them on a `vodlab gen` workload directory as `vodlab
+//! fileset` does, [`progress`] words a pass's plain progress lines.
 
 #![warn(missing_docs)]
 
+pub mod command;
 mod manifests;
 pub mod media;
+pub mod progress;
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};

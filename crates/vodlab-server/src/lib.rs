@@ -15,7 +15,9 @@
 //! response plan without I/O; one prelude (`prepare`: route, open, plan,
 //! the request's CMCD and bit rate, pacing) serves both front ends; the
 //! HTTP/1.1 connection (a state machine) executes plans with `sendfile`, the
-//! HTTP/2 front end ([`h2`]) on streams; [`config`] holds the settings.
+//! HTTP/2 front end ([`h2`]) on streams; [`config`] holds the settings,
+//! [`settings`] reads `vodlab serve`'s flags into them (clap's derives with
+//! the `cli` feature) and [`launch`] starts a server from them.
 
 #![warn(missing_docs)]
 
@@ -31,6 +33,7 @@ pub mod error;
 pub mod files;
 pub mod flood;
 pub mod h2;
+pub mod launch;
 pub mod limits;
 pub mod pacer;
 pub mod pacing;
@@ -42,6 +45,7 @@ pub mod proto_stats;
 pub mod range;
 pub mod request;
 pub mod server;
+pub mod settings;
 pub mod state;
 pub mod table41;
 pub mod tls;

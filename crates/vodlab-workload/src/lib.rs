@@ -6,7 +6,8 @@
 //! sessions and statistics ([`construct`]), the bounds on every input
 //! ([`limits`]), the session-script formats
 //! ([`script`]), the on-disk workload directory ([`output`]) and time
-//! compression of a workload ([`timescale`]).
+//! compression of a workload ([`timescale`]); [`gen`] is `vodlab gen`'s
+//! settings and work.
 //!
 //! Nothing here touches the network or the clock; files are read and written
 //! only by [`spec::Spec::from_file`] and the [`output`] module.
@@ -17,6 +18,7 @@ pub mod construct;
 pub mod content;
 pub mod dist;
 pub mod error;
+pub mod gen;
 pub mod limits;
 pub mod output;
 pub mod presets;
