@@ -11,14 +11,16 @@
 //! Everything is streaming: [`Analyzer::push`] takes one request at a time
 //! in log order (completion order, roughly) and keeps only the chains and
 //! sessions still open, so memory depends on the number of concurrent
-//! sessions, not on the length of the log. Nothing here does I/O; the log
-//! parsers ([`parse`]) take one line at a time.
+//! sessions, not on the length of the log. Nothing here does I/O but [`logs`]
+//! (`vodlab analyze` over files); the log parsers ([`parse`]) take one
+//! line at a time.
 
 #![warn(missing_docs)]
 
 pub mod chains;
 pub mod fit;
 pub mod fitspec;
+pub mod logs;
 pub mod parse;
 pub mod phases;
 pub mod report;

@@ -14,10 +14,12 @@ pub mod k8s;
 pub mod netlab;
 pub mod point;
 pub mod procs;
+pub mod record;
 pub mod report;
 pub mod runner;
 pub mod search;
 pub mod servers;
+pub mod simulate;
 pub mod stats;
 pub mod tracesim;
 

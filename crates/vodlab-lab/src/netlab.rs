@@ -28,6 +28,9 @@ use std::str::FromStr;
 use thiserror::Error;
 
 pub mod flow;
+mod run;
+
+pub use run::{host_ns, run_lab, spawn_in, stop, LabRunError, LabRunObserver, RunArgs, ShapeArgs};
 
 /// Most client namespaces one lab makes.
 pub const MAX_CLIENTS: usize = 200;

@@ -577,10 +577,12 @@ impl Page {
 }
 
 pub mod ch5;
+mod inputs;
 pub mod pacing;
 pub mod players;
 mod sections;
 pub use ch5::{analysis_section, is_analysis, is_prefetch_sim, prefetch_sim_section};
+pub use inputs::{locate, render, ReportArgs, ReportError};
 pub use pacing::{delivery_section, pacing_section, PacingManifest, PacingRun};
 pub use players::players_section;
 pub use sections::{capacity_section, compare_section, request_order, run_section};

@@ -4,8 +4,9 @@
 //! analyze` finds them, and every policy's simulation
 //! ([`vodlab_prefetch::sim`]) runs over the chains, through the very prefetch
 //! core and controllers `vodlab serve` runs, optionally replayed on the
-//! mechanical drive model too ([`mechanical`]). The library runs it; the
-//! binary parses the flags and prints.
+//! mechanical drive model too ([`mechanical`]). The library reads the
+//! flags ([`PrefetchSimArgs`]), runs it and formats its table; the binary
+//! prints.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -22,9 +23,13 @@ use vodlab_prefetch::sim::{simulate, DeviceRead, SimChain, SimConfig, SimResult}
 use vodlab_prefetch::PolicySpec;
 
 pub mod mechanical;
+mod settings;
+mod text;
 
 use mechanical::{replay, Placed};
 pub use mechanical::{DiskChoice, MechResult};
+pub use settings::{parse_size, PrefetchSimArgs};
+pub use text::replay_text;
 
 /// Why a trace simulation could not run.
 #[derive(Debug, Error)]

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::{grouped_bar_chart, loglog_chart, xy_chart, Page, Series, Style};
 
 /// `format` of `analysis.json` (older files have none; see [`is_analysis`]).
-pub const ANALYSIS_FORMAT: &str = "vodlab-analysis";
+pub use vodlab_analyze::logs::ANALYSIS_FORMAT;
 /// `format` of a simulation written as an object `{format, rows}`; the
 /// `results.json` of `vodlab simulate --prefetch` is a bare array of rows.
 pub const PREFETCH_SIM_FORMAT: &str = "vodlab-prefetch-sim";
