@@ -13,12 +13,17 @@
 //! metrics are aggregated apart from the engine ([`metrics::RunMetrics`],
 //! mergeable) and assembled into [`results::Results`]. The schedule, pacing
 //! rule ([`driver::send_target`]), viewer and token bucket are pure.
+//!
+//! `vodlab run` itself is a library call: its flags are [`settings`] (clap's
+//! `Args` with the `cli` feature), [`command::run`] checks them, runs and
+//! writes the results.
 
 #![warn(missing_docs)]
 
 pub mod checks;
 pub mod cmcd;
 pub mod codec;
+pub mod command;
 pub mod config;
 pub mod delivery;
 pub mod driver;
@@ -34,6 +39,7 @@ pub mod player;
 pub mod player_run;
 pub mod results;
 pub mod schedule;
+pub mod settings;
 pub mod shard;
 pub mod slots;
 #[cfg(feature = "test-util")]

@@ -136,6 +136,40 @@ impl LoadedWorkload {
         self.shards.iter().map(|s| s.sessions.len()).sum()
     }
 
+    /// Puts every script shard's sessions into the first, in shard order:
+    /// one arrival process for the whole workload (`run
+    /// --one-arrival-process`, a point of `vodlab capacity`).
+    pub fn one_arrival_process(&mut self) {
+        if self.shards.len() > 1 {
+            let mut shards = std::mem::take(&mut self.shards).into_iter();
+            let mut one = shards.next().expect("more than one shard");
+            for s in shards {
+                one.sessions.extend(s.sessions);
+            }
+            self.shards = vec![one];
+        }
+    }
+
+    /// The workload replayed `tc` times faster: every session compressed
+    /// ([`vodlab_workload::TimeCompression::session`]: pacing, think times
+    /// and deadlines / k, bit rates × k) and every client link's rates × k,
+    /// delay / k.
+    pub fn compress(&mut self, tc: vodlab_workload::TimeCompression) {
+        if tc.is_none() {
+            return;
+        }
+        for shard in &mut self.shards {
+            for s in &mut shard.sessions {
+                *s = tc.session(s);
+            }
+        }
+        for link in self.classes.values_mut() {
+            link.down_bps = tc.rate(link.down_bps);
+            link.up_bps = tc.rate(link.up_bps);
+            link.delay = tc.duration(link.delay);
+        }
+    }
+
     /// True when session `i` of a shard of `n` sessions is measured.
     pub fn is_measured(&self, i: usize, n: usize) -> bool {
         i >= self.ramp_up && i + self.ramp_down < n

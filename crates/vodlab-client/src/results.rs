@@ -739,7 +739,38 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
     }
 }
 
+/// Why results could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The results could not be serialised.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A file could not be written.
+    #[error("writing {}", path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Writes `text` to `path`.
+pub(crate) fn write_file(path: std::path::PathBuf, text: &str) -> Result<(), WriteError> {
+    std::fs::write(&path, text).map_err(|source| WriteError::Write { path, source })
+}
+
 impl Results {
+    /// Writes `results.json` and `summary.txt` (its [`Results::table`])
+    /// into `dir`.
+    pub fn write(&self, dir: &std::path::Path) -> Result<(), WriteError> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        write_file(dir.join("results.json"), &text)?;
+        write_file(dir.join("summary.txt"), &self.table())
+    }
+
     /// A warning line for a run whose figures must not be read as an
     /// answer (incomplete, invalid, or no session succeeded); `None` for a
     /// complete, valid run. Summaries and reports put it first.

@@ -10,7 +10,9 @@
 //! one-process run. When `N` divides `S` each process runs whole script
 //! shards (`k ≡ I mod N`).
 //!
-//! Everything here is pure: the engine and `vodlab merge` do the I/O.
+//! Everything here is pure but [`dirs`], the files of a shard's results
+//! directory: `metrics.json` written, directories read back and merged
+//! (`vodlab merge`).
 
 use std::collections::BTreeMap;
 
@@ -563,6 +565,8 @@ pub fn merge(parts: &[Part], missing_dirs: &[String]) -> Result<Results, ShardEr
     out.merge = Some(info);
     Ok(out)
 }
+
+pub mod dirs;
 
 #[cfg(test)]
 mod tests;

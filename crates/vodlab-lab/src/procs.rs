@@ -43,14 +43,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// point in process and by `vodlab run --one-arrival-process`, so both
 /// number the sessions the same way.
 pub fn one_arrival_process(work: &mut LoadedWorkload) {
-    if work.shards.len() > 1 {
-        let mut shards = std::mem::take(&mut work.shards).into_iter();
-        let mut one = shards.next().expect("more than one shard");
-        for s in shards {
-            one.sessions.extend(s.sessions);
-        }
-        work.shards = vec![one];
-    }
+    work.one_arrival_process();
 }
 
 /// How long before a spread point's start time its children are started:

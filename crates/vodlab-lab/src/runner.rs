@@ -33,19 +33,7 @@ pub struct Target {
 /// ([`TimeCompression::session`]: pacing, think times and deadlines / k,
 /// bit rates × k) and every client link's rates × k, delay / k.
 pub fn compress_workload(work: &mut LoadedWorkload, tc: TimeCompression) {
-    if tc.is_none() {
-        return;
-    }
-    for shard in &mut work.shards {
-        for s in &mut shard.sessions {
-            *s = tc.session(s);
-        }
-    }
-    for link in work.classes.values_mut() {
-        link.down_bps = tc.rate(link.down_bps);
-        link.up_bps = tc.rate(link.up_bps);
-        link.delay = tc.duration(link.delay);
-    }
+    work.compress(tc);
 }
 
 /// What the caller sees of each run (progress, one line per settled run).

@@ -18,10 +18,6 @@ use crate::{Config, IoMode, PaceMode, PolicySpec};
 mod proto;
 pub use proto::ProtoArgs;
 
-/// The environment variable `vodlab box --time-compression K` sets for its
-/// command, the default of `serve`'s `--time-compression`.
-pub const TIME_COMPRESSION_ENV: &str = "VODLAB_TIME_COMPRESSION";
-
 /// Why the flags of `vodlab serve` give no configuration.
 #[derive(Debug, Error)]
 pub enum SettingsError {
@@ -61,20 +57,9 @@ pub enum SettingsError {
     /// The configuration is invalid (the text names the setting).
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// `$VODLAB_TIME_COMPRESSION` is not a number.
-    #[error(
-        "{TIME_COMPRESSION_ENV}=`{value}` is not a number (the default of --time-compression)"
-    )]
-    TimeCompressionEnv {
-        /// The variable's value.
-        value: String,
-        /// The parse error.
-        #[source]
-        source: std::num::ParseFloatError,
-    },
     /// The time-compression factor is out of range.
     #[error(transparent)]
-    TimeCompression(#[from] vodlab_workload::TimeCompressionError),
+    TimeCompression(#[from] vodlab_workload::TimeCompressionSettingError),
     /// `--prefetch-events` with `--io vanilla`.
     #[error("--prefetch-events needs --io asap (vanilla never prefetches)")]
     PrefetchEventsNeedAsap,
@@ -317,24 +302,6 @@ fn seconds(name: &'static str, value: f64) -> Result<Duration, SettingsError> {
     })
 }
 
-/// `--time-compression`: the flag, else [`TIME_COMPRESSION_ENV`], else 1;
-/// checked (an error names the flag or the variable).
-pub fn time_compression(
-    flag: Option<f64>,
-) -> Result<vodlab_workload::TimeCompression, SettingsError> {
-    let k = match flag {
-        Some(k) => k,
-        None => match std::env::var(TIME_COMPRESSION_ENV) {
-            Ok(v) => v
-                .trim()
-                .parse::<f64>()
-                .map_err(|source| SettingsError::TimeCompressionEnv { value: v, source })?,
-            Err(_) => 1.0,
-        },
-    };
-    Ok(vodlab_workload::TimeCompression::new(k)?)
-}
-
 impl ServeArgs {
     /// The prefetch policy, with `--bitrate-scale` applied.
     fn policy(&self) -> Result<PolicySpec, SettingsError> {
@@ -387,7 +354,7 @@ impl ServeArgs {
             ..Config::default()
         };
         cfg.validate()?;
-        let k = time_compression(self.time_compression)?.k();
+        let k = vodlab_workload::TimeCompression::from_flag_or_env(self.time_compression)?.k();
         let cfg = cfg.compress_time(k)?;
         if self.prefetch_events.is_some() && cfg.io != IoMode::Asap {
             return Err(SettingsError::PrefetchEventsNeedAsap);

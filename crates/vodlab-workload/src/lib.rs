@@ -29,4 +29,6 @@ pub mod timescale;
 pub use construct::{construct, try_construct, Catalog, Stats, Workload};
 pub use error::{BuildError, SpecError};
 pub use spec::{Overrides, Spec};
-pub use timescale::{TimeCompression, TimeCompressionError};
+pub use timescale::{
+    TimeCompression, TimeCompressionError, TimeCompressionSettingError, TIME_COMPRESSION_ENV,
+};

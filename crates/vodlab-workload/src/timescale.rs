@@ -38,6 +38,29 @@ pub struct TimeCompressionError {
     pub k: f64,
 }
 
+/// The environment variable that gives `--time-compression` its default
+/// (`vodlab compare` and `bench` set it for the processes they start).
+pub const TIME_COMPRESSION_ENV: &str = "VODLAB_TIME_COMPRESSION";
+
+/// Why a `--time-compression` flag (or its variable) gives no factor.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimeCompressionSettingError {
+    /// [`TIME_COMPRESSION_ENV`] is set but not to a number.
+    #[error(
+        "{TIME_COMPRESSION_ENV}=`{value}` is not a number (the default of --time-compression)"
+    )]
+    Env {
+        /// The variable's value.
+        value: String,
+        /// The parse error.
+        #[source]
+        source: std::num::ParseFloatError,
+    },
+    /// The factor is out of range.
+    #[error(transparent)]
+    Range(#[from] TimeCompressionError),
+}
+
 /// A time-compression factor k (checked: finite, > 0, at most
 /// [`MAX_TIME_COMPRESSION`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +75,22 @@ impl Default for TimeCompression {
 }
 
 impl TimeCompression {
+    /// `--time-compression`: the flag, else [`TIME_COMPRESSION_ENV`], else
+    /// 1; checked (an error names the flag or the variable).
+    pub fn from_flag_or_env(flag: Option<f64>) -> Result<Self, TimeCompressionSettingError> {
+        let k = match flag {
+            Some(k) => k,
+            None => match std::env::var(TIME_COMPRESSION_ENV) {
+                Ok(v) => v
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|source| TimeCompressionSettingError::Env { value: v, source })?,
+                Err(_) => 1.0,
+            },
+        };
+        Ok(Self::new(k)?)
+    }
+
     /// k = 1: nominal time.
     pub const NONE: TimeCompression = TimeCompression { k: 1.0 };
 

@@ -55,7 +55,7 @@ pub fn status_of(e: &anyhow::Error) -> u8 {
     }
 }
 
-pub use vodlab_client::thresholds::{parse_rule, FAIL_ON_HELP};
+pub use vodlab_client::thresholds::parse_rule;
 
 /// Names each breach on stderr, as `vodlab CMD: --fail-on RULE: breached
 /// (the figure is X)`.

@@ -7,6 +7,7 @@
 //! or [`Wait::Think`] (from the end of the previous burst), whatever syntax
 //! the file used. `docs/formats.md` documents the text format.
 
+pub mod export;
 mod parse;
 mod write;
 

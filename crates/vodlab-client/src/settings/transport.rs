@@ -3,71 +3,74 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use clap::Args;
+use super::{flag, SettingsError};
+use crate::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
 
 /// Protocol, TLS and HTTP/2 options of `run`, `capacity` and `compare`.
-#[derive(Debug, Clone, Args)]
-pub struct TransportArgs {
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct TransportSettings {
     /// `h1` (HTTP/1.1), `h2c` (HTTP/2 over TCP with prior knowledge),
     /// `https` (HTTP/1.1 over TLS) or `h2` (HTTP/2 over TLS by ALPN).
     /// Default: h1 for an http:// target, h2 for https://. The same
     /// workload and seed send the same requests at the same times under
     /// every protocol.
-    #[arg(long, value_name = "PROTOCOL")]
-    pub protocol: Option<vodlab_client::transport::Protocol>,
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PROTOCOL"))]
+    pub protocol: Option<Protocol>,
     /// Trust only the certificates of this PEM file (TLS protocols).
     /// Default: the system's roots.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "FILE", conflicts_with = "insecure")
+    )]
     pub ca: Option<PathBuf>,
     /// Do not check the server's certificate (test certificates only).
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub insecure: bool,
     /// HTTP/2 stream window as h2load's -w: 2^N - 1 bytes (0 to 30).
-    #[arg(long, default_value_t = 30, value_name = "N")]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 30, value_name = "N"))]
     pub h2_window_bits: u32,
     /// HTTP/2 connection window as h2load's -W: 2^N - 1 bytes (16 to 30).
-    #[arg(long, default_value_t = 30, value_name = "N")]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 30, value_name = "N"))]
     pub h2_connection_window_bits: u32,
     /// Largest HTTP/2 frame the client accepts, bytes (16384 to 16777215;
     /// h2load's default).
-    #[arg(long, default_value_t = 16_384, value_name = "BYTES")]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, default_value_t = 16_384, value_name = "BYTES")
+    )]
     pub h2_max_frame_size: u32,
     /// SETTINGS_MAX_CONCURRENT_STREAMS the client advertises.
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 100, value_name = "N"))]
     pub h2_max_concurrent_streams: u32,
     /// A session's logical connections carried by one HTTP/2 connection
     /// (0: all of them, so a session's parallel connections become streams
     /// of one connection; 1: one HTTP/2 connection per HTTP/1.1 connection).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0, value_name = "N"))]
     pub h2_streams_per_connection: usize,
 }
 
-impl TransportArgs {
+impl TransportSettings {
     /// The transport settings for `target`, refusing a protocol its scheme
     /// cannot carry.
-    pub fn config(
-        &self,
-        target: &str,
-    ) -> anyhow::Result<vodlab_client::transport::TransportConfig> {
-        use vodlab_client::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
+    pub fn config(&self, target: &str) -> Result<TransportConfig, SettingsError> {
         let tls_url = target.starts_with("https://");
         let protocol = self
             .protocol
             .unwrap_or(if tls_url { Protocol::H2 } else { Protocol::H1 });
         if protocol.is_tls() != tls_url {
-            bail!(
+            return Err(flag(format!(
                 "--protocol {protocol} needs an {} target, got `{target}`",
                 if protocol.is_tls() {
                     "https://"
                 } else {
                     "http://"
                 }
-            );
+            )));
         }
-        let bits = |flag: &str, n: u32| {
+        let bits = |f: &str, n: u32| {
             H2Settings::window_from_bits(n)
-                .with_context(|| format!("{flag} must be from 0 to 30, got {n}"))
+                .ok_or_else(|| flag(format!("{f} must be from 0 to 30, got {n}")))
         };
         let cfg = TransportConfig {
             protocol,

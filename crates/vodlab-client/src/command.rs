@@ -1,0 +1,404 @@
+//! `vodlab run` as a library call: [`run`] checks its [`RunSettings`],
+//! loads the workload (or an h2load timing script), builds the
+//! [`RunConfig`], runs it and writes the results into its directory. What
+//! the caller shows (the plan, live progress) and how it stops the run (a
+//! signal) go through a [`RunObserver`].
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use vodlab_workload::TimeCompression;
+
+use crate::settings::{
+    compress_arrivals, parse_start_at, within, RunSettings, SettingsError, INTERVAL_BOUNDS,
+    MAX_LATE_THRESHOLD_MS, MAX_RAMP, MAX_RUN_S,
+};
+use crate::{Arrivals, Live, LoadedWorkload, Results, RunConfig};
+
+/// Why `vodlab run` could not run, or could not write its results.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A flag is unusable.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The workload could not be loaded.
+    #[error("loading the workload {}", path.display())]
+    Load {
+        /// The workload given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::load::LoadError,
+    },
+    /// The timing script could not be read.
+    #[error("reading the timing script {}", path.display())]
+    ReadTimingScript {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The timing script is malformed.
+    #[error("timing script {}", path.display())]
+    TimingScript {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::timing::TimingError,
+    },
+    /// A `--fail-on` rule names nothing the results will have.
+    #[error(transparent)]
+    Rule(#[from] crate::thresholds::RuleError),
+    /// The target's host name did not resolve.
+    #[error("resolving {hostport}")]
+    Resolve {
+        /// `HOST:PORT`.
+        hostport: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file or directory of the results could not be made or removed.
+    #[error("{action} {}", path.display())]
+    File {
+        /// `creating`, `removing`.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The measurement could not happen at all (the server is not there):
+    /// exit status 3 for the binary.
+    #[error("{0}")]
+    CouldNotRun(String),
+    /// The observer could not let the run start.
+    #[error("{0}")]
+    Observer(#[source] std::io::Error),
+    /// The runtime or the run failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The results could not be written.
+    #[error(transparent)]
+    Write(#[from] crate::results::WriteError),
+}
+
+/// A [`SettingsError::Flag`] as a [`RunError`].
+fn flag(msg: String) -> RunError {
+    RunError::Settings(SettingsError::Flag(msg))
+}
+
+/// Stops a started run: the results so far are written, marked
+/// incomplete (as Ctrl-C does).
+#[derive(Debug, Clone)]
+pub struct Stop(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Stop {
+    /// Stops the run.
+    pub fn stop(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+/// What a run is about to do, once every flag is checked and the server
+/// answered.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    /// The workload or timing script given.
+    pub source: &'a Path,
+    /// The workload, as it will run.
+    pub work: &'a LoadedWorkload,
+    /// The run's settings.
+    pub config: &'a RunConfig,
+    /// Sessions it will start at most (`--sessions` or the workload's).
+    pub sessions: u64,
+    /// The open files limit, raised.
+    pub nofile: u64,
+    /// The time compression.
+    pub time_compression: TimeCompression,
+}
+
+/// What the caller sees of a run and how it can stop it.
+pub trait RunObserver {
+    /// Everything is checked: what the run will do.
+    fn ready(&mut self, _plan: &Plan<'_>) {}
+    /// The run starts: `live` counts as it goes; `stop` ends it early.
+    /// An error refuses the start.
+    fn started(&mut self, _live: &Arc<Live>, _sessions: u64, _stop: &Stop) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// The run ended; its results are about to be written.
+    fn finished(&mut self) {}
+}
+
+/// An observer that shows nothing and never stops the run.
+pub struct Quiet;
+impl RunObserver for Quiet {}
+
+/// A finished run: its results, written into `dir`.
+#[derive(Debug)]
+pub struct Ran {
+    /// The results.
+    pub results: Results,
+    /// The results directory (results.json, summary.txt, metrics.json).
+    pub dir: PathBuf,
+}
+
+/// The timing script's workload and arrivals (`--timing-script`).
+fn timing_workload(a: &RunSettings, file: &Path) -> Result<(LoadedWorkload, Arrivals), RunError> {
+    if !(1..=1_000_000).contains(&a.clients) {
+        return Err(flag(format!(
+            "--clients must be from 1 to 1000000, got {}",
+            a.clients
+        )));
+    }
+    within("--stagger", a.stagger, 0.0, MAX_RUN_S * 1e3)?;
+    let text = std::fs::read_to_string(file).map_err(|source| RunError::ReadTimingScript {
+        path: file.into(),
+        source,
+    })?;
+    let session = crate::timing::parse(&text).map_err(|source| RunError::TimingScript {
+        path: file.into(),
+        source,
+    })?;
+    Ok(crate::timing::workload(
+        file, &session, a.clients, a.stagger,
+    ))
+}
+
+/// Checks `--fail-on` rules against the shape of a run's results before
+/// the run. A rule under `classes` or `players` is checked only for its
+/// section (the run decides which classes and players there are) and in
+/// full after the run.
+pub fn check_rules(
+    rules: &[crate::thresholds::Rule],
+    classes: &[String],
+) -> Result<(), crate::thresholds::RuleError> {
+    let shape = crate::results::shape(classes);
+    crate::thresholds::check_before(rules, &shape, &["classes", "players"])
+}
+
+/// Opens (and closes) one TCP connection to `addr`: a server that is not
+/// there is [`RunError::CouldNotRun`] before anything is measured.
+pub fn reachable(target: &str, addr: SocketAddr) -> Result<(), RunError> {
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map(drop)
+        .map_err(|e| {
+            RunError::CouldNotRun(format!(
+                "--target {target}: cannot connect to {addr} ({e}); is the server running and listening there?"
+            ))
+        })
+}
+
+/// `vodlab run`: checks the settings, loads the workload, runs it and
+/// writes results.json, summary.txt and metrics.json into the results
+/// directory (`--out`, else `results/run-UNIX_SECONDS`).
+pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunError> {
+    let tc = TimeCompression::from_flag_or_env(a.time_compression).map_err(SettingsError::from)?;
+    if !tc.is_none() && (a.timing_script.is_some() || a.player.player.is_some()) {
+        return Err(flag(format!(
+            "--time-compression {}: not with --timing-script or --player (their times come from the file or the manifests)",
+            tc.k()
+        )));
+    }
+    let (mut work, arrivals) = match &a.timing_script {
+        Some(f) => timing_workload(a, f)?,
+        None => {
+            let w = a.workload.as_deref().expect("clap requires a workload");
+            let work = LoadedWorkload::open(w).map_err(|source| RunError::Load {
+                path: w.into(),
+                source,
+            })?;
+            (work, compress_arrivals(a.arrivals()?, tc))
+        }
+    };
+    let source = a
+        .timing_script
+        .as_deref()
+        .or(a.workload.as_deref())
+        .expect("clap requires one");
+    let transport = a.transport.config(&a.target)?;
+    within(
+        "--interval",
+        a.interval,
+        INTERVAL_BOUNDS.0,
+        INTERVAL_BOUNDS.1,
+    )?;
+    let max_duration = match a.duration {
+        Some(d) if d > 0.0 && d <= MAX_RUN_S => Some(Duration::from_secs_f64(tc.seconds(d))),
+        Some(d) => {
+            return Err(flag(format!(
+            "--duration must be a number of seconds > 0 and at most {MAX_RUN_S} (a week), got {d}"
+        )))
+        }
+        None => None,
+    };
+    let late_threshold_ms = within(
+        "--late-threshold-ms",
+        a.late_threshold_ms,
+        0.0,
+        MAX_LATE_THRESHOLD_MS,
+    )?;
+    for (f, v) in [("--ramp-up", a.ramp_up), ("--ramp-down", a.ramp_down)] {
+        if let Some(n) = v.filter(|n| *n > MAX_RAMP) {
+            return Err(flag(format!("{f} must be at most {MAX_RAMP}, got {n}")));
+        }
+    }
+    let (hostport, host) = crate::config::parse_target(&a.target).map_err(flag)?;
+    check_rules(
+        &a.fail_on,
+        &work.classes.keys().cloned().collect::<Vec<_>>(),
+    )?;
+    if work.session_count() == 0 {
+        return Err(flag(format!("{}: no sessions to run", source.display())));
+    }
+    if let Some(n) = a.ramp_up {
+        work.ramp_up = n;
+    }
+    if let Some(n) = a.ramp_down {
+        work.ramp_down = n;
+    }
+    if a.one_arrival_process {
+        work.one_arrival_process();
+    }
+    work.compress(tc);
+    let nofile = crate::config::raise_nofile();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let addr: SocketAddr = rt
+        .block_on(tokio::net::lookup_host(&hostport))
+        .map_err(|source| RunError::Resolve {
+            hostport: hostport.clone(),
+            source,
+        })?
+        .next()
+        .ok_or_else(|| flag(format!("{hostport} has no address")))?;
+    if !a.allow_remote && !crate::config::is_loopback(addr.ip()) {
+        return Err(flag(format!("--target {} resolves to {}, not a loopback address; pass --allow-remote to load a remote server", a.target, addr.ip())));
+    }
+    let mut cfg = RunConfig::new(addr, host, a.target.clone(), arrivals);
+    cfg.seed = a.seed;
+    cfg.transport = transport;
+    cfg.interval_s = a.interval;
+    cfg.shaping = !a.no_shaping;
+    if let Some(c) = &a.only_class {
+        if !work.classes.contains_key(c) {
+            return Err(flag(format!(
+                "--only-class {c:?}: the workload's classes are {:?}",
+                work.classes.keys().collect::<Vec<_>>()
+            )));
+        }
+    }
+    cfg.only_class = a.only_class.clone();
+    cfg.pacing = !a.no_pacing;
+    cfg.cmcd = !a.no_cmcd;
+    cfg.max_sessions = a.sessions;
+    cfg.late_pacing = a.late_pacing;
+    cfg.max_duration = max_duration;
+    cfg.late_threshold = Duration::from_secs_f64(late_threshold_ms / 1000.0);
+    if !(0.0..=1.0).contains(&a.check_bytes) {
+        return Err(flag("--check-bytes must be between 0 and 1".into()));
+    }
+    cfg.check_bytes = a.check_bytes;
+    if !(a.playback_buffer.is_finite() && (0.001..=3600.0).contains(&a.playback_buffer)) {
+        return Err(flag(
+            "--playback-buffer must be between 0.001 and 3600 seconds".into(),
+        ));
+    }
+    cfg.playback_buffer = Duration::from_secs_f64(tc.seconds(a.playback_buffer));
+    if !(a.pace_target.is_finite() && (0.01..=1000.0).contains(&a.pace_target)) {
+        return Err(flag("--pace-target must be between 0.01 and 1000".into()));
+    }
+    cfg.pace_target = a.pace_target;
+    cfg.shard = a
+        .shard
+        .as_deref()
+        .map(crate::ShardSpec::parse)
+        .transpose()
+        .map_err(SettingsError::from)?;
+    cfg.start_at = a
+        .start_at
+        .as_deref()
+        .map(|s| parse_start_at(s, SystemTime::now()))
+        .transpose()?;
+    let out_dir = a.output.clone().unwrap_or_else(|| {
+        let t = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        PathBuf::from(format!("results/run-{t}"))
+    });
+    std::fs::create_dir_all(&out_dir).map_err(|source| RunError::File {
+        action: "creating",
+        path: out_dir.clone(),
+        source,
+    })?;
+    if a.requests_csv {
+        cfg.requests_csv = Some(out_dir.join("requests.csv"));
+    }
+    let every = a
+        .checkpoint
+        .unwrap_or(if cfg.shard.is_some() { 10.0 } else { 0.0 });
+    if !(every.is_finite() && (every == 0.0 || (0.1..=86_400.0).contains(&every))) {
+        return Err(flag(format!(
+            "--checkpoint must be 0 (never) or between 0.1 and 86400 seconds, not {every}"
+        )));
+    }
+    // a checkpoint of an earlier run in this directory is not this run's
+    let stale = out_dir.join(crate::CHECKPOINT_FILE);
+    if stale.exists() {
+        std::fs::remove_file(&stale).map_err(|source| RunError::File {
+            action: "removing",
+            path: stale.clone(),
+            source,
+        })?;
+    }
+    cfg.checkpoint = (every > 0.0).then(|| crate::CheckpointConfig {
+        dir: out_dir.clone(),
+        every: Duration::from_secs_f64(every),
+    });
+    cfg.player = a.player.config(&out_dir)?;
+    // one connection before the schedule starts, after every check of the
+    // flags (a usage error is 2 whatever the server): a server that is not
+    // there is "could not run" (exit 3) at once, not a run of failures
+    if !a.no_connect_check {
+        reachable(&a.target, addr)?;
+    }
+    let total = a
+        .sessions
+        .map_or(work.session_count(), |n| n.min(work.session_count())) as u64;
+    observer.ready(&Plan {
+        source,
+        work: &work,
+        config: &cfg,
+        sessions: total,
+        nofile,
+        time_compression: tc,
+    });
+
+    let live = Arc::new(Live::default());
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let stop = Stop(Arc::new(cancel_tx));
+    observer
+        .started(&live, total, &stop)
+        .map_err(RunError::Observer)?;
+    let work = Arc::new(work);
+    let (results, dump) = rt.block_on(crate::run_parts(work, cfg, live.clone(), cancel_rx))?;
+    live.done.store(true, Ordering::Relaxed);
+    observer.finished();
+    results.write(&out_dir)?;
+    dump.write(&out_dir)?;
+    // the results are written: the last checkpoint is superseded
+    let _ = std::fs::remove_file(out_dir.join(crate::CHECKPOINT_FILE));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    Ok(Ran {
+        results,
+        dir: out_dir,
+    })
+}

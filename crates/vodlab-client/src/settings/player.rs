@@ -1,0 +1,119 @@
+//! `--player` and the closed-loop players' flags of `vodlab run`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{flag, SettingsError};
+use crate::player::{AbrRule, PlayerConfig};
+use crate::player_run::{PlayerKind, PlayerRun};
+
+/// Closed-loop players (`--player`): each session fetches its title's
+/// manifest and picks renditions with an ABR rule instead of replaying its
+/// script (docs/run.md "Closed-loop players").
+#[derive(Debug)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct PlayerSettings {
+    /// Run every session as a closed-loop player reading `dash`
+    /// (`/{title}/manifest.mpd`) or `hls` (`/{title}/master.m3u8`)
+    /// manifests: arrivals, titles, client classes and viewing times come
+    /// from the workload, renditions from the ABR rule.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "dash|hls", conflicts_with_all = ["timing_script", "requests_csv"]))]
+    pub player: Option<PlayerKind>,
+    /// ABR rule of the players: throughput, bola, bba, dynamic, bolae,
+    /// dynamicdash (docs/abr.md).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            default_value = "dynamic",
+            value_name = "RULE",
+            requires = "player"
+        )
+    )]
+    pub abr: AbrRule,
+    /// Player buffer capacity, seconds (docs/abr.md; Sabre's 25 s).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            default_value_t = 25.0,
+            value_name = "DURATION",
+            value_parser = vodlab_units::seconds_arg,
+            requires = "player"
+        )
+    )]
+    pub max_buffer: f64,
+    /// Never abandon a segment download.
+    #[cfg_attr(feature = "cli", arg(long, requires = "player"))]
+    pub no_abandon: bool,
+    /// Play at most this many segments per session (default: the
+    /// session's viewing time).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", requires = "player"))]
+    pub max_segments: Option<usize>,
+    /// A player's request (manifest or segment) taking longer than this
+    /// ends its session, seconds.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            default_value_t = 30.0,
+            value_name = "DURATION",
+            value_parser = vodlab_units::seconds_arg,
+            requires = "player"
+        )
+    )]
+    pub player_timeout: f64,
+    /// Write each player session's ITU-T P.1203 mode-0 input to
+    /// `OUTPUT/p1203/{session}.json`.
+    #[cfg_attr(feature = "cli", arg(long, requires = "player"))]
+    pub p1203: bool,
+    /// Keep the rendition timeline (every segment's request time, download
+    /// time, rendition and buffer level after; every rebuffer) of the N
+    /// sessions with the smallest ids in `players.timelines` of
+    /// results.json and in the report; 0: none (docs/run.md "Rendition
+    /// timelines"). E.g. `--player-timelines 20`.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = crate::player_run::DEFAULT_TIMELINES, requires = "player"))]
+    pub player_timelines: usize,
+}
+
+impl PlayerSettings {
+    /// The players' settings, or `None` without `--player`; with
+    /// `--p1203`, makes `out_dir/p1203`.
+    pub fn config(&self, out_dir: &Path) -> Result<Option<PlayerRun>, SettingsError> {
+        let Some(kind) = self.player else {
+            return Ok(None);
+        };
+        if !(self.max_buffer.is_finite() && (1.0..=3600.0).contains(&self.max_buffer)) {
+            return Err(flag(format!(
+                "--max-buffer must be between 1 and 3600 seconds, got {}",
+                self.max_buffer
+            )));
+        }
+        if !(self.player_timeout.is_finite() && (0.1..=3600.0).contains(&self.player_timeout)) {
+            return Err(flag(format!(
+                "--player-timeout must be between 0.1 and 3600 seconds, got {}",
+                self.player_timeout
+            )));
+        }
+        let cfg = PlayerConfig {
+            abr: self.abr,
+            max_buffer_ms: self.max_buffer * 1000.0,
+            abandon: !self.no_abandon,
+            ..Default::default()
+        };
+        let mut run = PlayerRun::new(kind, cfg);
+        run.max_segments = self.max_segments;
+        run.request_timeout = Duration::from_secs_f64(self.player_timeout);
+        run.timelines = self.player_timelines;
+        if self.p1203 {
+            let d = out_dir.join("p1203");
+            std::fs::create_dir_all(&d).map_err(|source| SettingsError::Create {
+                path: d.clone(),
+                source,
+            })?;
+            run.p1203_dir = Some(d);
+        }
+        run.validate().map_err(flag)?;
+        Ok(Some(run))
+    }
+}
