@@ -53,7 +53,7 @@ pub enum RunError {
     },
     /// A `--fail-on` rule names nothing the results will have.
     #[error(transparent)]
-    Rule(#[from] crate::thresholds::RuleError),
+    Rule(#[from] crate::out::thresholds::RuleError),
     /// The target's host name did not resolve.
     #[error("resolving {hostport}")]
     Resolve {
@@ -86,7 +86,7 @@ pub enum RunError {
     Io(#[from] std::io::Error),
     /// The results could not be written.
     #[error(transparent)]
-    Write(#[from] crate::results::WriteError),
+    Write(#[from] crate::out::results::WriteError),
 }
 
 /// A [`SettingsError::Flag`] as a [`RunError`].
@@ -177,11 +177,11 @@ fn timing_workload(a: &RunSettings, file: &Path) -> Result<(LoadedWorkload, Arri
 /// section (the run decides which classes and players there are) and in
 /// full after the run.
 pub fn check_rules(
-    rules: &[crate::thresholds::Rule],
+    rules: &[crate::out::thresholds::Rule],
     classes: &[String],
-) -> Result<(), crate::thresholds::RuleError> {
-    let shape = crate::results::shape(classes);
-    crate::thresholds::check_before(rules, &shape, &["classes", "players"])
+) -> Result<(), crate::out::thresholds::RuleError> {
+    let shape = crate::out::results::shape(classes);
+    crate::out::thresholds::check_before(rules, &shape, &["classes", "players"])
 }
 
 /// Opens (and closes) one TCP connection to `addr`: a server that is not

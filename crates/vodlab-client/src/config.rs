@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
-use crate::driver::LatePacing;
-use crate::schedule::Arrivals;
+use crate::core::driver::LatePacing;
+use crate::core::schedule::Arrivals;
 
 /// Run settings.
 #[derive(Debug, Clone)]
@@ -49,13 +49,13 @@ pub struct RunConfig {
     /// the rate-window deviation.
     pub pace_target: f64,
     /// Run only this shard of the workload's sessions (`--shard I/N`; the
-    /// split rule is in [`crate::shard`]).
-    pub shard: Option<crate::shard::ShardSpec>,
+    /// split rule is in [`crate::out::shard`]).
+    pub shard: Option<crate::out::shard::ShardSpec>,
     /// Wall-clock time of offset 0 of every schedule (`--start-at`): the run
     /// waits until then. `None`: at once.
     pub start_at: Option<std::time::SystemTime>,
     /// Protocol, TLS and HTTP/2 settings (`--protocol`; h1 by default).
-    pub transport: crate::transport::TransportConfig,
+    pub transport: crate::io::transport::TransportConfig,
     /// Run every session as a closed-loop player (`--player`) instead of
     /// replaying its script; `None`: replay.
     pub player: Option<crate::player_run::PlayerRun>,
@@ -69,7 +69,7 @@ pub struct RunConfig {
     pub only_class: Option<String>,
     /// Write `checkpoint.json` (the results so far) into this directory at
     /// this period, so a process killed mid-run leaves what it measured.
-    pub checkpoint: Option<crate::engine::CheckpointConfig>,
+    pub checkpoint: Option<crate::io::engine::CheckpointConfig>,
 }
 
 /// Default seed of the arrival schedules.
@@ -101,11 +101,11 @@ impl RunConfig {
             requests_csv: None,
             unreachable_after: Duration::from_secs(3),
             check_bytes: 0.0,
-            playback_buffer: crate::delivery::DEFAULT_PLAYBACK_BUFFER,
+            playback_buffer: crate::core::delivery::DEFAULT_PLAYBACK_BUFFER,
             pace_target: DEFAULT_PACE_TARGET,
             shard: None,
             start_at: None,
-            transport: crate::transport::TransportConfig::default(),
+            transport: crate::io::transport::TransportConfig::default(),
             player: None,
             cmcd: true,
             only_class: None,

@@ -1,58 +1,46 @@
 //! # vodlab-client
 //!
 //! The load engine behind `vodlab run`: it replays session scripts against an
-//! HTTP server as viewers would. Sessions arrive open-loop on a seeded
-//! schedule ([`schedule`]); each runs over persistent connections with pacing,
-//! per-request deadlines and an emulated access link ([`link`]); a playout
-//! buffer ([`viewer`]) turns completion times into start-up delay and stalls;
-//! statistics are bounded HdrHistograms and time bins ([`metrics`]); the
-//! outcome is [`results::Results`], written as `results.json`.
+//! HTTP server as viewers would. Its modules are grouped by role:
 //!
-//! Every session rule lives in the [`driver`] (no I/O, no clock: tested in
-//! virtual time); [`engine`] executes drivers over tokio connections;
-//! metrics are aggregated apart from the engine ([`metrics::RunMetrics`],
-//! mergeable) and assembled into [`results::Results`]. The schedule, pacing
-//! rule ([`driver::send_target`]), viewer and token bucket are pure.
+//! - [`core`], the sans-IO cores (no sockets, no clock; tested in virtual
+//!   time): the session [`core::driver`] with its send [`core::slots`] and
+//!   response [`core::checks`], the playout buffer ([`core::viewer`]), the
+//!   delivery meter, the seeded arrival [`core::schedule`], the access-link
+//!   token bucket ([`core::link`]) and the closed-loop [`core::player`]s.
+//! - [`io`], the tokio edge: the [`io::engine`] executes drivers over the
+//!   [`io::transport`]s (TCP, TLS, h2, shaped) and the HTTP/1.1 [`io::http`]
+//!   connection.
+//! - [`out`], what a run writes: bounded, mergeable [`out::metrics`], the
+//!   [`out::results`] file, [`out::shard`] parts and their exact merge,
+//!   `--fail-on` [`out::thresholds`].
 //!
-//! `vodlab run` itself is a library call: its flags are [`settings`] (clap's
-//! `Args` with the `cli` feature), [`command::run`] checks them, runs and
-//! writes the results.
+//! Around them: [`config`] (a run's settings and live counters), [`load`]
+//! (what a run replays), [`timing`] (h2load timing scripts), [`player_run`]
+//! (closed-loop players run live) and `vodlab run` itself as a library call:
+//! its flags are [`settings`] (clap's `Args` with the `cli` feature) and
+//! [`command::run`] checks them, runs and writes the results.
 
 #![warn(missing_docs)]
 
-pub mod checks;
-pub mod cmcd;
-pub mod codec;
 pub mod command;
 pub mod config;
-pub mod delivery;
-pub mod driver;
-pub mod engine;
-pub mod exchange;
+pub mod core;
 #[cfg(feature = "test-util")]
 pub mod groundtruth;
-pub mod http;
-pub mod link;
+pub mod io;
 pub mod load;
-pub mod metrics;
-pub mod player;
+pub mod out;
 pub mod player_run;
-pub mod results;
-pub mod schedule;
 pub mod settings;
-pub mod shard;
-pub mod slots;
 #[cfg(feature = "test-util")]
 pub mod testserver;
-pub mod thresholds;
 pub mod timing;
-pub mod transport;
-pub mod viewer;
 
+pub use crate::core::driver::{LatePacing, SessionDriver};
+pub use crate::core::schedule::Arrivals;
+pub use crate::io::engine::{run, run_parts, Checkpoint, CheckpointConfig, CHECKPOINT_FILE};
+pub use crate::out::results::{Results, StopReason};
+pub use crate::out::shard::{MetricsDump, ShardSpec};
 pub use config::{Live, RunConfig};
-pub use driver::{LatePacing, SessionDriver};
-pub use engine::{run, run_parts, Checkpoint, CheckpointConfig, CHECKPOINT_FILE};
 pub use load::LoadedWorkload;
-pub use results::{Results, StopReason};
-pub use schedule::Arrivals;
-pub use shard::{MetricsDump, ShardSpec};

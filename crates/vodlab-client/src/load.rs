@@ -9,7 +9,7 @@ use vodlab_workload::output::{read_manifest, read_script_file, read_workload_scr
 use vodlab_workload::script::{Session, Wait};
 use vodlab_workload::Spec;
 
-use crate::link::LinkSpec;
+use crate::core::link::LinkSpec;
 
 /// One client shard: the sessions one emulated client host replays, in order.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@
 //! `/{title}/master.m3u8` and its media playlists) on the session's
 //! connection, parse it ([`vodlab_manifest`]), build the movie (segment
 //! sizes from byte ranges when the manifest gives them, else bandwidth ×
-//! segment duration), then run the [`Player`](crate::player::Player) core
+//! segment duration), then run the [`Player`](crate::core::player::Player) core
 //! until it is done. A session plays as many segments as its script's
 //! viewing time covers ([`segments_to_play`]).
 
@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 use vodlab_manifest::{ManifestError, Presentation};
 use vodlab_workload::script::Session;
 
-use crate::exchange::ErrorKind;
-use crate::metrics::Summary;
-use crate::player::{Movie, PlayerConfig, PlayerError, QoeSummary};
+use crate::core::exchange::ErrorKind;
+use crate::core::player::{Movie, PlayerConfig, PlayerError, QoeSummary};
+use crate::out::metrics::Summary;
 
 mod agg;
 pub use agg::{

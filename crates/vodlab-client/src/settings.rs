@@ -50,10 +50,10 @@ pub enum SettingsError {
     },
     /// The transport settings are inconsistent.
     #[error(transparent)]
-    Transport(#[from] crate::transport::TransportError),
+    Transport(#[from] crate::io::transport::TransportError),
     /// `--shard` is not `I/N`.
     #[error(transparent)]
-    Shard(#[from] crate::shard::ShardError),
+    Shard(#[from] crate::out::shard::ShardError),
     /// A directory the settings need could not be made.
     #[error("creating {}", path.display())]
     Create {
@@ -180,7 +180,7 @@ pub struct RunSettings {
     /// Client buffer B of the playback latency: seconds of content (at the
     /// request's CMCD `br` or the session's `bitrate=`) that must arrive
     /// before playback could start (the pacing paper's 4 s).
-    #[cfg_attr(feature = "cli", arg(long, default_value_t = crate::delivery::DEFAULT_PLAYBACK_BUFFER.as_secs_f64(), value_name = "DURATION", value_parser = vodlab_units::seconds_arg))]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = crate::core::delivery::DEFAULT_PLAYBACK_BUFFER.as_secs_f64(), value_name = "DURATION", value_parser = vodlab_units::seconds_arg))]
     pub playback_buffer: f64,
     /// Paced target as a multiple K of the content's bit rate: each 100 ms
     /// window after the first B seconds is judged against K × bit rate (set
@@ -240,8 +240,8 @@ pub struct RunSettings {
     #[cfg_attr(feature = "cli", arg(long, hide = true))]
     pub no_connect_check: bool,
     /// `--fail-on` rules checked against the results.
-    #[cfg_attr(feature = "cli", arg(long = "fail-on", value_name = "EXPR", value_parser = crate::thresholds::parse_rule, help = crate::thresholds::FAIL_ON_HELP))]
-    pub fail_on: Vec<crate::thresholds::Rule>,
+    #[cfg_attr(feature = "cli", arg(long = "fail-on", value_name = "EXPR", value_parser = crate::out::thresholds::parse_rule, help = crate::out::thresholds::FAIL_ON_HELP))]
+    pub fail_on: Vec<crate::out::thresholds::Rule>,
     /// Allow a target that is not a loopback address.
     #[cfg_attr(feature = "cli", arg(long))]
     pub allow_remote: bool,

@@ -15,8 +15,8 @@ use std::path::Path;
 
 use vodlab_workload::script::{Request, Session, Wait};
 
+use crate::core::schedule::Arrivals;
 use crate::load::{LoadedWorkload, Shard};
-use crate::schedule::Arrivals;
 
 /// Why a timing script was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

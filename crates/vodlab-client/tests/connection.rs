@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use tokio_test::io::Builder;
-use vodlab_client::exchange::ErrorKind;
-use vodlab_client::http::{Connection, Outgoing};
-use vodlab_client::link::LinkSpec;
+use vodlab_client::core::exchange::ErrorKind;
+use vodlab_client::core::link::LinkSpec;
+use vodlab_client::io::http::{Connection, Outgoing};
 
 fn get(path: &str) -> Outgoing<'_> {
     Outgoing {
@@ -44,7 +44,7 @@ async fn exchange(
     c: &mut Connection<tokio_test::io::Mock>,
     o: &Outgoing<'_>,
 ) -> (
-    Result<vodlab_client::exchange::Response, vodlab_client::exchange::Failure>,
+    Result<vodlab_client::core::exchange::Response, vodlab_client::core::exchange::Failure>,
     Vec<u8>,
 ) {
     let mut body = Vec::new();

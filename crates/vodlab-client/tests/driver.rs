@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use vodlab_client::driver::{
+use vodlab_client::core::driver::{
     send_target, Action, DriverConfig, Event, LatePacing, Previous, RequestRecord, SessionDriver,
     SessionOutcome,
 };
-use vodlab_client::exchange::{ErrorKind, Failure, Response};
+use vodlab_client::core::exchange::{ErrorKind, Failure, Response};
 use vodlab_workload::script::{parse_script, Request, Session, Wait};
 
 /// What the scripted server does with one request.
@@ -522,7 +522,7 @@ fn cloudsuite_range_headers_are_checked_as_ranges() {
 
 #[test]
 fn wrong_statuses_and_ranges_fail_with_their_kind() {
-    use vodlab_client::driver::check;
+    use vodlab_client::core::driver::check;
     let r = Request {
         range: Some(vodlab_workload::script::ByteRange {
             start: 0,

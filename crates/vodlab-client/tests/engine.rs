@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use vodlab_client::link::LinkSpec;
+use vodlab_client::core::link::LinkSpec;
 use vodlab_client::load::Shard;
 use vodlab_client::testserver::{TestServer, TestServerConfig};
 use vodlab_client::{run, Arrivals, Live, LoadedWorkload, Results, RunConfig, StopReason};

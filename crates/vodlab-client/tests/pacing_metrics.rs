@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use tokio::sync::watch;
-use vodlab_client::delivery::{DeliveryOut, Playback, WindowRun};
-use vodlab_client::driver::{Action, Completed, DriverConfig, Event, SessionDriver};
-use vodlab_client::exchange::Response;
+use vodlab_client::core::delivery::{DeliveryOut, Playback, WindowRun};
+use vodlab_client::core::driver::{Action, Completed, DriverConfig, Event, SessionDriver};
+use vodlab_client::core::exchange::Response;
 use vodlab_client::load::Shard;
-use vodlab_client::metrics::{RequestSample, RunMetrics, SampleDone};
-use vodlab_client::results::{delivery, Results};
+use vodlab_client::out::metrics::{RequestSample, RunMetrics, SampleDone};
+use vodlab_client::out::results::{delivery, Results};
 use vodlab_client::testserver::{TestPace, TestServer, TestServerConfig};
 use vodlab_client::{run, Arrivals, Live, LoadedWorkload, RunConfig};
 use vodlab_workload::script::{parse_script, Session};
@@ -429,7 +429,7 @@ proptest! {
 #[test]
 fn older_results_without_delivery_figures_still_load() {
     let m = RunMetrics::new(10_000);
-    let info = vodlab_client::results::RunInfo {
+    let info = vodlab_client::out::results::RunInfo {
         target: "http://127.0.0.1:1".into(),
         workload: "w".into(),
         arrivals: Arrivals::Constant { rate: 1.0 },
@@ -446,7 +446,7 @@ fn older_results_without_delivery_figures_still_load() {
         playback_buffer_s: 4.0,
         pace_target: 1.0,
     };
-    let r = vodlab_client::results::assemble(&info, &m, &Default::default());
+    let r = vodlab_client::out::results::assemble(&info, &m, &Default::default());
     let mut v = serde_json::to_value(&r).unwrap();
     v.as_object_mut().unwrap().remove("delivery").unwrap();
     let back: Results = serde_json::from_value(v).unwrap();

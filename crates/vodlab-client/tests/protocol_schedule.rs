@@ -9,10 +9,10 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use vodlab_client::driver::{Action, DriverConfig, Event, SessionDriver};
-use vodlab_client::exchange::Response;
-use vodlab_client::schedule::Arrivals;
-use vodlab_client::transport::{H2Settings, Protocol};
+use vodlab_client::core::driver::{Action, DriverConfig, Event, SessionDriver};
+use vodlab_client::core::exchange::Response;
+use vodlab_client::core::schedule::Arrivals;
+use vodlab_client::io::transport::{H2Settings, Protocol};
 use vodlab_workload::script::{parse_script, Session};
 
 /// (session start s, request, logical connection, due time s from the run start)

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::files::{parse_versioned, read_with, write_pretty, FileError};
 use crate::search::{Answer, Ending, Point, RunExtra, Search, SearchMode, Verdict};
 use crate::stats::MeanCi;
-use vodlab_client::results::Results;
+use vodlab_client::out::results::Results;
 
 /// The `format` of a capacity.json.
 pub const CAPACITY_FORMAT: &str = "vodlab-capacity";

@@ -96,7 +96,7 @@ pub struct PointSettings {
     /// Write requests.csv for every run.
     pub requests_csv: bool,
     /// Protocol, TLS and HTTP/2 settings of every run.
-    pub transport: vodlab_client::transport::TransportConfig,
+    pub transport: vodlab_client::io::transport::TransportConfig,
     /// Client processes per point (`--client-processes`): 1 runs the load
     /// in this process; N > 1 runs N `vodlab run --shard I/N` children of
     /// [`Self::client_exe`] and merges their results (never more children

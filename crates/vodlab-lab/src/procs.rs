@@ -1,14 +1,14 @@
 //! A point spread over local client processes (`--client-processes N`):
 //! each point runs as N `vodlab run --shard I/N --start-at T` children of
 //! the same binary, writing `points/NN-.../shard-I/`, and their results are
-//! merged exactly (`vodlab_client::shard::merge`) into the point's
+//! merged exactly (`vodlab_client::out::shard::merge`) into the point's
 //! `results.json`.
 //!
 //! The children get the point's own schedule: the workload's script shards
 //! as one arrival process (`vodlab run --one-arrival-process`, as
 //! [`one_arrival_process`] does for an in-process point), the same rate,
 //! seed, session cap and duration. With one script shard the split rule of
-//! `vodlab_client::shard` gives child `I` the sessions `i ≡ I (mod N)` of
+//! `vodlab_client::out::shard` gives child `I` the sessions `i ≡ I (mod N)` of
 //! the one-process schedule, each at the offset it has there, so the N
 //! children together run the sessions of the in-process point at the same
 //! offsets from the shared start time.
@@ -19,8 +19,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use vodlab_client::shard::{self, Part};
-use vodlab_client::transport::TransportConfig;
+use vodlab_client::io::transport::TransportConfig;
+use vodlab_client::out::shard::{self, Part};
 use vodlab_client::{Live, LoadedWorkload, MetricsDump, Results, ShardSpec, StopReason};
 
 pub use crate::point::MAX_CLIENT_PROCESSES;

@@ -661,7 +661,7 @@ mod tests {
     /// the page, not a `valid true` cell (the finding 5).
     #[test]
     fn a_run_that_must_not_be_read_as_an_answer_is_a_banner_at_the_top() {
-        let mut v = vodlab_client::results::shape(&["dsl".to_string()]);
+        let mut v = vodlab_client::out::results::shape(&["dsl".to_string()]);
         v["workload"] = "w".into();
         v["valid"] = true.into();
         v["invalid_reasons"] = serde_json::json!([]);

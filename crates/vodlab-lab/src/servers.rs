@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use thiserror::Error;
-use vodlab_client::transport::Protocol;
+use vodlab_client::io::transport::Protocol;
 
 use crate::hwbox::is_root;
 

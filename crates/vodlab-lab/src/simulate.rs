@@ -1,7 +1,7 @@
 //! `vodlab simulate`: the client's own player core in virtual time.
 //!
 //! Two modes: `--player`, one closed-loop ABR player
-//! ([`vodlab_client::player`]) over a Sabre bandwidth trace and movie
+//! ([`vodlab_client::core::player`]) over a Sabre bandwidth trace and movie
 //! (docs/abr.md), run here ([`run_player`]); `--prefetch`, chapter 5's
 //! prefetch policies over an access log's chains ([`crate::tracesim`],
 //! docs/simulate.md).
@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use thiserror::Error;
-use vodlab_client::player::qoe::P1203Options;
-use vodlab_client::player::sim::{self, SimOutcome, Trace};
-use vodlab_client::player::{AbrParams, AbrRule, Movie, Player, PlayerConfig, PlayerError};
+use vodlab_client::core::player::qoe::P1203Options;
+use vodlab_client::core::player::sim::{self, SimOutcome, Trace};
+use vodlab_client::core::player::{AbrParams, AbrRule, Movie, Player, PlayerConfig, PlayerError};
 
 use crate::tracesim::PrefetchSimArgs;
 
@@ -149,7 +149,7 @@ fn player_err(what: impl Into<String>) -> impl FnOnce(PlayerError) -> SimulateEr
 #[derive(serde::Serialize)]
 struct Line<'a> {
     #[serde(flatten)]
-    seg: &'a vodlab_client::player::SegmentRecord,
+    seg: &'a vodlab_client::core::player::SegmentRecord,
     /// Abandoned attempts at this segment before it completed.
     abandoned_attempts: usize,
 }

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use vodlab_client::engine::cpu_seconds_of;
+use vodlab_client::io::engine::cpu_seconds_of;
 use vodlab_testkit::{free_port, raise_nofile, require};
 
 const SMALL: &str = "/1m.bin";

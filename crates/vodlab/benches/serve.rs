@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use vodlab_client::engine::cpu_seconds_of;
+use vodlab_client::io::engine::cpu_seconds_of;
 use vodlab_testkit::{free_port, run_unpaced_at, vodlab_at_ok, Nginx};
 
 /// Runs this package's `vodlab` and asserts success, returning stdout.

@@ -134,7 +134,7 @@ pub struct SearchArgs {
     /// checked before the search (a typo is a usage error), named on stderr
     /// when breached.
     #[arg(long = "fail-on", value_name = "EXPR", value_parser = crate::exit::parse_rule)]
-    pub fail_on: Vec<vodlab_client::thresholds::Rule>,
+    pub fail_on: Vec<vodlab_client::out::thresholds::Rule>,
     #[command(flatten)]
     pub transport: crate::run::TransportArgs,
 }
@@ -678,7 +678,7 @@ pub fn stopped_early_status() -> u8 {
 /// anything runs: a path that names no figure is a
 /// usage error, not a wasted search.
 pub fn check_rules(
-    rules: &[vodlab_client::thresholds::Rule],
+    rules: &[vodlab_client::out::thresholds::Rule],
     mut shape: vodlab_lab::CapacityFile,
 ) -> anyhow::Result<()> {
     // the figures a finished search adds, present so their names are known
@@ -691,6 +691,6 @@ pub fn check_rules(
             peak_active_sessions: Some(0),
             delivered_gbit_s: 0.0,
         });
-    vodlab_client::thresholds::check_before(rules, &serde_json::to_value(shape)?, &[])?;
+    vodlab_client::out::thresholds::check_before(rules, &serde_json::to_value(shape)?, &[])?;
     Ok(())
 }

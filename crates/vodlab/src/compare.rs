@@ -392,7 +392,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         !matches!(r.outcome, vodlab_lab::SearchOutcome::Skipped { .. }) && r.error.is_none()
     }) {
         let v = serde_json::to_value(row)?;
-        for mut b in vodlab_client::thresholds::evaluate_all(&a.search.fail_on, &v)? {
+        for mut b in vodlab_client::out::thresholds::evaluate_all(&a.search.fail_on, &v)? {
             b.rule = format!("{} (server {})", b.rule, row.server);
             breaches.push(b);
         }
@@ -406,7 +406,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
 /// …); the rest of its path is checked against each row after the runs,
 /// since a row's figures depend on what its runs measured.
 fn check_row_rules(
-    rules: &[vodlab_client::thresholds::Rule],
+    rules: &[vodlab_client::out::thresholds::Rule],
     specs: &[vodlab_lab::servers::ServerSpec],
 ) -> anyhow::Result<()> {
     let Some(spec) = specs.first() else {
@@ -420,7 +420,7 @@ fn check_row_rules(
             .into_iter()
             .flat_map(|o| o.keys().map(String::as_str)),
     );
-    vodlab_client::thresholds::check_before(rules, &row, &fields)?;
+    vodlab_client::out::thresholds::check_before(rules, &row, &fields)?;
     Ok(())
 }
 

@@ -12,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use vodlab_client::thresholds::{Breach, Rule};
+use vodlab_client::out::thresholds::{Breach, Rule};
 
 /// Ran; every check passed.
 pub const OK: u8 = 0;
@@ -55,7 +55,7 @@ pub fn status_of(e: &anyhow::Error) -> u8 {
     }
 }
 
-pub use vodlab_client::thresholds::parse_rule;
+pub use vodlab_client::out::thresholds::parse_rule;
 
 /// Names each breach on stderr, as `vodlab CMD: --fail-on RULE: breached
 /// (the figure is X)`.
@@ -71,7 +71,8 @@ pub fn judge<T: serde::Serialize>(
     rules: &[Rule],
     result: &T,
 ) -> anyhow::Result<Vec<Breach>> {
-    let breaches = vodlab_client::thresholds::evaluate_all(rules, &serde_json::to_value(result)?)?;
+    let breaches =
+        vodlab_client::out::thresholds::evaluate_all(rules, &serde_json::to_value(result)?)?;
     announce(cmd, &breaches);
     Ok(breaches)
 }

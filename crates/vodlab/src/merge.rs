@@ -1,15 +1,15 @@
 //! `vodlab merge`: the results of a run split over processes (`vodlab run
 //! --shard I/N`) put back together exactly (docs/scale-out.md; the library
-//! reads and merges them: [`vodlab_client::shard::dirs`]).
+//! reads and merges them: [`vodlab_client::out::shard::dirs`]).
 
 use std::io::Write;
 use std::process::ExitCode;
 
-pub use vodlab_client::shard::dirs::MergeSettings as MergeArgs;
+pub use vodlab_client::out::shard::dirs::MergeSettings as MergeArgs;
 
 /// `vodlab merge`: merges, prints the merged summary.
 pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
-    let merged = vodlab_client::shard::dirs::merge_dirs(&a)?;
+    let merged = vodlab_client::out::shard::dirs::merge_dirs(&a)?;
     let mut out = std::io::stdout().lock();
     out.write_all(merged.table().as_bytes())?;
     writeln!(

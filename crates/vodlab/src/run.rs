@@ -174,7 +174,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 /// breached, or (`--strict`) the results are invalid or incomplete; else 0.
 pub(crate) fn judge(
     results: &Results,
-    rules: &[vodlab_client::thresholds::Rule],
+    rules: &[vodlab_client::out::thresholds::Rule],
     strict: bool,
     signal: u8,
 ) -> anyhow::Result<ExitCode> {

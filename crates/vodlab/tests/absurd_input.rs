@@ -352,8 +352,8 @@ fn absurd_run_flags_are_errors_not_panics() {
 #[test]
 fn the_session_driver_saturates_absurd_waits_and_timeouts() {
     use std::time::{Duration, Instant};
-    use vodlab_client::driver::{Action, DriverConfig, Event, SessionDriver};
-    use vodlab_client::exchange::Response;
+    use vodlab_client::core::driver::{Action, DriverConfig, Event, SessionDriver};
+    use vodlab_client::core::exchange::Response;
     use vodlab_workload::script::{Request, Session, Wait};
 
     let req = |timeout_s: Option<f64>, wait: Wait| Request {

@@ -543,9 +543,9 @@ fn protocol_and_scheme_must_agree() {
 #[test]
 fn the_link_emulation_shapes_every_protocol() {
     use std::sync::Arc;
-    use vodlab_client::link::LinkSpec;
+    use vodlab_client::core::link::LinkSpec;
+    use vodlab_client::io::transport::{Protocol, TlsOptions};
     use vodlab_client::load::{LoadedWorkload, Shard};
-    use vodlab_client::transport::{Protocol, TlsOptions};
     use vodlab_client::{Arrivals, Live, RunConfig};
 
     let t = tempfile::tempdir().unwrap();

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use vodlab_client::player::sim::{simulate, Trace};
-use vodlab_client::player::{AbrRule, Movie, PlayerConfig};
+use vodlab_client::core::player::sim::{simulate, Trace};
+use vodlab_client::core::player::{AbrRule, Movie, PlayerConfig};
 
 #[derive(Debug, Deserialize)]
 struct Run {

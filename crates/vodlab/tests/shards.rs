@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{vodlab, vodlab_ok, Running};
-use vodlab_client::metrics::{ClassMetrics, RunMetrics, Summary};
+use vodlab_client::out::metrics::{ClassMetrics, RunMetrics, Summary};
 use vodlab_client::MetricsDump;
 
 /// An unpaced youtube-2011 workload of `sessions` sessions in 2 script

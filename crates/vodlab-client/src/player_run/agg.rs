@@ -5,7 +5,7 @@
 //!
 //! Units of the histograms: times in µs, bit rates in bit/s, per-session
 //! counts as they are, the Yin score in thousandths (split by sign into
-//! two histograms). Every histogram has [`crate::metrics::histogram`]'s
+//! two histograms). Every histogram has [`crate::out::metrics::histogram`]'s
 //! bounds (1 ..= 3.6e9, 3 significant digits); a zero is recorded as a
 //! zero (no rebuffer is not one µs of rebuffer).
 
@@ -18,8 +18,8 @@ use super::{
     keep_smallest, PlayerClassResults, PlayerKind, PlayerRun, PlayerSessionOutcome, PlayersResults,
     RenditionTime, SessionTimeline,
 };
-use crate::codec::{decode_histogram, encode_histogram, ShardError};
-use crate::metrics::{histogram, Summary};
+use crate::out::codec::{decode_histogram, encode_histogram, ShardError};
+use crate::out::metrics::{histogram, Summary};
 
 /// Largest value a player histogram holds (larger ones are clamped).
 const HIST_MAX: u64 = 3_600_000_000;
@@ -47,7 +47,7 @@ fn value_at_rank(h: &Histogram<u64>, k: u64) -> u64 {
 
 /// A session's rebuffer ratio: stall time over stall time plus the media
 /// time it played (0 with nothing played and no stall).
-pub fn rebuffer_ratio(q: &crate::player::QoeSummary) -> f64 {
+pub fn rebuffer_ratio(q: &crate::core::player::QoeSummary) -> f64 {
     let played: f64 = q.time_per_level_ms.iter().sum();
     let all = played + q.rebuffer_ms;
     if all > 0.0 {

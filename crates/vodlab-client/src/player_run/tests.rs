@@ -78,7 +78,10 @@ fn viewing_time_sets_the_segment_count() {
 
 #[test]
 fn signed_summaries_are_nearest_rank_over_both_signs() {
-    let (mut pos, mut neg) = (crate::metrics::histogram(), crate::metrics::histogram());
+    let (mut pos, mut neg) = (
+        crate::out::metrics::histogram(),
+        crate::out::metrics::histogram(),
+    );
     // -3, -2, -1, 0, 1, ..., 6 (ten values, in hundredths: exact below 2048)
     for v in [3u64, 2, 1] {
         neg.record(v * 100).unwrap();
@@ -94,12 +97,12 @@ fn signed_summaries_are_nearest_rank_over_both_signs() {
     assert!((s.mean - 1.5).abs() < 1e-9, "{s:?}");
     assert_eq!(s.iqr, s.p75 - s.p25);
     // only negatives
-    let s = signed_summary(&crate::metrics::histogram(), &neg, 1e2);
+    let s = signed_summary(&crate::out::metrics::histogram(), &neg, 1e2);
     assert_eq!((s.min, s.p50, s.max), (-3.0, -2.0, -1.0));
     assert_eq!(
         signed_summary(
-            &crate::metrics::histogram(),
-            &crate::metrics::histogram(),
+            &crate::out::metrics::histogram(),
+            &crate::out::metrics::histogram(),
             1.0
         )
         .count,
@@ -232,17 +235,17 @@ fn aggregate_counts_failures_by_name_and_time_by_rate() {
     let run = PlayerRun::new(PlayerKind::Dash, PlayerConfig::default());
     let mut a = PlayersAgg::new(&run);
     let movie = Movie::constant(4000.0, &[200.0, 1000.0], 3);
-    let mut p = crate::player::Player::new(Arc::new(movie), run.config.clone()).unwrap();
+    let mut p = crate::core::player::Player::new(Arc::new(movie), run.config.clone()).unwrap();
     // play it in virtual time: every segment takes 100 ms
     let mut now = 0.0;
     loop {
         match p.poll_action(now) {
-            Some(crate::player::Action::Fetch { .. }) => {
+            Some(crate::core::player::Action::Fetch { .. }) => {
                 now += 100.0;
-                p.handle(now, crate::player::Event::Completed { timing: None });
+                p.handle(now, crate::core::player::Event::Completed { timing: None });
             }
-            Some(crate::player::Action::WaitUntil { until, .. }) => now = until,
-            Some(crate::player::Action::Done { .. }) => break,
+            Some(crate::core::player::Action::WaitUntil { until, .. }) => now = until,
+            Some(crate::core::player::Action::Done { .. }) => break,
             _ => unreachable!(),
         }
     }
@@ -278,7 +281,7 @@ fn aggregate_counts_failures_by_name_and_time_by_rate() {
 /// A sampled session's timeline: one segment at `level`.
 fn one_segment_timeline(id: u64, level: usize) -> SessionTimeline {
     let mut t = TimelineRecorder::new(id, "a", &format!("t{id}"));
-    let rec = crate::player::SegmentRecord {
+    let rec = crate::core::player::SegmentRecord {
         index: 0,
         quality: level,
         bitrate_kbps: [200.0, 1000.0][level],

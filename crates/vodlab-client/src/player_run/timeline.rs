@@ -7,14 +7,14 @@
 //! [`DEFAULT_TIMELINES`]); shards of one run each keep their own `N`
 //! smallest and `vodlab merge` keeps the `N` smallest of the union, which
 //! are the run's `N` smallest. Only sampled players keep their per-download
-//! records ([`crate::player::PlayerConfig::keep_records`]); a timeline
+//! records ([`crate::core::player::PlayerConfig::keep_records`]); a timeline
 //! holds at most [`MAX_TIMELINE_SEGMENTS`] segments and
 //! [`MAX_TIMELINE_EVENTS`] abandoned attempts and rebuffers each (more set
 //! `truncated`), so the whole sample is bounded whatever the run's length.
 //!
 //! The data are the player core's own: its [`SegmentRecord`]s, its
-//! buffer level after each download ([`crate::player::Player::buffer_ms`])
-//! and its stall list ([`crate::player::Player::stalls`], the source of the
+//! buffer level after each download ([`crate::core::player::Player::buffer_ms`])
+//! and its stall list ([`crate::core::player::Player::stalls`], the source of the
 //! P.1203 input's `I23`). Times are session times: seconds since the
 //! session started, its manifest fetch included.
 
@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::PlayerSessionOutcome;
-use crate::player::SegmentRecord;
+use crate::core::player::SegmentRecord;
 
 /// Sessions sampled when `--player-timelines` is not given.
 pub const DEFAULT_TIMELINES: usize = 8;

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{flag, SettingsError};
-use crate::player::{AbrRule, PlayerConfig};
+use crate::core::player::{AbrRule, PlayerConfig};
 use crate::player_run::{PlayerKind, PlayerRun};
 
 /// Closed-loop players (`--player`): each session fetches its title's

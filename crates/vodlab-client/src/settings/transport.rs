@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{flag, SettingsError};
-use crate::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
+use crate::io::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
 
 /// Protocol, TLS and HTTP/2 options of `run`, `capacity` and `compare`.
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 use super::*;
-use vodlab_client::transport::{H2Settings, Protocol};
+use vodlab_client::io::transport::{H2Settings, Protocol};
 use vodlab_client::Arrivals;
 
 fn args_text(a: &[OsString]) -> Vec<String> {
@@ -324,9 +324,9 @@ fn a_missing_executable_is_named() {
 /// Writes a shard's results.json and metrics.json into `dir`: a run that
 /// started `started` sessions and stopped by `stop`.
 fn write_shard(dir: &Path, spec: ShardSpec, started: u64, stop: StopReason) {
-    use vodlab_client::metrics::RunMetrics;
-    use vodlab_client::results::{self, Monitor, RunInfo};
-    use vodlab_client::shard::DumpInfo;
+    use vodlab_client::out::metrics::RunMetrics;
+    use vodlab_client::out::results::{self, Monitor, RunInfo};
+    use vodlab_client::out::shard::DumpInfo;
     let info = RunInfo {
         target: "http://127.0.0.1:8080".into(),
         workload: "w".into(),
@@ -351,7 +351,7 @@ fn write_shard(dir: &Path, spec: ShardSpec, started: u64, stop: StopReason) {
         m.record_session(
             "c",
             true,
-            &vodlab_client::metrics::SessionSample {
+            &vodlab_client::out::metrics::SessionSample {
                 start_s,
                 end_s: start_s + 1.0,
                 failure: None,

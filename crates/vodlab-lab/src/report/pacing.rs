@@ -9,7 +9,7 @@
 //! A single results.json with delivery data is drawn the same way (one run).
 
 use serde::Deserialize;
-use vodlab_client::results::Delivery;
+use vodlab_client::out::results::Delivery;
 use vodlab_client::Results;
 
 use super::{bar_chart, xy_chart, Page, Series, Style};

@@ -5,7 +5,7 @@
 //! each, its rebuffers shaded.
 
 use plotters::prelude::*;
-use vodlab_client::metrics::Summary;
+use vodlab_client::out::metrics::Summary;
 use vodlab_client::player_run::{PlayerClassResults, PlayersResults, SessionTimeline};
 
 use super::{bar_chart, box_chart, BoxStat, Page, PALETTE, W};

@@ -1,7 +1,7 @@
 //! The report's sections, drawn from the typed files: a run's
 //! [`Results`], a [`CapacityFile`] and a [`CompareFile`].
 
-use vodlab_client::metrics::Summary;
+use vodlab_client::out::metrics::Summary;
 use vodlab_client::Results;
 
 use super::{bar_chart, box_chart, xy_chart, BoxStat, Page, Series, Style};
@@ -74,7 +74,7 @@ pub fn run_section(page: &mut Page, name: &str, r: &Results, requests_csv: Optio
             "Send of the request to its last byte, measured sessions, per client class.",
         );
     }
-    let boxes = |pick: fn(&vodlab_client::results::ClassResults) -> &Summary| -> Vec<BoxStat> {
+    let boxes = |pick: fn(&vodlab_client::out::results::ClassResults) -> &Summary| -> Vec<BoxStat> {
         r.classes
             .iter()
             .filter_map(|(c, v)| {

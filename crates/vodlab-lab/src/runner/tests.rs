@@ -91,7 +91,7 @@ fn other_servers_have_no_stats() {
 
 #[test]
 fn a_compressed_workload_has_its_times_down_and_rates_up() {
-    use vodlab_client::link::LinkSpec;
+    use vodlab_client::core::link::LinkSpec;
     use vodlab_client::load::Shard;
     let script = vodlab_workload::script::parse_script(
         "#@session id=1 bitrate=419000 request_s=40\n/a timeout=10\n/b pacing=10\n",

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use vodlab_client::transport::Protocol;
+use vodlab_client::io::transport::Protocol;
 use vodlab_lab::servers::{ServerKind, ServerSpec, TlsFiles};
 use vodlab_lab::{Answer, SearchOutcome, ServerRow};
 

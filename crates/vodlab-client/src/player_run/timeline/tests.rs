@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::player::{Action, Event, Movie, Player, PlayerConfig};
+use crate::core::player::{Action, Event, Movie, Player, PlayerConfig};
 
 fn timeline(id: u64) -> SessionTimeline {
     let mut r = TimelineRecorder::new(id, "c", "t");

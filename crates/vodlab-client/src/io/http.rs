@@ -19,9 +19,9 @@ use vodlab_http::client::{
     encode_request, DecodeError, Decoded, RequestHead, ResponseDecoder, MAX_HEAD_BYTES,
 };
 
-use crate::link::{LinkSpec, TokenBucket};
+use crate::core::link::{LinkSpec, TokenBucket};
 
-pub use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
+pub use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
 
 /// A request to send.
 #[derive(Debug, Clone, Copy)]
@@ -70,7 +70,7 @@ pub struct Connection<T = TcpStream> {
 }
 
 /// Opens a TCP connection with the link's receive buffer (for HTTP/1.1
-/// here, and under TLS by [`crate::transport`]).
+/// here, and under TLS by [`crate::io::transport`]).
 pub async fn tcp_connect(addr: SocketAddr, link: &LinkSpec) -> Result<TcpStream, Failure> {
     let io = |e: std::io::Error| Failure::new(ErrorKind::from_io(&e), format!("connect: {e}"));
     let socket = if addr.is_ipv4() {

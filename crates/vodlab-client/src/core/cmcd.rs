@@ -183,6 +183,9 @@ mod tests {
             headers: h,
             ..vodlab_workload::script::Request::get("/v")
         };
-        assert_eq!(crate::delivery::request_bitrate(&r, None), Some(419_000));
+        assert_eq!(
+            crate::core::delivery::request_bitrate(&r, None),
+            Some(419_000)
+        );
     }
 }

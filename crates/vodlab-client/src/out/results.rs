@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::exchange::ErrorKind;
-use crate::metrics::{ClassMetrics, RunMetrics, Summary};
-use crate::schedule::Arrivals;
+use crate::core::exchange::ErrorKind;
+use crate::core::schedule::Arrivals;
+use crate::out::metrics::{ClassMetrics, RunMetrics, Summary};
 
 /// Why the run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,7 +106,7 @@ impl ClassResults {
             requests: m.requests,
             bytes: m.bytes,
             response_time_ms: Summary::of(&m.response, 1e3),
-            response_time_cdf_ms: crate::metrics::cdf(&m.response, 1e3),
+            response_time_cdf_ms: crate::out::metrics::cdf(&m.response, 1e3),
             ttfb_ms: Summary::of(&m.ttfb, 1e3),
             latency_from_schedule_ms: Summary::of(&m.from_schedule, 1e3),
             startup_delay_s: Summary::of(&m.startup, 1e6),
@@ -236,7 +236,7 @@ pub const MAX_AGGREGATE_POINTS: usize = 2000;
 
 /// Builds [`Delivery`] from merged metrics.
 pub fn delivery(sh: &RunMetrics, overall: &ClassMetrics, buffer_s: f64, k: f64) -> Delivery {
-    let w = crate::delivery::RATE_WINDOW.as_secs_f64();
+    let w = crate::core::delivery::RATE_WINDOW.as_secs_f64();
     let h = &sh.rate_ratio;
     let dev = |v: u64| v as f64 / 1000.0 - 1.0;
     let rate_deviation = if h.is_empty() {
@@ -266,7 +266,7 @@ pub fn delivery(sh: &RunMetrics, overall: &ClassMetrics, buffer_s: f64, k: f64) 
         pace_target: k,
         rate_window_s: w,
         playback_latency_s: Summary::of(&overall.playback, 1e6),
-        playback_latency_cdf_s: crate::metrics::cdf(&overall.playback, 1e6),
+        playback_latency_cdf_s: crate::out::metrics::cdf(&overall.playback, 1e6),
         download_time_s: Summary::of(&overall.response, 1e6),
         requests_without_bitrate: overall.playback_no_bitrate,
         requests_shorter_than_buffer: overall.playback_short,
@@ -373,7 +373,7 @@ pub struct Results {
     pub merge: Option<MergeInfo>,
     /// The protocol of the run (`h1` in files from before HTTP/2 and TLS).
     #[serde(default)]
-    pub protocol: crate::transport::Protocol,
+    pub protocol: crate::io::transport::Protocol,
     /// Connections opened and TLS handshakes (zeros in older files).
     #[serde(default)]
     pub transport: TransportResults,
@@ -389,7 +389,7 @@ pub struct ShardRecord {
     pub index: u32,
     /// Processes in all.
     pub count: u32,
-    /// The split rule ([`SPLIT_RULE`](crate::shard::SPLIT_RULE)).
+    /// The split rule ([`SPLIT_RULE`](crate::out::shard::SPLIT_RULE)).
     pub rule: String,
     /// Wall-clock time of the run's origin (offset 0 of every schedule),
     /// Unix seconds: `--start-at` when given.
@@ -458,7 +458,7 @@ pub struct TransportResults {
 
 impl TransportResults {
     /// From a run's metrics.
-    pub fn of(t: &crate::metrics::TransportMetrics) -> Self {
+    pub fn of(t: &crate::out::metrics::TransportMetrics) -> Self {
         Self {
             connections: t.connections,
             tls_handshakes: t.tls_handshakes,
@@ -733,7 +733,7 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         delivery,
         shard: None,
         merge: None,
-        protocol: crate::transport::Protocol::default(),
+        protocol: crate::io::transport::Protocol::default(),
         players: None,
         transport: TransportResults::of(&sh.transport),
     }
@@ -931,7 +931,7 @@ impl Results {
             .errors
             .iter()
             .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| format!("{} {n}", crate::exchange::ErrorKind::describe_name(k)))
+            .map(|(k, n)| format!("{} {n}", crate::core::exchange::ErrorKind::describe_name(k)))
             .collect();
         let _ = writeln!(
             s,

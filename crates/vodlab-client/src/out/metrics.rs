@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::{DeliveryOut, Playback, MAX_RATIO_PERMILLE};
-use crate::exchange::ErrorKind;
-use crate::viewer::ViewerStats;
+use crate::core::delivery::{DeliveryOut, Playback, MAX_RATIO_PERMILLE};
+use crate::core::exchange::ErrorKind;
+use crate::core::viewer::ViewerStats;
 
 /// Microsecond histogram up to one hour, 3 significant digits.
 pub fn histogram() -> Histogram<u64> {
@@ -422,7 +422,7 @@ impl Default for TransportMetrics {
 
 impl TransportMetrics {
     /// A connection was opened.
-    pub fn record(&mut self, o: &crate::transport::Opened) {
+    pub fn record(&mut self, o: &crate::io::transport::Opened) {
         self.connections += u64::from(o.new_connection);
         if let Some(d) = o.tls_handshake {
             self.tls_handshakes += 1;
@@ -681,7 +681,7 @@ mod tests {
         if i % 4 == 0 {
             m.record_session(class, measured, &sess(i));
         }
-        let w = crate::delivery::WindowRun {
+        let w = crate::core::delivery::WindowRun {
             ratio_permille: (i * 37 % 2_500) as u32,
             within: i % 2 == 0,
             count: (i % 5 + 1) as u32,

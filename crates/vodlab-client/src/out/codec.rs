@@ -2,7 +2,7 @@
 //! with it: histograms as HdrHistogram's V2 serialization in base64
 //! ([`encode_histogram`], [`decode_histogram`]), and why a `--shard` value or
 //! a merge input is unusable ([`ShardError`]). Used by the shard merge
-//! ([`crate::shard`], which re-exports them) and by the players' aggregates
+//! ([`crate::out::shard`], which re-exports them) and by the players' aggregates
 //! ([`crate::player_run`]), both of which dump and merge.
 
 use base64::Engine as _;

@@ -19,11 +19,11 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-pub use crate::codec::{decode_histogram, encode_histogram, ShardError, MAX_SHARDS};
-use crate::exchange::ErrorKind;
-use crate::metrics::{Bin, Bins, ClassMetrics, Errors, RunMetrics};
-use crate::results::{self, Monitor, Results, RunInfo, StopReason};
-pub use crate::results::{MergeInfo, ShardRecord, ShardStart};
+use crate::core::exchange::ErrorKind;
+pub use crate::out::codec::{decode_histogram, encode_histogram, ShardError, MAX_SHARDS};
+use crate::out::metrics::{Bin, Bins, ClassMetrics, Errors, RunMetrics};
+use crate::out::results::{self, Monitor, Results, RunInfo, StopReason};
+pub use crate::out::results::{MergeInfo, ShardRecord, ShardStart};
 
 /// Shard `index` of `count` (`--shard I/N`, `I` from 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,7 +162,7 @@ pub struct MetricsDump {
     pub players: Option<crate::player_run::PlayersDump>,
 }
 
-/// [`crate::metrics::TransportMetrics`] in a dump.
+/// [`crate::out::metrics::TransportMetrics`] in a dump.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransportDump {
     /// `[connections, tls_handshakes, tls_resumed]`.
@@ -358,7 +358,7 @@ impl MetricsDump {
         ] = self.counts;
         m.measured_from = self.measured_from.map(|t| t + shift_s);
         m.measured_to = self.measured_to.map(|t| t + shift_s);
-        let w = crate::delivery::RATE_WINDOW.as_secs_f64();
+        let w = crate::core::delivery::RATE_WINDOW.as_secs_f64();
         m.delivered = std::iter::repeat_n(0, whole(shift_s, w))
             .chain(self.delivered.iter().copied())
             .collect();

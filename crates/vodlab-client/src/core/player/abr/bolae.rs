@@ -17,7 +17,7 @@
 //!   level's maximum), which the player waits out before fetching.
 
 use super::{quality_from_throughput, AbrParams, Context, Progress};
-use crate::player::movie::Movie;
+use crate::core::player::movie::Movie;
 
 /// BOLA-E's minimum buffer, ms.
 const MINIMUM_BUFFER_MS: f64 = 10_000.0;

@@ -8,7 +8,7 @@
 //! ([`H2Settings::streams_per_connection`], default: all of a session's)
 //! share one connection, each carrying one stream at a time. Every
 //! protocol reads through the same link emulation ([`Shaped`], or
-//! [`crate::http::Connection`]'s own buckets for plain h1), so the same
+//! [`crate::io::http::Connection`]'s own buckets for plain h1), so the same
 //! seeded schedule meets the same link under every protocol.
 
 pub mod frames;
@@ -31,10 +31,10 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
-pub use crate::http::tcp_connect;
-use crate::http::{Connection, Outgoing};
-use crate::link::LinkSpec;
+use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
+use crate::core::link::LinkSpec;
+pub use crate::io::http::tcp_connect;
+use crate::io::http::{Connection, Outgoing};
 pub use frames::FrameReads;
 pub use h2::{H2Handle, H2Settings};
 pub use shaped::Shaped;

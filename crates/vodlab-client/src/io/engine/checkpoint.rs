@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::Ctx;
-use crate::metrics::RunMetrics;
-use crate::results::{self, Monitor, Results, RunInfo, StopReason};
-use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
+use crate::out::metrics::RunMetrics;
+use crate::out::results::{self, Monitor, Results, RunInfo, StopReason};
+use crate::out::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
 
 /// File name of a run's checkpoint inside its output directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";

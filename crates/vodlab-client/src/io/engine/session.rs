@@ -1,5 +1,5 @@
 //! One session's task: its driver's actions executed over the run's
-//! transport ([`crate::transport`]), its figures reported in batches.
+//! transport ([`crate::io::transport`]), its figures reported in batches.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,13 +16,15 @@ use vodlab_workload::script::Session;
 
 use super::collect::session_id;
 use super::{Ctx, Report, BATCH, DELIVERY_BATCH};
-use crate::delivery::DeliveryOut;
-use crate::driver::{Action, DriverConfig, Event, RequestRecord, SessionDriver, SessionOutcome};
-use crate::exchange::{ErrorKind, Failure};
-use crate::http::Outgoing;
-use crate::link::LinkSpec;
-use crate::metrics::{RequestSample, SampleDone, SessionSample};
-use crate::transport::{Conn, SessionTransport};
+use crate::core::delivery::DeliveryOut;
+use crate::core::driver::{
+    Action, DriverConfig, Event, RequestRecord, SessionDriver, SessionOutcome,
+};
+use crate::core::exchange::{ErrorKind, Failure};
+use crate::core::link::LinkSpec;
+use crate::io::http::Outgoing;
+use crate::io::transport::{Conn, SessionTransport};
+use crate::out::metrics::{RequestSample, SampleDone, SessionSample};
 
 /// HTTP/2 read turns (64 KiB each, `transport::shaped::READ_TURN`) a
 /// session reads in one wake-up, its streams consuming each before the
@@ -305,10 +307,10 @@ async fn exchange(
     let range = r.range.map(|g| g.header_value());
     // CMCD when the session knows its bit rate and the script wrote none
     let with_cmcd: Option<Vec<String>> = match session.header.bitrate_bps {
-        Some(bps) if ctx.cfg.cmcd && bps > 0 && !crate::cmcd::present(&r.headers) => {
+        Some(bps) if ctx.cfg.cmcd && bps > 0 && !crate::core::cmcd::present(&r.headers) => {
             let mut h = r.headers.clone();
             h.extend(
-                crate::cmcd::Cmcd {
+                crate::core::cmcd::Cmcd {
                     bitrate_bps: bps,
                     duration_s: session.header.request_s,
                     object_type: "v",
@@ -364,7 +366,7 @@ async fn exchange(
             });
         }
     };
-    let limits = crate::exchange::ReadLimits {
+    let limits = crate::core::exchange::ReadLimits {
         stop_after: r.stop_after,
         read_kbps: r.read_kbps,
     };

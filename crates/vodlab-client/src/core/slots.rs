@@ -1,6 +1,6 @@
 //! When a burst of a session script is due: the pacing rule
 //! ([`send_target`]) and what a late paced request does ([`LatePacing`]).
-//! Pure; the session driver ([`crate::driver`]) applies it.
+//! Pure; the session driver ([`crate::core::driver`]) applies it.
 
 use std::time::{Duration, Instant};
 

@@ -10,7 +10,7 @@ use vodlab_workload::script::Session;
 
 use super::checkpoint::Checkpointer;
 use super::{Ctx, Report};
-use crate::metrics::{RequestSample, RunMetrics};
+use crate::out::metrics::{RequestSample, RunMetrics};
 
 /// Owns the run's metrics and the requests CSV; ends when every sender has gone.
 pub(super) async fn aggregate(
@@ -129,7 +129,7 @@ fn csv_row(
                 d.bytes,
                 d.status
             );
-            if let crate::delivery::Playback::After(t) = d.playback {
+            if let crate::core::delivery::Playback::After(t) = d.playback {
                 let _ = write!(out, "{:.3}", t.as_secs_f64() * 1e3);
             }
             // error last and empty, as before the playback columns

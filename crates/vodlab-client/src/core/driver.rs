@@ -14,12 +14,12 @@
 //! - [`SessionDriver::poll_timeout`]: when to call `poll_action` again if
 //!   nothing happens (the next pacing target, deadline or delayed packet).
 //!
-//! One runtime drives it: the tokio engine ([`crate::engine`], one task
+//! One runtime drives it: the tokio engine ([`crate::io::engine`], one task
 //! per scripted session in `engine/session.rs`), which executes its actions
 //! over real connections for the scripted sessions of `vodlab run` and of
 //! the points `capacity`, `compare` and `bench` run. Players (`--player`) run
 //! `engine/player_session.rs` instead, and `vodlab simulate --player` runs
-//! [`crate::player::sim::run_player`]: neither uses this driver. Only tests
+//! [`crate::core::player::sim::run_player`]: neither uses this driver. Only tests
 //! step it in virtual time (`tests/driver.rs`, `tests/pacing_metrics.rs`,
 //! `tests/protocol_schedule.rs`; `crates/vodlab/tests/absurd_input.rs`).
 //!
@@ -44,7 +44,7 @@
 //! - With a one-way link delay `d`, a request leaves `d` after it is issued
 //!   and its response counts as arrived `d` after its last byte was read.
 //! - Body bytes reported as they are read ([`Event::Body`]) feed the
-//!   delivery meters of [`crate::delivery`]: playback latency, 100 ms rate
+//!   delivery meters of [`crate::core::delivery`]: playback latency, 100 ms rate
 //!   windows against the paced target, the aggregate rate. Bytes a response
 //!   holds that were not reported count as arrived with the response.
 
@@ -53,14 +53,14 @@ use std::time::{Duration, Instant};
 
 use vodlab_workload::script::Session;
 
-pub use crate::checks::check;
-use crate::delivery::{
+pub use crate::core::checks::check;
+use crate::core::delivery::{
     request_bitrate, AggregateMeter, DeliveryOut, Playback, ResponseMeter, DEFAULT_PLAYBACK_BUFFER,
 };
-use crate::exchange::{ErrorKind, Failure, Response};
-use crate::slots::add;
-pub use crate::slots::{send_target, LatePacing, Previous, Target};
-use crate::viewer::{self, ViewerStats};
+use crate::core::exchange::{ErrorKind, Failure, Response};
+use crate::core::slots::add;
+pub use crate::core::slots::{send_target, LatePacing, Previous, Target};
+use crate::core::viewer::{self, ViewerStats};
 
 /// Settings of a driver.
 #[derive(Debug, Clone, Copy, PartialEq)]

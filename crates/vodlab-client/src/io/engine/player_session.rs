@@ -11,7 +11,7 @@
 //! (the next request opens one), with HTTP/2 the dropped stream is reset
 //! and the connection kept.
 
-use crate::cmcd::PlayerReport;
+use crate::core::cmcd::PlayerReport;
 use std::future::{poll_fn, Future};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,18 +25,18 @@ use vodlab_workload::script::Session;
 
 use super::collect::session_id;
 use super::{Ctx, Report, BATCH};
-use crate::delivery::{DeliveryOut, Playback};
-use crate::exchange::{ErrorKind, Failure};
-use crate::http::Outgoing;
-use crate::link::LinkSpec;
-use crate::metrics::{RequestSample, SampleDone, SessionSample};
-use crate::player::{Action, Event, Player};
+use crate::core::delivery::{DeliveryOut, Playback};
+use crate::core::exchange::{ErrorKind, Failure};
+use crate::core::link::LinkSpec;
+use crate::core::player::{Action, Event, Player};
+use crate::core::viewer::ViewerStats;
+use crate::io::http::Outgoing;
+use crate::io::transport::{Conn, SessionTransport};
+use crate::out::metrics::{RequestSample, SampleDone, SessionSample};
 use crate::player_run::{
     absolutize, movie_of, segments_to_play, Parsed, PlayerRun, PlayerSessionError as E,
     PlayerSessionOutcome, PresentationCache, TimelineRecorder, MAX_MANIFEST_BYTES, MAX_VARIANTS,
 };
-use crate::transport::{Conn, SessionTransport};
-use crate::viewer::ViewerStats;
 
 /// How a GET ended when it did not fail.
 enum Got {
@@ -650,7 +650,7 @@ async fn play(
         );
     }
     if io.run.p1203_dir.is_some() && result.is_ok() {
-        let opts = crate::player::qoe::P1203Options {
+        let opts = crate::core::player::qoe::P1203Options {
             stream_id: io.id,
             ..Default::default()
         };

@@ -4,7 +4,7 @@
 
 use vodlab_workload::script::{ByteRange, Request};
 
-use crate::exchange::{ErrorKind, Failure, Response};
+use crate::core::exchange::{ErrorKind, Failure, Response};
 
 /// True when the request carries a `Range` header the script parser kept raw
 /// (several ranges, a suffix range): its answer may be 200 or 206 and is not

@@ -1,7 +1,7 @@
 //! The tokio executor of session drivers: open-loop session arrivals from a
-//! [`Schedule`](crate::schedule), one task per session running its
-//! [`SessionDriver`](crate::driver::SessionDriver) over persistent connections, and one aggregator task
-//! that owns the run's [`RunMetrics`](crate::metrics::RunMetrics) (sessions report in batches over a
+//! [`Schedule`](crate::core::schedule), one task per session running its
+//! [`SessionDriver`](crate::core::driver::SessionDriver) over persistent connections, and one aggregator task
+//! that owns the run's [`RunMetrics`](crate::out::metrics::RunMetrics) (sessions report in batches over a
 //! channel: no lock per request). Every session rule lives in the driver;
 //! this module only sleeps, connects, sends and forwards.
 
@@ -15,13 +15,13 @@ use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
 use crate::config::{Live, RunConfig};
-use crate::delivery::DeliveryOut;
+use crate::core::delivery::DeliveryOut;
+use crate::core::schedule::Arrivals;
+use crate::io::transport::{Connector, Opened};
 use crate::load::LoadedWorkload;
-use crate::metrics::{RequestSample, SessionSample};
-use crate::results::{self, Monitor, Results, RunInfo, StopReason};
-use crate::schedule::Arrivals;
-use crate::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
-use crate::transport::{Connector, Opened};
+use crate::out::metrics::{RequestSample, SessionSample};
+use crate::out::results::{self, Monitor, Results, RunInfo, StopReason};
+use crate::out::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
 
 mod checkpoint;
 mod collect;
@@ -485,7 +485,7 @@ mod tests {
         cfg.only_class = Some("a".into());
         assert_eq!(picked(&cfg), vec![0, 2, 4]);
         // with --shard 1/2: the odd numbers, then the class
-        cfg.shard = Some(crate::shard::ShardSpec::parse("1/2").unwrap());
+        cfg.shard = Some(crate::out::shard::ShardSpec::parse("1/2").unwrap());
         cfg.only_class = Some("b".into());
         assert_eq!(picked(&cfg), vec![1, 5]);
         cfg.only_class = Some("none".into());

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{merge, MetricsDump, Part, ShardError};
-use crate::results::{write_file, Results, WriteError};
+use crate::out::results::{write_file, Results, WriteError};
 
 /// Arguments of `vodlab merge`.
 #[derive(Debug)]

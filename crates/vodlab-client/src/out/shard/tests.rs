@@ -1,9 +1,9 @@
 //! Tests of the shard split and the exact merge.
 
 use super::*;
-use crate::delivery::{DeliveryOut, Playback, WindowRun};
-use crate::metrics::{RequestSample, SampleDone, SessionSample};
-use crate::viewer::ViewerStats;
+use crate::core::delivery::{DeliveryOut, Playback, WindowRun};
+use crate::core::viewer::ViewerStats;
+use crate::out::metrics::{RequestSample, SampleDone, SessionSample};
 use std::time::Duration;
 
 #[test]
@@ -118,7 +118,7 @@ fn info(started: u64, stopped_by: StopReason) -> RunInfo {
     RunInfo {
         target: "http://127.0.0.1:8080".into(),
         workload: "w".into(),
-        arrivals: crate::schedule::Arrivals::Poisson { rate: 10.0 },
+        arrivals: crate::core::schedule::Arrivals::Poisson { rate: 10.0 },
         seed: 1,
         shaping: true,
         pacing: true,

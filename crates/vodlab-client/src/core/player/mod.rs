@@ -4,7 +4,7 @@
 //! ABR rule ([`abr`]), keeps a playout buffer ([`buffer`]) with a capacity
 //! (it waits while the next segment would not fit), may abandon a download
 //! that would arrive too late, and accounts QoE ([`qoe`]). Like
-//! [`crate::driver::SessionDriver`] it never reads a clock or touches a
+//! [`crate::core::driver::SessionDriver`] it never reads a clock or touches a
 //! socket:
 //!
 //! - [`Player::poll_action`]`(now)`: the next thing to do — fetch segment

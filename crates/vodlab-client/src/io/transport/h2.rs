@@ -14,8 +14,8 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use tokio::io::{AsyncRead, AsyncWrite};
 use vodlab_http::client::{parse_content_range, USER_AGENT};
 
-use crate::exchange::{ErrorKind, Failure, ReadLimits, Response};
-use crate::http::Outgoing;
+use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
+use crate::io::http::Outgoing;
 
 /// HTTP/2 settings, named and defaulted as h2load's options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,7 +185,7 @@ fn request(req: &Outgoing<'_>, scheme: &str, authority: &str) -> Result<Request<
 }
 
 /// Sends `req` as a stream of `h` and reads its whole response, like
-/// [`crate::http::Connection::exchange_timed`]: `sink` sees every body
+/// [`crate::io::http::Connection::exchange_timed`]: `sink` sees every body
 /// byte with its offset, `arrived(at, n)` every DATA frame's body bytes.
 /// Time to first byte is the arrival of the response HEADERS.
 pub async fn exchange(

@@ -1,5 +1,5 @@
 //! The access link's rates on any transport, as a poll-level wrapper: the
-//! token buckets of [`crate::link`] applied to the reads and writes of the
+//! token buckets of [`crate::core::link`] applied to the reads and writes of the
 //! TCP stream under TLS or HTTP/2, so every protocol meets the same
 //! emulated link (TLS and HTTP/2 framing bytes count against it, as on a
 //! real link).
@@ -14,7 +14,7 @@ use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-use crate::link::{LinkSpec, TokenBucket};
+use crate::core::link::{LinkSpec, TokenBucket};
 
 /// Bytes a [`Shaped`] reads before it yields (returns `Pending` after
 /// waking its task): the reader above it (the HTTP/2 connection, which reads
