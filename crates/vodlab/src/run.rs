@@ -15,10 +15,15 @@ use vodlab_client::{Arrivals, Live, LoadedWorkload, Results, RunConfig};
 mod arrivals;
 mod transport_args;
 use arrivals::{arrivals, within};
+// RATE_BOUNDS, TIME_COMPRESSION_ENV and the flag parsers had their last
+// users outside `run` in capacity and box, now vodlab_lab's (which keeps
+// its own copies: vodlab_lab::settings::bounds, hwbox::command)
+#[allow(unused_imports)]
 pub(crate) use arrivals::{
     compress_arrivals, time_compression, INTERVAL_BOUNDS, MAX_LATE_THRESHOLD_MS, MAX_RAMP,
     MAX_RUN_S, RATE_BOUNDS, TIME_COMPRESSION_ENV,
 };
+#[allow(unused_imports)]
 pub(crate) use arrivals::{millis_arg, seconds_arg};
 pub use transport_args::TransportArgs;
 

@@ -1,0 +1,99 @@
+//! `--protocol`, `--ca`, `--insecure` and the HTTP/2 settings of `run`,
+//! `capacity` and `compare`.
+
+use std::path::PathBuf;
+
+use super::SettingsError;
+
+/// Protocol, TLS and HTTP/2 options of `run`, `capacity` and `compare`.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct TransportArgs {
+    /// `h1` (HTTP/1.1), `h2c` (HTTP/2 over TCP with prior knowledge),
+    /// `https` (HTTP/1.1 over TLS) or `h2` (HTTP/2 over TLS by ALPN).
+    /// Default: h1 for an http:// target, h2 for https://. The same
+    /// workload and seed send the same requests at the same times under
+    /// every protocol.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PROTOCOL"))]
+    pub protocol: Option<vodlab_client::transport::Protocol>,
+    /// Trust only the certificates of this PEM file (TLS protocols).
+    /// Default: the system's roots.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "FILE", conflicts_with = "insecure")
+    )]
+    pub ca: Option<PathBuf>,
+    /// Do not check the server's certificate (test certificates only).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub insecure: bool,
+    /// HTTP/2 stream window as h2load's -w: 2^N - 1 bytes (0 to 30).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 30, value_name = "N"))]
+    pub h2_window_bits: u32,
+    /// HTTP/2 connection window as h2load's -W: 2^N - 1 bytes (16 to 30).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 30, value_name = "N"))]
+    pub h2_connection_window_bits: u32,
+    /// Largest HTTP/2 frame the client accepts, bytes (16384 to 16777215;
+    /// h2load's default).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, default_value_t = 16_384, value_name = "BYTES")
+    )]
+    pub h2_max_frame_size: u32,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS the client advertises.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 100, value_name = "N"))]
+    pub h2_max_concurrent_streams: u32,
+    /// A session's logical connections carried by one HTTP/2 connection
+    /// (0: all of them, so a session's parallel connections become streams
+    /// of one connection; 1: one HTTP/2 connection per HTTP/1.1 connection).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0, value_name = "N"))]
+    pub h2_streams_per_connection: usize,
+}
+
+impl TransportArgs {
+    /// The transport settings for `target`, refusing a protocol its scheme
+    /// cannot carry.
+    pub fn config(
+        &self,
+        target: &str,
+    ) -> Result<vodlab_client::transport::TransportConfig, SettingsError> {
+        use vodlab_client::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
+        let tls_url = target.starts_with("https://");
+        let protocol = self
+            .protocol
+            .unwrap_or(if tls_url { Protocol::H2 } else { Protocol::H1 });
+        if protocol.is_tls() != tls_url {
+            return Err(SettingsError::Form(format!(
+                "--protocol {protocol} needs an {} target, got `{target}`",
+                if protocol.is_tls() {
+                    "https://"
+                } else {
+                    "http://"
+                }
+            )));
+        }
+        let bits = |flag: &str, n: u32| {
+            H2Settings::window_from_bits(n).ok_or_else(|| {
+                SettingsError::Bound(format!("{flag} must be from 0 to 30, got {n}"))
+            })
+        };
+        let cfg = TransportConfig {
+            protocol,
+            tls: TlsOptions {
+                ca: self.ca.clone(),
+                insecure: self.insecure,
+            },
+            h2: H2Settings {
+                stream_window: bits("--h2-window-bits", self.h2_window_bits)?,
+                connection_window: bits(
+                    "--h2-connection-window-bits",
+                    self.h2_connection_window_bits,
+                )?,
+                max_frame_size: self.h2_max_frame_size,
+                max_concurrent_streams: self.h2_max_concurrent_streams,
+                streams_per_connection: self.h2_streams_per_connection,
+            },
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
