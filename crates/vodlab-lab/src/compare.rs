@@ -6,6 +6,13 @@
 //! Version 1 files still load (the outcome is derived from the answer and
 //! the error); newer versions fail with an error naming the version.
 
+mod args;
+mod error;
+mod procs;
+mod rows;
+mod run;
+mod summary;
+
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +22,12 @@ use crate::capacity::SearchOutcome;
 use crate::files::{parse_versioned, read_with, write_pretty, FileError};
 use crate::hwbox::{BoxSpec, DeviceStat, Profile, Usage};
 use crate::search::{Answer, Point, RunExtra};
+
+pub use args::{CompareArgs, MAX_WORKERS};
+pub use error::CompareError;
+pub use rows::{canonical_policy, skipped, sort};
+pub use run::{breaches, Compare, CompareObserver, CompareRun};
+pub use summary::summary;
 
 /// The `format` of a compare.json.
 pub const COMPARE_FORMAT: &str = "vodlab-compare";

@@ -53,6 +53,17 @@ pub enum BoxError {
     /// An unknown profile name.
     #[error("unknown hardware profile `{0}` (known: hdd-5400, hdd-7200, ssd)")]
     UnknownProfile(String),
+    /// `--readahead-kb` is neither KiB nor `keep`.
+    #[error("--readahead-kb `{value}`: give KiB or `keep`")]
+    Readahead {
+        /// What was given.
+        value: String,
+        /// Why it is no number.
+        source: std::num::ParseIntError,
+    },
+    /// The settings set no limit at all.
+    #[error("the box has no limits: give --mem (with or without --disk), --throttle-profile, --read-bps or --read-iops")]
+    NoLimits,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BoxError + '_ {
@@ -597,9 +608,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     vodlab_units::parse_size(s).map_err(|e| e.to_string())
 }
 
+pub mod command;
 mod device;
+pub mod settings;
 
 pub use device::{Dev, DeviceStat};
+pub use settings::{describe, BoxArgs, HwArgs};
 
 #[cfg(test)]
 mod tests;

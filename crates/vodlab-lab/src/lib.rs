@@ -6,8 +6,11 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod capacity;
+pub mod capacity_run;
 pub mod compare;
+pub mod diskd;
 pub mod files;
 pub mod hwbox;
 pub mod k8s;
@@ -19,6 +22,7 @@ pub mod report;
 pub mod runner;
 pub mod search;
 pub mod servers;
+pub mod settings;
 pub mod simulate;
 pub mod stats;
 pub mod tracesim;
@@ -28,7 +32,7 @@ pub use compare::{CompareFile, Figures, ProfileInfo, SeqRead, ServerRow};
 pub use files::FileError;
 pub use hwbox::{BoxError, BoxSpec, Cgroups, Dev, DeviceStat, HwBox, Profile, Usage, PROFILES};
 pub use point::{Interrupter, PointSettings, RunnerError};
-pub use runner::{Measured, PointRunner, RunObserver, Target};
+pub use runner::{Measured, PointRunner, RunObserver, SearchObserver, Target};
 pub use search::{
     Answer, Criterion, Ending, Outcome, Point, RunExtra, Search, SearchConfig, SearchError,
     SearchMode, Step, Verdict,

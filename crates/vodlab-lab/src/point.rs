@@ -196,3 +196,16 @@ impl Interrupter {
         self.tx.subscribe()
     }
 }
+
+/// `e` and its causes joined by ": " (as anyhow's `{:#}` shows an error):
+/// the message a search that stopped early records and prints.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s += ": ";
+        s += &c.to_string();
+        cause = c.source();
+    }
+    s
+}

@@ -46,9 +46,17 @@ pub trait RunObserver {
     fn judged(&mut self, _rate: f64, _repeat: u32, _o: &Outcome, _v: Verdict, _why: Option<&str>) {}
 }
 
+/// What a command sees of a search beyond its runs: notices of its set-up
+/// and progress (the binary prints them on stderr).
+pub trait SearchObserver: RunObserver {
+    /// A notice, one or more whole lines.
+    fn note(&mut self, _line: &str) {}
+}
+
 /// An observer that shows nothing.
 pub struct Quiet;
 impl RunObserver for Quiet {}
+impl SearchObserver for Quiet {}
 
 /// One finished run: what the search needs and the full results.
 pub struct Measured {

@@ -1,560 +1,63 @@
 //! `vodlab bench`: the whole method in one command. Builds a small workload,
 //! writes its file set to a temporary directory, starts the embedded
 //! reference server, runs a short capacity search against it, prints the
-//! answer and writes the HTML report.
+//! answer and writes the HTML report. The work is [`vodlab_lab::bench`]'s;
+//! this module renders the report, prints and maps the exit status.
 
-use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::path::Path;
+use std::process::ExitCode;
 
-use anyhow::{bail, Context};
-use clap::Args;
-use vodlab_lab::runner::unix_now;
-use vodlab_lab::{Answer, Search, SearchOutcome};
-use vodlab_server::{Config, IoMode, Server};
+use vodlab_lab::bench::{bench_answer, decide, prepare_disk, run_cached, settings_json, Kind};
+use vodlab_lab::capacity_run::table;
 
-use crate::capacity::{self, Printer, SearchArgs, SearchDefaults};
+use crate::capacity::{self, Printer};
 
-/// Arguments of `vodlab bench`.
-#[derive(Debug, Args)]
-#[command(mut_args(bench_default))]
-pub struct BenchArgs {
-    /// Workload preset (see `vodlab gen --list-presets`; as root on the
-    /// emulated drive: youtube-2011-unchunked unless given).
-    #[arg(long, default_value = "youtube-2011")]
-    pub preset: String,
-    /// Scale of the preset's catalog (0.01 = 100 titles, about 1.3 GB of files).
-    #[arg(long, default_value_t = 0.01)]
-    pub scale: f64,
-    /// Sessions in the workload (a point at rate R uses R x window of them;
-    /// as root on the emulated drive: 360 unless given).
-    #[arg(long, default_value_t = 10_000)]
-    pub sessions: u32,
-    /// Server I/O mode.
-    #[arg(long, value_enum, default_value_t = crate::serve::Io::Asap)]
-    pub io: crate::serve::Io,
-    /// Where the workload and file set go (default: a temporary directory,
-    /// removed at the end).
-    #[arg(long, value_name = "DIR")]
-    pub work_dir: Option<PathBuf>,
-    /// Output directory: capacity.json, points/, report.html.
-    #[arg(short = 'o', long = "out", alias = "output", value_name = "DIR")]
-    pub output: Option<PathBuf>,
-    /// Replay with pacing and link emulation (realistic viewers, but every
-    /// point then lasts as long as its sessions: raise --window and --drain).
-    #[arg(long)]
-    pub paced: bool,
-    /// Run the cached smoke test (embedded server, file set in the page
-    /// cache) even as root.
-    #[arg(long)]
-    pub cached: bool,
-    /// As root: the emulated drive (`vodlab disk profiles`; default: the
-    /// thesis's chapter-3 data disk).
-    #[arg(long, default_value = "ch3-sas-10k", value_name = "PROFILE")]
-    pub disk: String,
-    /// As root: the memory box, page cache included (default: the thesis's
-    /// 8 GiB per 43.4 GB of requested titles, for the 200 titles that the
-    /// default workload requests).
-    #[arg(long, default_value = "490M", value_parser = vodlab_lab::hwbox::parse_size, value_name = "SIZE")]
-    pub mem: u64,
-    /// As root: the servers compared on the emulated drive.
-    #[arg(long, value_delimiter = ',', default_value = "vodlab-asap,nginx")]
-    pub servers: Vec<String>,
-    /// Search settings (bench's defaults: unpaced sessions and [`CACHED`],
-    /// or [`DISK`] as root).
-    #[command(flatten)]
-    pub search: SearchArgs,
-}
+pub use vodlab_lab::bench::BenchArgs;
 
-/// bench's search settings where the flag is not given, without root (or
-/// with `--cached`): unpaced sessions, short points.
-pub const CACHED: SearchDefaults = SearchDefaults {
-    window: 15.0,
-    drain: 30.0,
-    start: 4.0,
-    precision: 0.15,
-    ..SearchDefaults::CAPACITY
-};
-
-/// bench's search settings as root, on the emulated drive.
-pub const DISK: SearchDefaults = SearchDefaults {
-    window: 10.0,
-    // unpaced sessions: a point passes when its backlog ends within the
-    // drain, so a drain as long as the window makes the answer follow the
-    // drive's throughput; with 30 s nginx's backlog of a 10 s window
-    // finished at ASAP's rate (the same answer for both)
-    drain: 10.0,
-    max_points: 6,
-    // client and servers share this machine's cores: a session start a few
-    // tens of ms late does not change a disk-bound point, but at 10 ms one
-    // late start in 40 made points INVALID here
-    late_threshold_ms: 100.0,
-    ..CACHED
-};
-
-/// `--help` of a search flag of bench whose default is bench's own: its
-/// text and bench's two defaults (from [`CACHED`] and [`DISK`]) instead of
-/// capacity's; every other flag as it is.
-fn bench_default(arg: clap::Arg) -> clap::Arg {
-    let id = arg.get_id().as_str().to_string();
-    let pick = |d: &SearchDefaults| match id.as_str() {
-        "window" => Some(d.window.to_string()),
-        "drain" => Some(d.drain.to_string()),
-        "start" => Some(d.start.to_string()),
-        "precision" => Some(d.precision.to_string()),
-        "max_points" => Some(d.max_points.to_string()),
-        "late_threshold_ms" => Some(d.late_threshold_ms.to_string()),
-        _ => None,
-    };
-    let (Some(cached), Some(disk)) = (pick(&CACHED), pick(&DISK)) else {
-        return arg;
-    };
-    let text = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-    let help = format!("{text} [default: {cached}; as root on the emulated drive: {disk}]");
-    arg.hide_default_value(true).help(help)
-}
-
-/// `vodlab gen` of the bench's preset, scale and sessions into `wl`.
-fn gen_workload(exe: &std::path::Path, a: &BenchArgs, wl: &std::path::Path) -> anyhow::Result<()> {
-    step(
-        "vodlab gen",
-        Command::new(exe)
-            .args([
-                "gen",
-                "--preset",
-                &a.preset,
-                "--scale",
-                &a.scale.to_string(),
-                "--sessions",
-                &a.sessions.to_string(),
-                "-o",
-            ])
-            .arg(wl),
-    )?;
-    Ok(())
-}
-
-fn step(what: &str, cmd: &mut Command) -> anyhow::Result<String> {
-    let t = Instant::now();
-    let o = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("running {what}"))?;
-    if !o.status.success() {
-        bail!("{what} failed ({})", o.status);
-    }
-    let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    eprintln!(
-        "vodlab bench: {what} done in {:.1} s",
-        t.elapsed().as_secs_f64()
-    );
-    Ok(text)
-}
-
-/// Bounds of `--scale` (the workload preset's size factor; `vodlab gen`
-/// then checks the counts it makes against its own limits).
-pub const SCALE_BOUNDS: (f64, f64) = (1e-6, 1_000.0);
-
-/// Checks bench's own numbers: `--scale` within [`SCALE_BOUNDS`],
-/// `--sessions` from 1 to the workload limit.
-fn check_bounds(a: &BenchArgs) -> anyhow::Result<()> {
-    crate::capacity::within("--scale", a.scale, SCALE_BOUNDS.0, SCALE_BOUNDS.1)?;
-    crate::capacity::within_int(
-        "--sessions",
-        a.sessions.into(),
-        1,
-        vodlab_workload::limits::MAX_SESSIONS.into(),
-    )?;
+/// Writes `out/report.html` of the results in `out`.
+fn report(out: &Path) -> anyhow::Result<()> {
+    let html = crate::report::render(&[out.to_path_buf()], "vodlab bench", 20_000)?;
+    std::fs::write(out.join("report.html"), html)?;
     Ok(())
 }
 
 pub fn run(mut a: BenchArgs) -> anyhow::Result<ExitCode> {
-    // bench's own defaults where the user gave none: sessions without pacing
-    // or link emulation (each downloads as fast as the server lets it), short points
+    // bench's own defaults where the user gave none
     let given =
         |flag: &str| std::env::args().any(|x| x == flag || x.starts_with(&format!("{flag}=")));
     if a.search.print_settings {
-        // what each kind of bench would run with, from the same code
-        let mut cached = a.search.clone();
-        CACHED.apply(&mut cached, &given);
-        let mut disk = a.search.clone();
-        DISK.apply(&mut disk, &given);
-        println!(
-            "{}",
-            serde_json::json!({
-                "cached": SearchDefaults::of(&cached),
-                "disk": SearchDefaults::of(&disk),
-            })
-        );
+        println!("{}", settings_json(&a.search, &given));
         return Ok(ExitCode::SUCCESS);
     }
-    CACHED.apply(&mut a.search, &given);
-    if !a.paced {
-        a.search.no_pacing = true;
-        a.search.no_shaping = true;
-    }
-    check_bounds(&a)?;
-    let cfg = a.search.config()?;
-    if !a.cached {
-        match disk_bench_possible() {
-            Ok(()) if !a.search.fail_on.is_empty() => anyhow::bail!(
-                "--fail-on: the emulated-drive bench compares servers; judge its compare.json with `vodlab compare --fail-on`, or give --cached to judge the cached bench's capacity.json"
-            ),
-            Ok(()) => return disk_bench(a, &given),
-            Err(why) => eprintln!(
-                "vodlab bench: {why}; so no emulated disk and no memory box (the thesis's experiment needs both): running the cached smoke test instead (the embedded server, its files in the page cache)"
-            ),
-        }
-    }
-    let exe = std::env::current_exe()?;
-    let tmp;
-    let work_dir = match &a.work_dir {
-        Some(d) => d.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("vodlab-bench-").tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
-    let out = a
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("vodlab-bench-{}", unix_now() as u64)));
-    std::fs::create_dir_all(&out)?;
-    let wl = work_dir.join("workload");
-    let root = work_dir.join("files");
-    eprintln!(
-        "vodlab bench: {} at scale {} with {} sessions; work in {}",
-        a.preset,
-        a.scale,
-        a.sessions,
-        work_dir.display()
-    );
-    gen_workload(&exe, &a, &wl)?;
-    let made = step(
-        "vodlab fileset create",
-        Command::new(&exe)
-            .args(["fileset", "create"])
-            .arg(&wl)
-            .arg("--root")
-            .arg(&root),
-    )?;
-    eprintln!("  {}", made.lines().last().unwrap_or(""));
-
-    let srt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let mut scfg = Config::new(root.clone());
-    scfg.io = match a.io {
-        crate::serve::Io::Asap => IoMode::Asap,
-        crate::serve::Io::Vanilla => IoMode::Vanilla,
-    };
-    let server = srt
-        .block_on(Server::start(scfg, "127.0.0.1:0".parse()?))
-        .context("starting the embedded vodlab serve")?;
-    let target = format!("http://{}", server.addr);
-    eprintln!("vodlab bench: embedded server (io {:?}) on {target}", a.io);
-    let mut runner = capacity::runner(&wl, &target, false, &a.search, &out)?;
-    let mut search = Search::new(cfg)?;
-    capacity::check_rules(
-        &a.search.fail_on,
-        runner.capacity_file(&search, None, None, 0.0),
-    )?;
-    let started = unix_now();
     let mut printer = Printer::new("  ", &a.search);
-    let res: anyhow::Result<Answer> = runner.run_search(
-        &mut search,
-        &mut printer,
-        || Ok(()),
-        |m, o| {
-            vodlab_lab::capacity::add_viewer_figures(&mut o.extra, &m.results);
-            Ok(())
-        },
-    );
-    let stop = runner.stop_of(&res.as_ref().map_err(|e| format!("{e:#}")));
-    let file = runner.write_capacity(
-        &search,
-        stop.as_ref(),
-        Some(format!("vodlab serve --io {:?} (embedded)", a.io).to_lowercase()),
-        started,
-    )?;
-    runner.finish();
-    let file = capacity::with_mix(file, &wl, &out)?;
-    srt.block_on(server.shutdown());
-    srt.shutdown_timeout(std::time::Duration::from_millis(200));
-    let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench", 20_000)?;
-    std::fs::write(out.join("report.html"), html)?;
-    print!("{}", capacity::table(&file));
-    println!("{}", bench_answer(&file, &a));
+    let exe = std::env::current_exe()?;
+    if decide(&mut a, &given, &mut printer)? == Kind::Disk {
+        let mut d = prepare_disk(a, &given, &exe, &mut printer)?;
+        let code = crate::compare::run(d.compare.take().expect("a comparison"))?;
+        let file = vodlab_lab::CompareFile::read(&d.out.join("compare.json"))?;
+        report(&d.out)?;
+        println!("{}", d.answer(&file));
+        println!(
+            "  {:.0} s; results: {}\n  report:  {}",
+            d.started.elapsed().as_secs_f64(),
+            d.out.join("compare.json").display(),
+            d.out.join("report.html").display()
+        );
+        return Ok(code);
+    }
+    let done = run_cached(&a, &exe, capacity::interrupter(), &mut printer)?;
+    report(&done.out)?;
+    print!("{}", table(&done.file));
+    println!("{}", bench_answer(&done.file, &a));
     println!(
         "  results: {}\n  report:  {}",
-        out.join("capacity.json").display(),
-        out.join("report.html").display()
+        done.out.join("capacity.json").display(),
+        done.out.join("report.html").display()
     );
-    let breaches = crate::exit::judge("bench", &a.search.fail_on, &file)?;
-    if let Err(e) = res {
-        eprintln!("vodlab bench: stopped early: {e:#}");
+    let breaches = crate::exit::judge("bench", &a.search.fail_on, &done.file)?;
+    if let Some(e) = done.stopped {
+        eprintln!("vodlab bench: stopped early: {e}");
         return Ok(ExitCode::from(capacity::stopped_early_status()));
     }
     Ok(crate::exit::of_breaches(&breaches))
-}
-
-/// bench's answer in one sentence. The capacity always comes from a valid
-/// point (the search never passes an INVALID one); when the load generator
-/// limited the search the sentence says so and gives no number as "the"
-/// answer, only the valid lower bound.
-fn bench_answer(file: &vodlab_lab::CapacityFile, a: &BenchArgs) -> String {
-    let (answer, outcome) = (&file.answer, &file.outcome);
-    let how = if a.search.no_pacing {
-        "unpaced viewers, client and server sharing this machine's CPUs"
-    } else {
-        "paced viewers"
-    };
-    match outcome {
-        SearchOutcome::ClientLimited { rate, .. } => format!(
-            "no answer: the load generator limited this measurement (its runs at {rate:.1} new sessions/s were INVALID, so they neither passed nor failed); {}; {}",
-            match (answer.capacity, &file.at_capacity) {
-                // the lower bound in users' units too: the rate, the
-                // viewers it kept and the bits, in one sentence
-                (Some(_), Some(v)) => format!(
-                    "with {} ({how}), vodlab serve ({}) served at least {}{} (a lower bound only)",
-                    a.preset,
-                    format!("{:?}", a.io).to_lowercase(),
-                    v.sentence(),
-                    capacity::mix_suffix(&file.bitrate_mix)
-                ),
-                (Some(c), None) => format!("the server passed every valid point up to {c:.1} new sessions/s of {} ({how}), a lower bound only", a.preset),
-                (None, _) => "no valid point passed".to_string(),
-            },
-            vodlab_lab::capacity::CLIENT_LIMITED_ADVICE
-        ),
-        _ => {
-            let bound = if matches!(outcome, SearchOutcome::Found) {
-                ""
-            } else {
-                "at least "
-            };
-            let server = format!("vodlab serve ({:?})", a.io).to_lowercase();
-            match &file.at_capacity {
-                // one sentence: the rate, the viewers it kept and the bits
-                Some(v) => format!(
-                    "answer: on this machine, with {} ({how}), {server} served {bound}{}{}",
-                    a.preset,
-                    v.sentence(),
-                    capacity::mix_suffix(&file.bitrate_mix)
-                ),
-                None => format!(
-                    "answer: on this machine {server} starts fewer than the lowest rate tried of {} ({how}) without a failed session",
-                    a.preset
-                ),
-            }
-        }
-    }
-}
-
-/// Why the emulated-disk bench cannot run here, if it cannot.
-fn disk_bench_possible() -> Result<(), String> {
-    if !vodlab_lab::hwbox::is_root() {
-        return Err(
-            "not root: cannot create a cgroup memory box or mount the emulated disk".into(),
-        );
-    }
-    if !std::path::Path::new("/dev/fuse").exists() {
-        return Err("no /dev/fuse: cannot mount the emulated disk".into());
-    }
-    let has_fusermount = std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join(vodlab_diskfs::sys::FUSERMOUNT).exists())
-    });
-    if !has_fusermount {
-        return Err(format!(
-            "no {} (Debian: fuse3): cannot mount the emulated disk",
-            vodlab_diskfs::sys::FUSERMOUNT
-        ));
-    }
-    Ok(())
-}
-
-/// The thesis's experiment in miniature (root): a workload whose file set
-/// lives only on an emulated drive, each server in a memory box from a cold
-/// drive and cache before every point (`vodlab compare --disk`), and the
-/// answer as the thesis would state it.
-fn disk_bench(mut a: BenchArgs, given: &dyn Fn(&str) -> bool) -> anyhow::Result<ExitCode> {
-    // the file set costs no disk space: a set several times the memory, so
-    // the drive, not the cache, serves most of it
-    if !given("--scale") {
-        a.scale = 0.05;
-    }
-    // one file per title: with the default preset's 0.5 MB chunk files a
-    // 4 MiB prefetch cannot reach past the file, and ASAP read like nginx
-    // (docs/experiments.md, "Headline on the emulated disk")
-    if !given("--preset") {
-        a.preset = "youtube-2011-unchunked".into();
-    }
-    // 0.72 sessions per title, as the thesis's 7,200 over 10,000 titles
-    if !given("--sessions") {
-        a.sessions = 360;
-    }
-    DISK.apply(&mut a.search, given);
-    check_bounds(&a)?;
-    let profile = vodlab_disk::Profile::resolve(&a.disk)?;
-    let exe = std::env::current_exe()?;
-    let tmp;
-    let work_dir = match &a.work_dir {
-        Some(d) => d.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("vodlab-bench-").tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
-    let out = a
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("vodlab-bench-{}", unix_now() as u64)));
-    std::fs::create_dir_all(&out)?;
-    let wl = work_dir.join("workload");
-    eprintln!(
-        "vodlab bench: {} at scale {} with {} sessions on an emulated {} with {} MiB of memory; work in {}",
-        a.preset,
-        a.scale,
-        a.sessions,
-        profile.name,
-        a.mem >> 20,
-        work_dir.display()
-    );
-    gen_workload(&exe, &a, &wl)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let t = Instant::now();
-    let cmp = crate::compare::CompareArgs {
-        workload: wl.clone(),
-        root: None,
-        servers: a.servers.clone(),
-        hw: crate::boxcmd::HwArgs {
-            profile: None,
-            mem: Some(a.mem),
-            device_of: None,
-            read_bps: None,
-            read_iops: None,
-            readahead_kb: None,
-        },
-        disk: crate::boxcmd::DiskArgs {
-            disk: Some(a.disk.clone()),
-            mount: None,
-            disk_args: Vec::new(),
-        },
-        no_box: false,
-        port,
-        workers: None,
-        serve_args: Vec::new(),
-        // the bound reads the whole set once: minutes at this scale
-        no_seqread: true,
-        output: Some(out.clone()),
-        search: a.search.clone(),
-    };
-    let code = crate::compare::run(cmp)?;
-    let file = vodlab_lab::CompareFile::read(&out.join("compare.json"))?;
-    let html = crate::report::render(std::slice::from_ref(&out), "vodlab bench", 20_000)?;
-    std::fs::write(out.join("report.html"), html)?;
-    let mix = vodlab_lab::capacity::bitrate_mix(&wl).unwrap_or_default();
-    println!(
-        "{}{}",
-        disk_answer(&file, &profile, a.mem, &a.preset, a.scale),
-        capacity::mix_suffix(&mix)
-    );
-    println!(
-        "  {:.0} s; results: {}\n  report:  {}",
-        t.elapsed().as_secs_f64(),
-        out.join("compare.json").display(),
-        out.join("report.html").display()
-    );
-    Ok(code)
-}
-
-fn server_label(name: &str) -> &str {
-    match name {
-        "vodlab-asap" => "vodlab serve (ASAP)",
-        "vodlab-vanilla" => "vodlab serve (vanilla)",
-        n => n,
-    }
-}
-
-/// The sentence of the emulated-disk bench: each server's failure-free
-/// rate, and ASAP against nginx.
-fn disk_answer(
-    file: &vodlab_lab::CompareFile,
-    profile: &vodlab_disk::Profile,
-    mem: u64,
-    preset: &str,
-    scale: f64,
-) -> String {
-    let rpm = profile
-        .hdd
-        .as_ref()
-        .map(|h| format!("{} rpm disk", group_thousands(h.rpm as u64)))
-        .unwrap_or_else(|| "drive".into());
-    let cap = |name: &str| -> Option<(String, Option<f64>)> {
-        let r = file.server(name)?;
-        let limited = matches!(r.outcome, SearchOutcome::ClientLimited { .. });
-        let above = !matches!(r.outcome, SearchOutcome::Found) && r.answer.capacity.is_some();
-        Some(match (r.answer.capacity, r.answer.lowest_failed) {
-            (Some(c), _) if limited => (
-                format!("at least {c:.1} new sessions/s (the load generator limited the search)"),
-                Some(c),
-            ),
-            (Some(c), _) if above => (format!("at least {c:.1} new sessions/s"), Some(c)),
-            (Some(c), _) => (format!("{c:.1} new sessions/s"), Some(c)),
-            (None, Some(f)) => (format!("fewer than {f:.1} new sessions/s"), None),
-            _ => (
-                format!("no answer ({})", r.error.as_deref().unwrap_or("no point")),
-                None,
-            ),
-        })
-    };
-    let mut parts = Vec::new();
-    for r in &file.servers {
-        if let Some((t, _)) = cap(&r.server) {
-            // the viewers and bits at that rate, where a point passed
-            let users = r
-                .at_capacity
-                .as_ref()
-                .and_then(|f| {
-                    let m = f.mean_active_sessions?;
-                    let peak = f
-                        .peak_active_sessions
-                        .map_or(String::new(), |p| format!(" (peak {p})"));
-                    Some(format!(
-                        ": {m:.0} concurrent viewers on average{peak}, {:.2} Gbit/s delivered",
-                        f.delivered_gbit_s?
-                    ))
-                })
-                .unwrap_or_default();
-            parts.push(format!("{} {t}{users}", server_label(&r.server)));
-        }
-    }
-    let mut s = format!(
-        "answer: on an emulated {rpm} ({}) with {} of memory, from a cold cache, {} of {preset} at scale {scale}, without a failed session: {}",
-        profile.name,
-        if mem >= 1 << 30 { format!("{:.0} GiB", mem as f64 / (1u64 << 30) as f64) } else { format!("{} MiB", mem >> 20) },
-        "unpaced viewers",
-        parts.join("; ")
-    );
-    if let (Some((_, Some(x))), Some((_, Some(z)))) = (cap("vodlab-asap"), cap("nginx")) {
-        s += &format!(
-            " (ASAP / nginx = {:.2}x; the thesis measured 2.33x on a real disk)",
-            x / z
-        );
-    }
-    s
-}
-
-fn group_thousands(n: u64) -> String {
-    let d = n.to_string();
-    let mut out = String::new();
-    for (i, c) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

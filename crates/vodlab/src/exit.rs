@@ -55,8 +55,6 @@ pub fn status_of(e: &anyhow::Error) -> u8 {
     }
 }
 
-pub use vodlab_client::out::thresholds::parse_rule;
-
 /// Names each breach on stderr, as `vodlab CMD: --fail-on RULE: breached
 /// (the figure is X)`.
 pub fn announce(cmd: &str, breaches: &[Breach]) {

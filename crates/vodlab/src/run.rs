@@ -14,12 +14,7 @@ use std::time::{Duration, Instant};
 use vodlab_client::command::{Plan, RunError, RunObserver, Stop};
 use vodlab_client::{Live, Results};
 
-pub(crate) use vodlab_client::config::{is_loopback, raise_nofile};
 pub use vodlab_client::settings::RunSettings as RunArgs;
-pub use vodlab_client::settings::TransportSettings as TransportArgs;
-pub(crate) use vodlab_client::settings::{MAX_LATE_THRESHOLD_MS, RATE_BOUNDS};
-pub(crate) use vodlab_units::{millis_arg, seconds_arg};
-pub(crate) use vodlab_workload::TIME_COMPRESSION_ENV;
 
 /// A library error with its exit status: [`RunError::CouldNotRun`] is
 /// [`crate::exit::could_not_run`] (3).
@@ -28,12 +23,6 @@ fn status(e: RunError) -> anyhow::Error {
         RunError::CouldNotRun(msg) => crate::exit::could_not_run(msg),
         e => e.into(),
     }
-}
-
-/// `http://HOST:PORT` → (`HOST:PORT` to connect to, the authority for
-/// `Host`) ([`vodlab_client::config::parse_target`]).
-pub(crate) fn parse_target(url: &str) -> anyhow::Result<(String, String)> {
-    vodlab_client::config::parse_target(url).map_err(anyhow::Error::msg)
 }
 
 /// Opens (and closes) one TCP connection to `addr`: a server that is not

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-pub use vodlab_server::settings::{Io, ServeArgs};
+pub use vodlab_server::settings::ServeArgs;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.config()?;

@@ -5,9 +5,9 @@
 use std::process::Child;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
-use vodlab_lab::hwbox::HwBox;
-use vodlab_lab::servers::{self, ServerSetup};
+use super::error::CompareError;
+use crate::hwbox::HwBox;
+use crate::servers::{self, ServerSetup};
 
 /// A row's running processes.
 pub(super) struct Procs {
@@ -21,7 +21,11 @@ impl Procs {
     /// Starts the backend (if the row has one) and the server in `b`, each
     /// waited for until it listens; what started is stopped again if a
     /// later step fails.
-    pub fn start(setup: &ServerSetup, b: Option<&HwBox>, label: &str) -> anyhow::Result<Self> {
+    pub fn start(
+        setup: &ServerSetup,
+        b: Option<&HwBox>,
+        label: &str,
+    ) -> Result<Self, CompareError> {
         let mut p = Self {
             server: None,
             backend: None,
@@ -35,32 +39,40 @@ impl Procs {
             if let Some(b) = b {
                 b.command(&mut cmd);
             }
-            let child = cmd
-                .spawn()
-                .with_context(|| format!("starting {label}'s backend (vodlab serve)"))?;
+            let child = cmd.spawn().map_err(|source| CompareError::Start {
+                what: format!("{label}'s backend (vodlab serve)"),
+                source,
+            })?;
             let c = p.backend.insert(child);
-            servers::wait_listening(&bs, c, Duration::from_secs(15))
-                .with_context(|| format!("{label}'s backend"))?;
+            servers::wait_listening(&bs, c, Duration::from_secs(15)).map_err(|source| {
+                CompareError::Backend {
+                    label: label.to_string(),
+                    source,
+                }
+            })?;
         }
         let mut cmd = servers::command(setup)?;
         if let Some(b) = b {
             b.command(&mut cmd);
         }
-        let child = cmd.spawn().with_context(|| format!("starting {label}"))?;
+        let child = cmd.spawn().map_err(|source| CompareError::Start {
+            what: label.to_string(),
+            source,
+        })?;
         let c = p.server.insert(child);
         servers::wait_listening(setup, c, Duration::from_secs(15))?;
         Ok(p)
     }
 
     /// An error if the server or its backend has exited.
-    pub fn check(&mut self) -> anyhow::Result<()> {
+    pub fn check(&mut self) -> Result<(), CompareError> {
         for (what, c) in [("", &mut self.server), (" backend", &mut self.backend)] {
             if let Some(st) = c.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                bail!(
+                return Err(CompareError::Exited(format!(
                     "{}{what} exited ({st}); see {}",
                     self.label,
                     self.workdir.display()
-                );
+                )));
             }
         }
         Ok(())

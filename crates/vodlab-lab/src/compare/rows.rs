@@ -5,19 +5,25 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context};
 use vodlab_client::io::transport::Protocol;
-use vodlab_lab::servers::{ServerKind, ServerSpec, TlsFiles};
-use vodlab_lab::{Answer, SearchOutcome, ServerRow};
 
-use super::CompareArgs;
-use crate::capacity::SearchArgs;
+use super::args::CompareArgs;
+use super::error::CompareError;
+use crate::capacity::SearchOutcome;
+use crate::compare::ServerRow;
+use crate::search::Answer;
+use crate::servers::{ServerKind, ServerSpec, TlsFiles};
+use crate::settings::SearchArgs;
 
 /// The rows of `--servers`, each policy checked by `vodlab serve`'s parser
 /// (errors name the row), and refused with a `--serve-arg` policy.
-pub(super) fn parse(a: &CompareArgs) -> anyhow::Result<Vec<ServerSpec>> {
+pub(super) fn parse(a: &CompareArgs) -> Result<Vec<ServerSpec>, CompareError> {
     let rows = ServerSpec::parse_list(&a.servers)?;
-    anyhow::ensure!(!rows.is_empty(), "--servers: name at least one server");
+    if rows.is_empty() {
+        return Err(CompareError::Refused(
+            "--servers: name at least one server".into(),
+        ));
+    }
     let serve_policy = a.serve_args.iter().find(|s| {
         ["--prefetch-policy", "--prefetch"]
             .iter()
@@ -25,22 +31,25 @@ pub(super) fn parse(a: &CompareArgs) -> anyhow::Result<Vec<ServerSpec>> {
     });
     for r in &rows {
         let Some(p) = &r.policy else { continue };
-        p.parse::<vodlab_server::config::PolicySpec>()
-            .with_context(|| format!("compare row `{}`", r.label))?;
+        p.parse::<vodlab_prefetch::PolicySpec>()
+            .map_err(|source| CompareError::Policy {
+                row: r.label.clone(),
+                source,
+            })?;
         if let Some(s) = serve_policy {
-            bail!(
+            return Err(CompareError::Refused(format!(
                 "compare row `{}` sets the prefetch policy and so does --serve-arg {s}; give it in one place",
                 r.label
-            );
+            )));
         }
     }
     Ok(rows)
 }
 
 /// The policy as `vodlab serve` spells it (its parser's canonical form).
-pub(super) fn canonical_policy(r: &ServerSpec) -> Option<String> {
+pub fn canonical_policy(r: &ServerSpec) -> Option<String> {
     r.policy.as_ref().map(|p| {
-        p.parse::<vodlab_server::config::PolicySpec>()
+        p.parse::<vodlab_prefetch::PolicySpec>()
             .map_or_else(|_| p.clone(), |s| s.to_string())
     })
 }
@@ -61,15 +70,20 @@ pub(super) struct Proto {
 impl Proto {
     /// For `a` on `addr`: over TLS, a CA and a leaf generated into
     /// `out/tls`, which the client trusts (unless `--insecure`).
-    pub fn new(a: &CompareArgs, addr: std::net::SocketAddr, out: &Path) -> anyhow::Result<Self> {
+    pub fn new(
+        a: &CompareArgs,
+        addr: std::net::SocketAddr,
+        out: &Path,
+    ) -> Result<Self, CompareError> {
         let protocol = a.search.transport.protocol.unwrap_or(Protocol::H1);
         let mut search = a.search.clone();
         let tls = if protocol.is_tls() {
-            anyhow::ensure!(
-                a.search.transport.ca.is_none(),
-                "--ca: compare makes its own certificates for the servers it starts (in {}), and the client trusts their CA",
-                out.join("tls").display()
-            );
+            if a.search.transport.ca.is_some() {
+                return Err(CompareError::Refused(format!(
+                    "--ca: compare makes its own certificates for the servers it starts (in {}), and the client trusts their CA",
+                    out.join("tls").display()
+                )));
+            }
             let f = TlsFiles::generate(&out.join("tls"))?;
             if !a.search.transport.insecure {
                 search.transport.ca = Some(f.ca.clone());
@@ -91,16 +105,16 @@ impl Proto {
 }
 
 /// A free loopback port for a proxy row's backend (`None`: the row has none).
-pub(super) fn backend_addr(kind: ServerKind) -> anyhow::Result<Option<std::net::SocketAddr>> {
+pub(super) fn backend_addr(kind: ServerKind) -> Result<Option<std::net::SocketAddr>, CompareError> {
     if !kind.needs_backend() {
         return Ok(None);
     }
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("a port for the backend")?;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(CompareError::BackendPort)?;
     Ok(Some(l.local_addr()?))
 }
 
 /// The row of a server that was not run, with the reason.
-pub(super) fn skipped(r: &ServerSpec, reason: String) -> ServerRow {
+pub fn skipped(r: &ServerSpec, reason: String) -> ServerRow {
     ServerRow {
         server: r.label.clone(),
         kind: Some(r.kind.name().into()),
@@ -118,7 +132,7 @@ pub(super) fn skipped(r: &ServerSpec, reason: String) -> ServerRow {
 /// The table's order: servers in their usual order, a server's
 /// configurations in the order given; rows kept from an earlier run and
 /// not given now after the given ones of their server.
-pub(super) fn sort(rows: &mut [ServerRow], given: &[ServerSpec]) {
+pub fn sort(rows: &mut [ServerRow], given: &[ServerSpec]) {
     rows.sort_by_key(|r| {
         let kind = r.kind.as_deref().unwrap_or(&r.server);
         (
