@@ -12,6 +12,8 @@
 //! - [`link`]: the token bucket of an emulated access link.
 //! - [`player`]: closed-loop adaptive players (ABR rules, buffer, QoE), and
 //!   [`cmcd`] the CMCD they send.
+//! - [`time`]: virtual time, a [`time::Time`] for a point and a `Duration`
+//!   for a span; the edge's [`time::Clock`] converts from and to `Instant`.
 
 pub mod checks;
 pub mod cmcd;
@@ -22,4 +24,5 @@ pub mod link;
 pub mod player;
 pub mod schedule;
 pub mod slots;
+pub mod time;
 pub mod viewer;

@@ -3,13 +3,14 @@
 //! steps time to the driver's next timeout or the next scripted event.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use vodlab_client::core::driver::{
     send_target, Action, DriverConfig, Event, LatePacing, Previous, RequestRecord, SessionDriver,
     SessionOutcome,
 };
 use vodlab_client::core::exchange::{ErrorKind, Failure, Response};
+use vodlab_client::core::time::Time;
 use vodlab_workload::script::{parse_script, Request, Session, Wait};
 
 /// What the scripted server does with one request.
@@ -30,11 +31,11 @@ struct Trace {
     closes: Vec<(f64, usize)>,
     records: Vec<RequestRecord>,
     outcome: SessionOutcome,
-    t0: Instant,
+    t0: Time,
 }
 
 impl Trace {
-    fn secs(&self, t: Instant) -> f64 {
+    fn secs(&self, t: Time) -> f64 {
         (t - self.t0).as_secs_f64()
     }
     fn send_times(&self) -> Vec<f64> {
@@ -90,12 +91,12 @@ fn drive(
     connect_s: f64,
     mut server: impl FnMut(usize, u32, u32) -> Reply,
 ) -> Trace {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     let at = |x: f64| t0 + Duration::from_secs_f64(x);
     let mut d = SessionDriver::new(s, None, cfg, t0);
     let mut now = t0;
     // scripted events: (time, seq, event)
-    let mut pending: Vec<(Instant, u64, Event)> = Vec::new();
+    let mut pending: Vec<(Time, u64, Event)> = Vec::new();
     let mut seq = 0u64;
     let mut uses: HashMap<usize, u32> = HashMap::new();
     let mut attempts: HashMap<usize, u32> = HashMap::new();
@@ -304,7 +305,7 @@ fn latency_from_schedule_counts_the_time_a_slow_response_held_the_next_request_b
 
 #[test]
 fn send_target_rules_directly() {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     let s = |x: f64| t0 + Duration::from_secs_f64(x);
     let prev = Previous {
         slot: Some(s(0.0)),

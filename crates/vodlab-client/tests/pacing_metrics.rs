@@ -10,13 +10,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use proptest::prelude::*;
 use tokio::sync::watch;
 use vodlab_client::core::delivery::{DeliveryOut, Playback, WindowRun};
 use vodlab_client::core::driver::{Action, Completed, DriverConfig, Event, SessionDriver};
 use vodlab_client::core::exchange::Response;
+use vodlab_client::core::time::Time;
 use vodlab_client::load::Shard;
 use vodlab_client::out::metrics::{RequestSample, RunMetrics, SampleDone};
 use vodlab_client::out::results::{delivery, Results};
@@ -34,14 +35,14 @@ fn session(text: &str) -> Session {
 /// What one single-request session produced.
 struct Outcome {
     done: Completed,
-    issued: Instant,
+    issued: Time,
     delivery: DeliveryOut,
 }
 
 /// Runs a one-request session in virtual time: connected at once, the body
 /// arriving as `reads` (seconds after the issue, bytes), the response
 /// complete with the last read.
-fn drive(s: &Session, cfg: DriverConfig, t0: Instant, reads: &[(f64, u64)]) -> Outcome {
+fn drive(s: &Session, cfg: DriverConfig, t0: Time, reads: &[(f64, u64)]) -> Outcome {
     // whole microseconds: window edges fall exactly where the test says
     let at = |x: f64| t0 + Duration::from_micros((x * 1e6).round() as u64);
     let mut d = SessionDriver::new(s, None, cfg, t0);
@@ -129,7 +130,7 @@ fn paper_session() -> Session {
 
 #[test]
 fn bytes_at_exactly_the_rate_give_every_window_on_target() {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     // 500 bytes every 10 ms: 50,000 B/s = 400 kbit/s, from the issue on
     let reads = steady(0.0, FILE, 500, 0.01);
     let o = drive(&paper_session(), DriverConfig::default(), t0, &reads);
@@ -163,7 +164,7 @@ fn bytes_at_exactly_the_rate_give_every_window_on_target() {
 
 #[test]
 fn a_burst_then_the_rate_gives_the_burst_latency_and_a_shorter_download() {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     // four 50,000-byte reads 1 ms apart (the 4 s burst), then the rate
     let mut reads: Vec<(f64, u64)> = (1..=4).map(|k| (k as f64 * 0.001, 50_000)).collect();
     reads.extend(steady(0.004, FILE - 200_000, 500, 0.01));
@@ -179,7 +180,7 @@ fn a_burst_then_the_rate_gives_the_burst_latency_and_a_shorter_download() {
 
 #[test]
 fn the_aggregate_series_sums_to_the_bytes_delivered() {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     let mut reads: Vec<(f64, u64)> = (1..=4).map(|k| (k as f64 * 0.001, 50_000)).collect();
     reads.extend(steady(0.004, FILE - 200_000, 1_357, 0.0137));
     let o = drive(&paper_session(), DriverConfig::default(), t0, &reads);
@@ -228,7 +229,7 @@ fn a_long_run_coarsens_the_aggregate_series() {
 
 #[test]
 fn a_stall_shows_as_empty_windows_and_the_target_follows_k() {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     // burst, 2 s at the rate, a 1 s stall, then the rate again
     let mut reads: Vec<(f64, u64)> = vec![(0.001, 200_000)];
     reads.extend(steady(0.001, 100_000, 500, 0.01));
@@ -290,7 +291,7 @@ fn a_stall_shows_as_empty_windows_and_the_target_follows_k() {
 
 #[test]
 fn no_bit_rate_or_a_short_response_leaves_the_latency_out() {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     let o = drive(
         &session("/movie\n"),
         DriverConfig::default(),
@@ -322,7 +323,7 @@ fn no_bit_rate_or_a_short_response_leaves_the_latency_out() {
 
 #[test]
 fn the_link_delay_shifts_arrivals() {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     let cfg = DriverConfig {
         link_delay: Duration::from_millis(30),
         ..DriverConfig::default()
@@ -372,7 +373,7 @@ fn the_link_delay_shifts_arrivals() {
 }
 
 /// One session's figures as the engine reports them.
-fn sample(o: &Outcome, t0: Instant, i: u32) -> RequestSample {
+fn sample(o: &Outcome, t0: Time, i: u32) -> RequestSample {
     let us = |d: Duration| d.as_micros() as u64;
     RequestSample {
         request: 0,
@@ -400,7 +401,7 @@ proptest! {
         sessions in proptest::collection::vec((0u64..3, 1u64..4_000, 1u64..40, 0u64..2_000), 1..12),
         split in any::<u64>(),
     ) {
-        let t0 = Instant::now();
+        let t0 = Time::ZERO;
         let mut whole = RunMetrics::new(10_000);
         let mut a = RunMetrics::new(10_000);
         let mut b = RunMetrics::new(10_000);

@@ -7,11 +7,12 @@
 //! https and h2.
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use vodlab_client::core::driver::{Action, DriverConfig, Event, SessionDriver};
 use vodlab_client::core::exchange::Response;
 use vodlab_client::core::schedule::Arrivals;
+use vodlab_client::core::time::Time;
 use vodlab_client::io::transport::{H2Settings, Protocol};
 use vodlab_workload::script::{parse_script, Session};
 
@@ -24,13 +25,13 @@ const TLS_S: f64 = 0.001;
 /// Every response takes 5 ms.
 const RESPONSE_S: f64 = 0.005;
 
-fn drive(s: &Session, start: f64, t0: Instant, p: Protocol, h2: &H2Settings) -> Sched {
+fn drive(s: &Session, start: f64, t0: Time, p: Protocol, h2: &H2Settings) -> Sched {
     let at = |x: f64| t0 + Duration::from_secs_f64(x);
-    let secs = |t: Instant| (t - t0).as_secs_f64();
+    let secs = |t: Time| (t - t0).as_secs_f64();
     let mut now = at(start);
     let mut d = SessionDriver::new(s, None, DriverConfig::default(), now);
     let mut open_groups: HashSet<usize> = HashSet::new();
-    let mut pending: Vec<(Instant, Event)> = Vec::new();
+    let mut pending: Vec<(Time, Event)> = Vec::new();
     let mut out = Vec::new();
     for _ in 0..10_000 {
         while let Some(a) = d.poll_action(now) {
@@ -89,7 +90,7 @@ fn drive(s: &Session, start: f64, t0: Instant, p: Protocol, h2: &H2Settings) -> 
 }
 
 fn schedule(p: Protocol, h2: &H2Settings, sessions: &[Session], seed: u64) -> Sched {
-    let t0 = Instant::now();
+    let t0 = Time::ZERO;
     let arrivals = Arrivals::Poisson { rate: 5.0 };
     sessions
         .iter()

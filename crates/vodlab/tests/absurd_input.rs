@@ -351,9 +351,10 @@ fn absurd_run_flags_are_errors_not_panics() {
 /// century.
 #[test]
 fn the_session_driver_saturates_absurd_waits_and_timeouts() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     use vodlab_client::core::driver::{Action, DriverConfig, Event, SessionDriver};
     use vodlab_client::core::exchange::Response;
+    use vodlab_client::core::time::Time;
     use vodlab_workload::script::{Request, Session, Wait};
 
     let req = |timeout_s: Option<f64>, wait: Wait| Request {
@@ -370,7 +371,7 @@ fn the_session_driver_saturates_absurd_waits_and_timeouts() {
         ],
         ..Session::default()
     };
-    let start = Instant::now();
+    let start = Time::ZERO;
     let mut d = SessionDriver::new(&session, None, DriverConfig::default(), start);
     let mut now = start;
     let mut waits = 0;

@@ -21,7 +21,9 @@
 //! pass without bytes are reported as one run of empty windows, and the
 //! aggregate emits one entry per 100 ms a session received bytes in.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::core::time::Time;
 
 /// Width of a rate window (the 100 ms).
 pub const RATE_WINDOW: Duration = Duration::from_millis(100);
@@ -95,11 +97,11 @@ pub struct ResponseMeter {
     need: u64,
     /// Bytes per window at the paced target.
     window_target: f64,
-    issued: Instant,
+    issued: Time,
     received: u64,
-    playback_at: Option<Instant>,
+    playback_at: Option<Time>,
     /// End of the current rate window (after the playback point).
-    win_end: Instant,
+    win_end: Time,
     win_bytes: u64,
 }
 
@@ -107,12 +109,7 @@ impl ResponseMeter {
     /// A meter for a response issued at `issued`, its content at
     /// `bitrate_bps` (`None`: unknown), a client buffer of `buffer` and a
     /// paced target of `pace_target` × the bit rate.
-    pub fn new(
-        bitrate_bps: Option<u64>,
-        buffer: Duration,
-        pace_target: f64,
-        issued: Instant,
-    ) -> Self {
+    pub fn new(bitrate_bps: Option<u64>, buffer: Duration, pace_target: f64, issued: Time) -> Self {
         let bps = bitrate_bps.unwrap_or(0) as f64;
         let need = (bps * buffer.as_secs_f64() / 8.0).ceil().max(0.0) as u64;
         let need = if bps > 0.0 { need.max(1) } else { 0 };
@@ -144,7 +141,7 @@ impl ResponseMeter {
     /// `n` body bytes arrived at `t` (times of one response never decrease);
     /// finished windows are appended to `out`.
     #[inline]
-    pub fn on_body(&mut self, t: Instant, n: u64, out: &mut Vec<WindowRun>) {
+    pub fn on_body(&mut self, t: Time, n: u64, out: &mut Vec<WindowRun>) {
         self.received += n;
         if self.need == 0 {
             return;
@@ -166,7 +163,7 @@ impl ResponseMeter {
 
     /// The response ended at `t` (its last byte): a window ending exactly at
     /// `t` is complete and reported; a partial one is dropped.
-    pub fn finish(&mut self, t: Instant, out: &mut Vec<WindowRun>) {
+    pub fn finish(&mut self, t: Time, out: &mut Vec<WindowRun>) {
         if self.playback_at.is_none() || self.window_target <= 0.0 {
             return;
         }
@@ -182,7 +179,7 @@ impl ResponseMeter {
 
     /// Closes the current window and every empty one before the window
     /// holding `t` (> `win_end`), in O(1).
-    fn close_windows(&mut self, t: Instant, out: &mut Vec<WindowRun>) {
+    fn close_windows(&mut self, t: Time, out: &mut Vec<WindowRun>) {
         self.emit(self.win_bytes, 1, out);
         self.win_bytes = 0;
         let w = RATE_WINDOW.as_nanos() as u64;
@@ -218,14 +215,14 @@ impl ResponseMeter {
 /// Body bytes of one session per 100 ms window of the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AggregateMeter {
-    epoch: Instant,
+    epoch: Time,
     index: u64,
     bytes: u64,
 }
 
 impl AggregateMeter {
     /// Windows count from `epoch` (the run's start).
-    pub fn new(epoch: Instant) -> Self {
+    pub fn new(epoch: Time) -> Self {
         Self {
             epoch,
             index: 0,
@@ -236,7 +233,7 @@ impl AggregateMeter {
     /// `n` bytes arrived at `t`; a window the session has left is appended
     /// to `out` as `(window index, bytes)`.
     #[inline]
-    pub fn on_body(&mut self, t: Instant, n: u64, out: &mut Vec<(u64, u64)>) {
+    pub fn on_body(&mut self, t: Time, n: u64, out: &mut Vec<(u64, u64)>) {
         let i = window_index(t.saturating_duration_since(self.epoch));
         if i != self.index {
             self.flush(out);
@@ -294,7 +291,7 @@ mod tests {
 
     #[test]
     fn empty_windows_are_one_run() {
-        let t0 = Instant::now();
+        let t0 = Time::ZERO;
         // 8 kbit/s: 100 bytes per window, buffer 1 s = 1000 bytes
         let mut m = ResponseMeter::new(Some(8000), Duration::from_secs(1), 1.0, t0);
         let mut out = Vec::new();

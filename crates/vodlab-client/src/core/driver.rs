@@ -14,6 +14,10 @@
 //! - [`SessionDriver::poll_timeout`]: when to call `poll_action` again if
 //!   nothing happens (the next pacing target, deadline or delayed packet).
 //!
+//! Every point in time is a [`Time`] (virtual time from the run's epoch),
+//! every span a [`Duration`]; the executor converts with its
+//! [`crate::core::time::Clock`].
+//!
 //! One runtime drives it: the tokio engine ([`crate::io::engine`], one task
 //! per scripted session in `engine/session.rs`), which executes its actions
 //! over real connections for the scripted sessions of `vodlab run` and of
@@ -49,7 +53,7 @@
 //!   holds that were not reported count as arrived with the response.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use vodlab_workload::script::Session;
 
@@ -58,8 +62,9 @@ use crate::core::delivery::{
     request_bitrate, AggregateMeter, DeliveryOut, Playback, ResponseMeter, DEFAULT_PLAYBACK_BUFFER,
 };
 use crate::core::exchange::{ErrorKind, Failure, Response};
-use crate::core::slots::add;
+use crate::core::slots::{add, FAR};
 pub use crate::core::slots::{send_target, LatePacing, Previous, Target};
+use crate::core::time::Time;
 use crate::core::viewer::{self, ViewerStats};
 
 /// Settings of a driver.
@@ -78,9 +83,9 @@ pub struct DriverConfig {
     pub playback_buffer: Duration,
     /// Paced target rate as a multiple `K` of the content's bit rate.
     pub pace_target: f64,
-    /// Epoch of the aggregate rate windows (the run's start); `None`: the
-    /// session's start.
-    pub epoch: Option<Instant>,
+    /// Epoch of the aggregate rate windows (the run's start, which is
+    /// [`Time::ZERO`] of the executor's clock); `None`: the session's start.
+    pub epoch: Option<Time>,
 }
 
 impl Default for DriverConfig {
@@ -178,11 +183,11 @@ pub struct RequestRecord {
     pub conn: usize,
     /// When its burst was due on the session's own schedule
     /// ([`Target::on_schedule`]): latency from schedule counts from here.
-    pub scheduled: Instant,
+    pub scheduled: Time,
     /// For a burst's head: how late it was issued after `scheduled`.
     pub send_lateness: Option<Duration>,
     /// When it was issued (connect time included in what follows).
-    pub issued: Instant,
+    pub issued: Time,
     /// Completion, or why it failed.
     pub result: Result<Completed, Failure>,
 }
@@ -191,7 +196,7 @@ pub struct RequestRecord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completed {
     /// When its response counted as arrived (link delay included).
-    pub done: Instant,
+    pub done: Time,
     /// Time to first byte, link delay both ways included.
     pub ttfb: Duration,
     /// Body bytes.
@@ -206,9 +211,9 @@ pub struct Completed {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionOutcome {
     /// When it started.
-    pub start: Instant,
+    pub start: Time,
     /// When it ended.
-    pub end: Instant,
+    pub end: Time,
     /// The first failure (request index and why); `None` for a session that
     /// ran to its end.
     pub failure: Option<(usize, Failure)>,
@@ -229,7 +234,7 @@ enum Phase {
     /// Waiting for `Connected`.
     Connecting,
     /// Issued; leaves when the link delay has passed.
-    Delaying(Instant),
+    Delaying(Time),
     /// On the wire, waiting for `Response`/`Failed`.
     Sent,
     /// Response read; counts as arrived at `done` (link delay).
@@ -240,8 +245,8 @@ enum Phase {
 struct Inflight {
     request: usize,
     phase: Phase,
-    issued: Instant,
-    deadline: Instant,
+    issued: Time,
+    deadline: Time,
     retried: bool,
     lateness: Option<Duration>,
     meter: ResponseMeter,
@@ -260,16 +265,17 @@ pub struct SessionDriver<'s> {
     session: &'s Session,
     sizes: Option<&'s HashMap<String, u64>>,
     cfg: DriverConfig,
-    start: Instant,
+    start: Time,
     /// Index of the next burst's head.
     next: usize,
     /// The next burst is due then (set once the previous one completed).
     due: Option<Target>,
     /// The current burst's due time.
-    scheduled: Instant,
+    scheduled: Time,
     prev: Previous,
     conns: Vec<Conn>,
-    arrivals: Vec<Option<f64>>,
+    /// Completion of each request since the session's start.
+    arrivals: Vec<Option<Duration>>,
     failure: Option<(usize, Failure)>,
     actions: VecDeque<Action>,
     reconnects: u32,
@@ -286,7 +292,7 @@ impl<'s> SessionDriver<'s> {
         session: &'s Session,
         sizes: Option<&'s HashMap<String, u64>>,
         cfg: DriverConfig,
-        start: Instant,
+        start: Time,
     ) -> Self {
         let nconn = session.requests.iter().map(|r| r.conn).max().unwrap_or(0) as usize + 1;
         let prev = Previous {
@@ -344,7 +350,7 @@ impl<'s> SessionDriver<'s> {
     }
 
     /// When `poll_action` must next be called if no event arrives.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Time> {
         if self.finished {
             return None;
         }
@@ -363,7 +369,7 @@ impl<'s> SessionDriver<'s> {
     }
 
     /// The next action, after firing every timer due at `now`.
-    pub fn poll_action(&mut self, now: Instant) -> Option<Action> {
+    pub fn poll_action(&mut self, now: Time) -> Option<Action> {
         if self.actions.is_empty() {
             self.advance(now);
         }
@@ -371,7 +377,7 @@ impl<'s> SessionDriver<'s> {
     }
 
     /// Tells the driver what happened at `now`.
-    pub fn handle(&mut self, now: Instant, event: Event) {
+    pub fn handle(&mut self, now: Time, event: Event) {
         match event {
             Event::Body { conn, bytes } => {
                 // the hot path: O(1), no allocation beyond a finished window
@@ -437,7 +443,7 @@ impl<'s> SessionDriver<'s> {
         self.settle(now);
     }
 
-    fn on_response(&mut self, conn: usize, now: Instant, response: Response) {
+    fn on_response(&mut self, conn: usize, now: Time, response: Response) {
         let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
@@ -482,7 +488,7 @@ impl<'s> SessionDriver<'s> {
     }
 
     /// Fires timers due at `now`, then issues the next burst if it is due.
-    fn advance(&mut self, now: Instant) {
+    fn advance(&mut self, now: Time) {
         if self.finished {
             return;
         }
@@ -530,7 +536,7 @@ impl<'s> SessionDriver<'s> {
         }
     }
 
-    fn issue_burst(&mut self, due: Target, now: Instant) {
+    fn issue_burst(&mut self, due: Target, now: Time) {
         let reqs = &self.session.requests;
         let head = self.next;
         let end = reqs[head + 1..]
@@ -559,11 +565,9 @@ impl<'s> SessionDriver<'s> {
         self.settle(now);
     }
 
-    fn start_request(&mut self, k: usize, j: usize, now: Instant, lateness: Option<Duration>) {
+    fn start_request(&mut self, k: usize, j: usize, now: Time, lateness: Option<Duration>) {
         let timeout = self.timeout_of(j);
-        let deadline = now
-            .checked_add(timeout)
-            .unwrap_or_else(|| add(now, f64::INFINITY));
+        let deadline = now.checked_add(timeout).unwrap_or_else(|| add(now, FAR));
         let bitrate = request_bitrate(&self.session.requests[j], self.session.header.bitrate_bps);
         let meter =
             ResponseMeter::new(bitrate, self.cfg.playback_buffer, self.cfg.pace_target, now);
@@ -583,7 +587,7 @@ impl<'s> SessionDriver<'s> {
         }
     }
 
-    fn begin_send(&mut self, k: usize, now: Instant) {
+    fn begin_send(&mut self, k: usize, now: Time) {
         let delay = self.cfg.link_delay;
         let f = self.conns[k].inflight.as_mut().expect("inflight");
         if delay.is_zero() {
@@ -597,11 +601,7 @@ impl<'s> SessionDriver<'s> {
 
     fn complete(&mut self, k: usize, done: Completed) {
         let f = self.conns[k].inflight.take().expect("inflight");
-        self.arrivals[f.request] = Some(
-            done.done
-                .saturating_duration_since(self.start)
-                .as_secs_f64(),
-        );
+        self.arrivals[f.request] = Some(done.done.saturating_duration_since(self.start));
         if !self.session.requests[f.request].detach {
             self.prev.done = self.prev.done.max(done.done);
         }
@@ -620,7 +620,7 @@ impl<'s> SessionDriver<'s> {
         }
     }
 
-    fn fail(&mut self, k: usize, at: Instant, failure: Failure) {
+    fn fail(&mut self, k: usize, at: Time, failure: Failure) {
         let Some(f) = self.conns[k].inflight.take() else {
             return;
         };
@@ -642,7 +642,7 @@ impl<'s> SessionDriver<'s> {
     }
 
     /// After any change: when the burst is over, schedule the next one or finish.
-    fn settle(&mut self, now: Instant) {
+    fn settle(&mut self, now: Time) {
         if self.finished || self.due.is_some() {
             return;
         }
@@ -666,7 +666,7 @@ impl<'s> SessionDriver<'s> {
         }
     }
 
-    fn schedule_next(&mut self, now: Instant) {
+    fn schedule_next(&mut self, now: Time) {
         if self.next >= self.session.requests.len() {
             self.finish(now);
             return;
@@ -681,23 +681,24 @@ impl<'s> SessionDriver<'s> {
     }
 
     /// The session's playout buffer at `now`, seconds of content (`None`
-    /// when the session carries no playout parameters): CMCD `bl`.
-    pub fn buffer_s(&self, now: Instant) -> Option<f64> {
+    /// when the session carries no playout parameters): CMCD `bl`, an f64
+    /// figure that goes out in a header as a number.
+    pub fn buffer_s(&self, now: Time) -> Option<f64> {
         let (request_s, buffering) = crate::load::playout(self.session)?;
-        let t = now.saturating_duration_since(self.start).as_secs_f64();
+        let t = now.saturating_duration_since(self.start);
         Some(viewer::buffer_at(&self.arrivals, request_s, buffering, t))
     }
 
-    fn finish(&mut self, now: Instant) {
+    fn finish(&mut self, now: Time) {
         self.finished = true;
         self.aggregate.flush(&mut self.delivery.aggregate);
         let end = now.max(self.prev.done);
         let completed = self.arrivals.iter().filter(|a| a.is_some()).count();
         let failed = self.failure.is_some();
         let skipped = self.session.requests.len() - completed - usize::from(failed);
-        let secs = end.saturating_duration_since(self.start).as_secs_f64();
+        let ran = end.saturating_duration_since(self.start);
         let viewer = crate::load::playout(self.session).map(|(request_s, buffering)| {
-            viewer::play(&self.arrivals, request_s, buffering, failed.then_some(secs))
+            viewer::play(&self.arrivals, request_s, buffering, failed.then_some(ran))
         });
         for (k, c) in self.conns.iter_mut().enumerate() {
             if c.open {

@@ -150,10 +150,14 @@ pub struct ReadLimits {
 }
 
 impl ReadLimits {
-    /// How long after `sent` the reader may have taken `body` bytes.
-    pub fn due(&self, sent: std::time::Instant, body: u64) -> Option<std::time::Instant> {
+    /// How long after the request was sent the reader may have taken
+    /// `body` bytes (`None`: no read rate). The executor adds it to its own
+    /// send time.
+    pub fn due_after(&self, body: u64) -> Option<Duration> {
         let r = self.read_kbps.filter(|r| *r > 0)?;
-        Some(sent + std::time::Duration::from_secs_f64(body as f64 * 8.0 / (r as f64 * 1000.0)))
+        Some(Duration::from_secs_f64(
+            body as f64 * 8.0 / (r as f64 * 1000.0),
+        ))
     }
 
     /// Whether the body is complete for the reader.

@@ -13,7 +13,9 @@
 //! loopback round trip; congestion-window growth, the bandwidth-delay product
 //! and losses are not emulated. Use network namespaces with netem/tbf for those.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::core::time::Time;
 
 /// Link parameters of a client class.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -40,7 +42,9 @@ impl LinkSpec {
     }
 }
 
-/// A token bucket measured in bytes; pure (time is passed in).
+/// A token bucket measured in bytes; pure (time is passed in). Only the
+/// spans between the times it is given matter: an executor may count them
+/// from any epoch (the connection's own [`crate::core::time::Clock`]).
 ///
 /// Reads may overdraw it: the caller reads up to [`TokenBucket::chunk`] bytes,
 /// [`TokenBucket::consume`]s what it got, and before the next read waits
@@ -51,12 +55,12 @@ pub struct TokenBucket {
     rate: f64,
     tokens: f64,
     cap: f64,
-    last: Instant,
+    last: Time,
 }
 
 impl TokenBucket {
     /// A bucket of `bits_per_s`, starting full with about 10 ms of tokens.
-    pub fn new(bits_per_s: f64, now: Instant) -> Self {
+    pub fn new(bits_per_s: f64, now: Time) -> Self {
         let rate = bits_per_s / 8.0;
         let cap = (rate * 0.010).clamp(1460.0, 64.0 * 1024.0);
         Self {
@@ -67,7 +71,7 @@ impl TokenBucket {
         }
     }
 
-    fn refill(&mut self, now: Instant) {
+    fn refill(&mut self, now: Time) {
         let dt = now.saturating_duration_since(self.last).as_secs_f64();
         self.tokens = (self.tokens + dt * self.rate).min(self.cap);
         self.last = now;
@@ -79,7 +83,7 @@ impl TokenBucket {
     }
 
     /// How long to wait at `now` before reading again (zero when tokens remain).
-    pub fn wait(&mut self, now: Instant) -> Duration {
+    pub fn wait(&mut self, now: Time) -> Duration {
         self.refill(now);
         if self.tokens > 0.0 {
             Duration::ZERO
@@ -89,7 +93,7 @@ impl TokenBucket {
     }
 
     /// Takes `bytes` tokens at `now` (may go negative).
-    pub fn consume(&mut self, now: Instant, bytes: usize) {
+    pub fn consume(&mut self, now: Time, bytes: usize) {
         self.refill(now);
         self.tokens -= bytes as f64;
     }
@@ -102,7 +106,7 @@ mod tests {
     #[test]
     fn bucket_paces_to_its_rate() {
         // 1 Mbit/s = 125,000 B/s: 524,288 bytes take about 4.19 s of virtual time
-        let t0 = Instant::now();
+        let t0 = Time::ZERO;
         let mut now = t0;
         let mut b = TokenBucket::new(1e6, now);
         let mut left = 524_288usize;

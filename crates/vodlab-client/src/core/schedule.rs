@@ -71,8 +71,16 @@ impl Arrivals {
         }
     }
 
-    /// Rate in effect at time `t` seconds.
-    pub fn rate_at(&self, t: f64) -> f64 {
+    /// Rate in effect `t` after the run's start (sessions per second).
+    pub fn rate_at(&self, t: Duration) -> f64 {
+        self.rate_at_s(t.as_secs_f64())
+    }
+
+    /// [`Self::rate_at`] on f64 seconds: the schedule sums its gaps as f64
+    /// seconds (rates and the `steps`/`over_s` settings are f64 figures of
+    /// the configuration) and turns the sum into a [`Duration`] only when it
+    /// hands out an offset, so thinning compares on that same sum.
+    fn rate_at_s(&self, t: f64) -> f64 {
         match self {
             Arrivals::Poisson { rate } | Arrivals::Constant { rate } => *rate,
             Arrivals::Steps { steps } => {
@@ -145,7 +153,7 @@ impl Iterator for Schedule {
                 loop {
                     self.t += exp.sample(&mut self.rng);
                     let u: f64 = rand::Rng::random(&mut self.rng);
-                    if u * max <= other.rate_at(self.t) {
+                    if u * max <= other.rate_at_s(self.t) {
                         break;
                     }
                 }
@@ -237,7 +245,7 @@ mod tests {
             to: 21.0,
             over_s: 100.0,
         };
-        assert_eq!(a.rate_at(50.0), 11.0);
+        assert_eq!(a.rate_at(Duration::from_secs(50)), 11.0);
         let offs: Vec<f64> = a.offsets(2).take(5000).map(|d| d.as_secs_f64()).collect();
         let n = offs.iter().filter(|&&t| t < 100.0).count() as f64;
         // integral of the rate over the ramp: 100 * (1 + 21) / 2 = 1100

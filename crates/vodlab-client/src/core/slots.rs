@@ -2,10 +2,12 @@
 //! ([`send_target`]) and what a late paced request does ([`LatePacing`]).
 //! Pure; the session driver ([`crate::core::driver`]) applies it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use vodlab_workload::script::Wait;
+
+use crate::core::time::Time;
 
 /// What a paced request does when its slot has passed (the previous
 /// response took longer than the pacing interval), named after tokio's
@@ -46,21 +48,21 @@ impl std::str::FromStr for LatePacing {
 pub struct Previous {
     /// Its slot on the pacing schedule, before waiting for earlier
     /// responses (`None` before the first burst).
-    pub slot: Option<Instant>,
+    pub slot: Option<Time>,
     /// When it was actually sent.
-    pub start: Option<Instant>,
+    pub start: Option<Time>,
     /// When its last response completed (the session start before the first).
-    pub done: Instant,
+    pub done: Time,
 }
 
 /// When a burst is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
     /// When it may be sent.
-    pub at: Instant,
+    pub at: Time,
     /// Its slot on the pacing schedule (what the next paced burst counts
     /// from under [`LatePacing::Burst`] and [`LatePacing::Skip`]).
-    pub slot: Instant,
+    pub slot: Time,
     /// When the session's own schedule wanted it sent, before waiting for a
     /// late response and before skipping missed slots: what *latency from
     /// schedule* counts from (wrk2's rule, free of coordinated omission).
@@ -68,7 +70,7 @@ pub struct Target {
     /// grid slot it missed, not the later one it went at); a think time:
     /// that long after the previous burst completed; no wait, or pacing
     /// off: the previous burst's completion.
-    pub on_schedule: Instant,
+    pub on_schedule: Time,
 }
 
 /// When the head of a burst may be sent: its wait applied to the previous
@@ -81,7 +83,7 @@ pub struct Target {
 ///   first slot of the grid at or after its completion ([`LatePacing::Skip`]).
 ///   A first paced burst waits `p` from the previous completion.
 pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -> Target {
-    let at = |t: Instant| Target {
+    let at = |t: Time| Target {
         at: t,
         slot: t,
         on_schedule: t,
@@ -91,14 +93,14 @@ pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -
     }
     match wait {
         Wait::None => at(prev.done),
-        Wait::Think(t) => at(add(prev.done, t)),
+        Wait::Think(t) => at(add(prev.done, span(t))),
         Wait::Pacing(p) => {
             let (Some(start), Some(slot)) = (prev.start, prev.slot) else {
-                return at(add(prev.done, p));
+                return at(add(prev.done, span(p)));
             };
             match late {
                 LatePacing::Delay => {
-                    let slot = add(start, p);
+                    let slot = add(start, span(p));
                     Target {
                         at: slot.max(prev.done),
                         slot,
@@ -106,7 +108,7 @@ pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -
                     }
                 }
                 LatePacing::Burst => {
-                    let slot = add(slot, p);
+                    let slot = add(slot, span(p));
                     Target {
                         at: slot.max(prev.done),
                         slot,
@@ -114,11 +116,11 @@ pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -
                     }
                 }
                 LatePacing::Skip => {
-                    let missed = add(slot, p);
+                    let missed = add(slot, span(p));
                     let mut next = missed;
                     if next < prev.done && p > 0.0 {
                         let behind = (prev.done - next).as_secs_f64();
-                        next = add(next, (behind / p).ceil() * p);
+                        next = add(next, span((behind / p).ceil() * p));
                     }
                     let t = next.max(prev.done);
                     Target {
@@ -132,10 +134,20 @@ pub fn send_target(wait: Wait, prev: Previous, pacing: bool, late: LatePacing) -
     }
 }
 
-/// `t + secs`, saturating at about a century for absurd or non-finite waits.
-pub(crate) fn add(t: Instant, secs: f64) -> Instant {
-    const FAR: Duration = Duration::from_secs(100 * 365 * 86_400);
-    let d = Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(FAR);
+/// The longest wait: about a century (absurd and non-finite waits and
+/// deadlines saturate at it).
+pub(crate) const FAR: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// A wait of the script as a span. The script writes waits as f64 seconds
+/// (`vodlab_workload`'s `Wait`, and the skip rule's catch-up is computed on
+/// those f64 seconds): this is where they become [`Duration`]s. Negative
+/// and NaN waits are zero, non-finite or absurd ones [`FAR`].
+pub(crate) fn span(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(FAR)
+}
+
+/// `t + d`, saturating at [`FAR`] for absurd waits.
+pub(crate) fn add(t: Time, d: Duration) -> Time {
     t.checked_add(d.min(FAR))
         .unwrap_or_else(|| t + Duration::from_secs(86_400))
 }

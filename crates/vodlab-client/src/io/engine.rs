@@ -17,6 +17,7 @@ use tokio::time::sleep_until;
 use crate::config::{Live, RunConfig};
 use crate::core::delivery::DeliveryOut;
 use crate::core::schedule::Arrivals;
+use crate::core::time::{Clock, Time};
 use crate::io::transport::{Connector, Opened};
 use crate::load::LoadedWorkload;
 use crate::out::metrics::{RequestSample, SessionSample};
@@ -43,7 +44,8 @@ struct Ctx {
     /// The run's transport (protocol, TLS configuration).
     connector: Connector,
     work: Arc<LoadedWorkload>,
-    t0: Instant,
+    /// The run's clock: its epoch `t0` is [`Time::ZERO`] of every core.
+    clock: Clock,
     live: Arc<Live>,
     refused_streak: AtomicU64,
     /// Last successful connect, µs after `t0`.
@@ -53,12 +55,24 @@ struct Ctx {
 }
 
 impl Ctx {
+    /// Seconds from the run's start to `t` (zero before it).
     fn secs(&self, t: Instant) -> f64 {
-        t.saturating_duration_since(self.t0).as_secs_f64()
+        secs(self.clock.time_of(t))
     }
+    /// Microseconds from the run's start to `t` (zero before it).
     fn us(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.t0).as_micros() as u64
+        us(self.clock.time_of(t))
     }
+}
+
+/// Seconds from the run's start to `t`: a figure of the results.
+fn secs(t: Time) -> f64 {
+    t.offset().as_secs_f64()
+}
+
+/// Microseconds from the run's start to `t`: a figure of the results.
+fn us(t: Time) -> u64 {
+    t.offset().as_micros() as u64
 }
 
 /// What sessions and dispatchers tell the aggregator.
@@ -145,7 +159,7 @@ pub async fn run_parts(
         cfg: cfg.clone(),
         connector,
         work: work.clone(),
-        t0,
+        clock: Clock::new(t0),
         live: live.clone(),
         refused_streak: AtomicU64::new(0),
         last_connect_ok_us: AtomicU64::new(0),
@@ -215,7 +229,7 @@ pub async fn run_parts(
                 {
                     continue;
                 }
-                let at = ctx.t0 + off;
+                let at = ctx.clock.instant_of(Time::from_offset(off));
                 tokio::select! {
                     _ = sleep_until(at.into()) => {}
                     _ = stop.changed() => break,
@@ -388,7 +402,8 @@ async fn monitor(
             return mon;
         }
         let streak = ctx.refused_streak.load(Ordering::Relaxed);
-        let ok_at = ctx.t0 + Duration::from_micros(ctx.last_connect_ok_us.load(Ordering::Relaxed));
+        let ok_at = ctx.clock.epoch()
+            + Duration::from_micros(ctx.last_connect_ok_us.load(Ordering::Relaxed));
         let since_ok = now.saturating_duration_since(ok_at);
         if !stopped && streak >= 3 && since_ok >= ctx.cfg.unreachable_after {
             let _ = stop.send(Some(StopReason::ServerUnreachable));

@@ -20,6 +20,7 @@ use vodlab_http::client::{
 };
 
 use crate::core::link::{LinkSpec, TokenBucket};
+use crate::core::time::Clock;
 
 pub use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
 
@@ -64,6 +65,9 @@ pub struct Connection<T = TcpStream> {
     out: Vec<u8>,
     down: Option<TokenBucket>,
     up: Option<TokenBucket>,
+    /// The buckets' clock (they count only spans: its epoch is the
+    /// connection's opening).
+    clock: Clock,
     /// Requests completed on this connection.
     pub uses: u64,
     host: String,
@@ -98,7 +102,8 @@ impl Connection<TcpStream> {
 impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
     /// A connection over an open transport, shaped by `link`'s rates.
     pub fn new(io: T, host: &str, link: &LinkSpec) -> Self {
-        let now = Instant::now();
+        let clock = Clock::new(Instant::now());
+        let now = clock.now();
         // a shaped link never reads more than one bucket's worth at a time
         let down = (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now));
         let size = down
@@ -112,6 +117,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             out: Vec::with_capacity(256),
             down,
             up: (link.up_bps > 0.0).then(|| TokenBucket::new(link.up_bps, now)),
+            clock,
             uses: 0,
             host: host.to_string(),
         }
@@ -121,7 +127,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         let at = self.end;
         let mut limit = self.buf.len() - at;
         if let Some(b) = self.down.as_mut() {
-            let w = b.wait(Instant::now());
+            let w = b.wait(self.clock.now());
             if !w.is_zero() {
                 tokio::time::sleep(w).await;
             }
@@ -129,7 +135,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         }
         let n = self.io.read(&mut self.buf[at..at + limit]).await?;
         match self.down.as_mut() {
-            Some(b) => b.consume(Instant::now(), n),
+            Some(b) => b.consume(self.clock.now(), n),
             // the read filled what there was: more was probably waiting
             None if n == limit && self.buf.len() < BUF => {
                 let grown = (2 * self.buf.len()).min(BUF);
@@ -206,8 +212,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         )
         .map_err(|e| Failure::new(ErrorKind::Other, format!("request not sent: {e}")))?;
         if let Some(up) = self.up.as_mut() {
-            up.consume(Instant::now(), self.out.len());
-            let w = up.wait(Instant::now());
+            up.consume(self.clock.now(), self.out.len());
+            let w = up.wait(self.clock.now());
             if !w.is_zero() {
                 tokio::time::sleep(w).await;
             }
@@ -240,7 +246,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                 if body > reported {
                     // read_kbps: these bytes are the reader's no earlier
                     // than their share of the rate allows
-                    if let Some(due) = limits.due(sent, body) {
+                    if let Some(due) = limits.due_after(body).map(|d| sent + d) {
                         let now = Instant::now();
                         if due > now {
                             tokio::time::sleep(due - now).await;

@@ -15,8 +15,10 @@
 //! - [`Player::poll_timeout`]: when to call `poll_action` again if nothing
 //!   happens (the end of a full-buffer wait).
 //!
-//! `now` is session time in ms as `f64` (a live executor passes
-//! `(Instant − start)` in ms; [`sim`] passes its virtual clock). One
+//! `now` is session time in ms as `f64` (a live executor passes the time
+//! since the session started, in ms; [`sim`] passes its virtual clock): the
+//! ABR formulas, Sabre's arithmetic and the oracle tests are in f64 ms, so
+//! the player keeps them rather than [`crate::core::time::Time`]. One
 //! download is in flight at a time. The virtual-time executor [`sim`] runs a
 //! player over a Sabre bandwidth trace; `vodlab simulate --player` prints
 //! its records.

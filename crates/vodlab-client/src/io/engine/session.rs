@@ -15,13 +15,14 @@ use vodlab_workload::content;
 use vodlab_workload::script::Session;
 
 use super::collect::session_id;
-use super::{Ctx, Report, BATCH, DELIVERY_BATCH};
+use super::{secs, us, Ctx, Report, BATCH, DELIVERY_BATCH};
 use crate::core::delivery::DeliveryOut;
 use crate::core::driver::{
     Action, DriverConfig, Event, RequestRecord, SessionDriver, SessionOutcome,
 };
 use crate::core::exchange::{ErrorKind, Failure};
 use crate::core::link::LinkSpec;
+use crate::core::time::{Clock, Time};
 use crate::io::http::Outgoing;
 use crate::io::transport::{Conn, SessionTransport};
 use crate::out::metrics::{RequestSample, SampleDone, SessionSample};
@@ -112,7 +113,9 @@ pub(super) async fn run_session(
         LinkSpec::default()
     };
     let id = session_id(session, shard, index);
-    let start = Instant::now();
+    // the driver sees the run's clock; timers go back to instants
+    let clock: Clock = ctx.clock;
+    let start = clock.now();
     ctx.live.session_started();
     let mut batch = Batch {
         tx: tx.clone(),
@@ -132,7 +135,7 @@ pub(super) async fn run_session(
         link_delay: link.delay,
         playback_buffer: ctx.cfg.playback_buffer,
         pace_target: ctx.cfg.pace_target,
-        epoch: Some(ctx.t0),
+        epoch: Some(Time::ZERO),
         ..DriverConfig::default()
     };
     let shared: Shared<'_> = Mutex::new(SessionDriver::new(
@@ -148,11 +151,11 @@ pub(super) async fn run_session(
     // (a session has few connections: polling each slot on a wake is cheaper
     // than a FuturesUnordered with its per-future task and abort handle)
     let mut steps: Vec<Option<Step<'_>>> = (0..n).map(|_| None).collect();
-    let mut timer = Box::pin(tokio::time::sleep_until(start.into()));
-    let mut armed: Option<Instant> = None;
+    let mut timer = Box::pin(tokio::time::sleep_until(clock.instant_of(start).into()));
+    let mut armed: Option<Time> = None;
     let mut done: Vec<(usize, Option<Conn>, Event)> = Vec::with_capacity(n);
     loop {
-        let now = Instant::now();
+        let now = clock.now();
         // the guard lives in this block only: never across an await
         let wake = {
             let mut driver = lock(&shared);
@@ -210,7 +213,7 @@ pub(super) async fn run_session(
                             ctx.live.requests.fetch_add(1, Ordering::Relaxed);
                             ctx.live.bytes.fetch_add(d.bytes, Ordering::Relaxed);
                         }
-                        batch.push(sample(&ctx, &r));
+                        batch.push(sample(&r));
                     }
                     Action::Finished(o) => {
                         drop(steps);
@@ -234,7 +237,7 @@ pub(super) async fn run_session(
         // one timer per session, moved only when the driver's wake-up changes
         if let Some(t) = wake {
             if armed != Some(t) {
-                timer.as_mut().reset(t.into());
+                timer.as_mut().reset(clock.instant_of(t).into());
                 armed = Some(t);
             }
         }
@@ -279,7 +282,7 @@ pub(super) async fn run_session(
         .await;
         if !done.is_empty() {
             let mut driver = lock(&shared);
-            let now = Instant::now();
+            let now = clock.now();
             for (conn, c, ev) in done.drain(..) {
                 conns[conn] = c;
                 driver.handle(now, ev);
@@ -314,7 +317,7 @@ async fn exchange(
                     bitrate_bps: bps,
                     duration_s: session.header.request_s,
                     object_type: "v",
-                    buffer_s: lock(shared).buffer_s(Instant::now()),
+                    buffer_s: lock(shared).buffer_s(ctx.clock.now()),
                     session: session_id,
                 }
                 .headers(),
@@ -354,7 +357,7 @@ async fn exchange(
     // per read: one uncontended lock and the driver's O(1) meters
     let mut arrived = |at: Instant, bytes: u64| {
         let mut d = lock(shared);
-        d.handle(at, Event::Body { conn, bytes });
+        d.handle(ctx.clock.time_of(at), Event::Body { conn, bytes });
         if d.delivery_pending() >= DELIVERY_BATCH {
             let mut delivery = DeliveryOut::default();
             d.take_delivery(&mut delivery);
@@ -393,15 +396,15 @@ async fn exchange(
     }
 }
 
-fn sample(ctx: &Ctx, r: &RequestRecord) -> RequestSample {
+fn sample(r: &RequestRecord) -> RequestSample {
     RequestSample {
         request: r.request as u32,
-        scheduled_s: ctx.secs(r.scheduled),
-        sent_s: ctx.secs(r.issued),
+        scheduled_s: secs(r.scheduled),
+        sent_s: secs(r.issued),
         send_lateness_us: r.send_lateness.map(|d| d.as_micros() as u64),
         outcome: match &r.result {
             Ok(d) => Ok(SampleDone {
-                done_us: ctx.us(d.done),
+                done_us: us(d.done),
                 response_us: d.done.saturating_duration_since(r.issued).as_micros() as u64,
                 ttfb_us: d.ttfb.as_micros() as u64,
                 from_schedule_us: d.done.saturating_duration_since(r.scheduled).as_micros() as u64,
@@ -446,8 +449,8 @@ fn finish(ctx: &Ctx, batch: &Batch, o: SessionOutcome) {
         shard: batch.shard,
         index: batch.index,
         sample: SessionSample {
-            start_s: ctx.secs(o.start),
-            end_s: ctx.secs(o.end),
+            start_s: secs(o.start),
+            end_s: secs(o.end),
             failure: o.failure.as_ref().map(|(_, f)| f.kind),
             skipped: o.skipped as u64,
             viewer: o.viewer,

@@ -306,7 +306,7 @@ pub async fn exchange_limited(
                 .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
             // read_kbps: the bytes are the reader's no earlier than the rate
             // allows, and the window opens only then (one frame at a time)
-            if let Some(due) = limits.due(sent, got + take as u64) {
+            if let Some(due) = limits.due_after(got + take as u64).map(|d| sent + d) {
                 if due > at {
                     tokio::time::sleep(due - at).await;
                     at = Instant::now();

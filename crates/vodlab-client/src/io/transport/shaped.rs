@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 use crate::core::link::{LinkSpec, TokenBucket};
+use crate::core::time::{Clock, Time};
 
 /// Bytes a [`Shaped`] reads before it yields (returns `Pending` after
 /// waking its task): the reader above it (the HTTP/2 connection, which reads
@@ -37,6 +38,9 @@ pub struct Shaped<T> {
     yielded: Option<Arc<AtomicBool>>,
     down: Option<TokenBucket>,
     up: Option<TokenBucket>,
+    /// The buckets' clock, on tokio's time (paused in tests); they count
+    /// only spans, so its epoch is the wrapper's creation.
+    clock: Clock,
     read_wait: Option<Pin<Box<Sleep>>>,
     write_wait: Option<Pin<Box<Sleep>>>,
 }
@@ -44,13 +48,15 @@ pub struct Shaped<T> {
 impl<T> Shaped<T> {
     /// `io` shaped by `link`'s rates (unshaped directions pass through).
     pub fn new(io: T, link: &LinkSpec) -> Self {
-        let now = tokio::time::Instant::now().into_std();
+        let clock = Clock::new(tokio::time::Instant::now().into_std());
+        let now = Time::ZERO;
         Self {
             io,
             turn: READ_TURN,
             yielded: None,
             down: (link.down_bps > 0.0).then(|| TokenBucket::new(link.down_bps, now)),
             up: (link.up_bps > 0.0).then(|| TokenBucket::new(link.up_bps, now)),
+            clock,
             read_wait: None,
             write_wait: None,
         }
@@ -74,9 +80,15 @@ impl<T> Shaped<T> {
     }
 }
 
+/// The time now on `clock`, read from tokio's clock (virtual when paused).
+fn tokio_now(clock: &Clock) -> Time {
+    clock.time_of(tokio::time::Instant::now().into_std())
+}
+
 /// Waits until `bucket` has tokens; `Ready(limit)` is the largest transfer
 /// to issue now.
 fn poll_tokens(
+    clock: &Clock,
     bucket: &mut Option<TokenBucket>,
     wait: &mut Option<Pin<Box<Sleep>>>,
     cx: &mut Context<'_>,
@@ -89,7 +101,7 @@ fn poll_tokens(
             ready!(s.as_mut().poll(cx));
             *wait = None;
         }
-        let w = b.wait(tokio::time::Instant::now().into_std());
+        let w = b.wait(tokio_now(clock));
         if w.is_zero() {
             return Poll::Ready(b.chunk());
         }
@@ -119,7 +131,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Shaped<T> {
             }
             return Poll::Pending;
         }
-        let limit = ready!(poll_tokens(&mut me.down, &mut me.read_wait, cx));
+        let limit = ready!(poll_tokens(&me.clock, &mut me.down, &mut me.read_wait, cx));
         if limit >= buf.remaining() {
             let before = buf.filled().len();
             let r = Pin::new(&mut me.io).poll_read(cx, buf);
@@ -152,7 +164,7 @@ impl<T> Shaped<T> {
         self.turn = self.turn.saturating_sub(n);
         if let Some(b) = self.down.as_mut() {
             if n > 0 {
-                b.consume(tokio::time::Instant::now().into_std(), n);
+                b.consume(tokio_now(&self.clock), n);
             }
         }
     }
@@ -165,10 +177,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Shaped<T> {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let me = self.get_mut();
-        let limit = ready!(poll_tokens(&mut me.up, &mut me.write_wait, cx));
+        let limit = ready!(poll_tokens(&me.clock, &mut me.up, &mut me.write_wait, cx));
         let n = ready!(Pin::new(&mut me.io).poll_write(cx, &data[..data.len().min(limit)]))?;
         if let Some(b) = me.up.as_mut() {
-            b.consume(tokio::time::Instant::now().into_std(), n);
+            b.consume(tokio_now(&me.clock), n);
         }
         Poll::Ready(Ok(n))
     }
