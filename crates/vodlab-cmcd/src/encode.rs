@@ -7,6 +7,9 @@ impl Cmcd {
     /// Every key set, as `(key, item)` in alphabetical order of the key
     /// (byte order), the item being `key=value` or the bare key of a true
     /// boolean. A decimal that is not finite is left out.
+    ///
+    /// `v=2` is added when a version-2 key is set and `v` is not
+    /// ([`Cmcd::versioned`]).
     pub fn items(&self) -> Vec<(&str, String)> {
         let mut out: Vec<(&str, String)> = Vec::new();
         let mut put = |key: &'static str, value: Option<String>| {
@@ -14,36 +17,55 @@ impl Cmcd {
                 out.push((key, format!("{key}={v}")));
             }
         };
-        put("br", self.br.map(|n| n.to_string()));
-        put("bl", self.bl.map(|n| n.to_string()));
-        put("cid", self.cid.as_deref().map(quote));
-        put("d", self.d.map(|n| n.to_string()));
-        put("dl", self.dl.map(|n| n.to_string()));
-        put("mtp", self.mtp.map(|n| n.to_string()));
-        put("nor", self.nor.as_deref().map(quote));
-        put("nrr", self.nrr.as_deref().map(quote));
+        let int = |n: Option<u64>| n.map(|n| n.to_string());
+        let string = |s: &Option<String>| s.as_deref().map(quote);
+        put("br", int(self.br));
+        put("d", int(self.d));
         put("ot", self.ot.map(|t| t.token().to_string()));
+        put("tb", int(self.tb));
+        put("tpb", int(self.tpb));
+        put("bl", int(self.bl));
+        put("dl", int(self.dl));
+        put("df", int(self.df));
+        put("ltc", int(self.ltc));
+        put("mtp", int(self.mtp));
+        put(
+            "nor",
+            match self.nor.as_slice() {
+                [] => None,
+                [one] => Some(quote(one)),
+                many => Some(format!(
+                    "({})",
+                    many.iter().map(|s| quote(s)).collect::<Vec<_>>().join(" ")
+                )),
+            },
+        );
+        put("nrr", string(&self.nrr));
+        put("pb", int(self.pb));
+        put("rc", int(self.rc));
+        put("sn", int(self.sn));
+        put("ts", int(self.ts));
+        put("ttfb", int(self.ttfb));
+        put("ttlb", int(self.ttlb));
+        put("url", string(&self.url));
+        put("cdn", string(&self.cdn));
+        put("cid", string(&self.cid));
+        put("msd", int(self.msd));
         put("pr", self.pr.and_then(decimal));
-        put("rtp", self.rtp.map(|n| n.to_string()));
         put("sf", self.sf.map(|t| t.token().to_string()));
-        put("sid", self.sid.as_deref().map(quote));
+        put("sid", string(&self.sid));
         put("st", self.st.map(|t| t.token().to_string()));
-        put("tb", self.tb.map(|n| n.to_string()));
-        put("v", self.v.map(|n| n.to_string()));
-        for (key, set) in [("bs", self.bs), ("su", self.su)] {
+        put("v", int(self.v.or_else(|| self.is_v2().then_some(2))));
+        put("e", self.e.map(|t| t.token().to_string()));
+        put("rtp", int(self.rtp));
+        put("sta", self.sta.map(|t| t.token().to_string()));
+        for (key, set) in [("bg", self.bg), ("bs", self.bs), ("su", self.su)] {
             if set {
                 out.push((key, key.to_string()));
             }
         }
         for (key, v) in &self.custom {
-            let item = match v {
-                Value::True => Some(key.clone()),
-                Value::Integer(i) => Some(format!("{key}={i}")),
-                Value::Decimal(d) => decimal(*d).map(|d| format!("{key}={d}")),
-                Value::String(s) => Some(format!("{key}={}", quote(s))),
-                Value::Token(t) => Some(format!("{key}={t}")),
-            };
-            if let Some(item) = item {
+            if let Some(item) = custom_item(key, v) {
                 out.push((key.as_str(), item));
             }
         }
@@ -105,7 +127,19 @@ impl Cmcd {
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-fn join(items: impl Iterator<Item = String>) -> String {
+/// `key=value` for a key this crate does not know (`key` alone for
+/// [`Value::True`]); `None` for a decimal that is not finite.
+pub(crate) fn custom_item(key: &str, v: &Value) -> Option<String> {
+    match v {
+        Value::True => Some(key.to_string()),
+        Value::Integer(i) => Some(format!("{key}={i}")),
+        Value::Decimal(d) => decimal(*d).map(|d| format!("{key}={d}")),
+        Value::String(s) => Some(format!("{key}={}", quote(s))),
+        Value::Token(t) => Some(format!("{key}={t}")),
+    }
+}
+
+pub(crate) fn join(items: impl Iterator<Item = String>) -> String {
     let mut out = String::new();
     for (i, item) in items.enumerate() {
         if i > 0 {
@@ -117,7 +151,7 @@ fn join(items: impl Iterator<Item = String>) -> String {
 }
 
 /// A string in double quotes, `"` and `\` escaped.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -131,7 +165,7 @@ fn quote(s: &str) -> String {
 }
 
 /// A decimal with its point (`2.0`, not `2`), `None` when not finite.
-fn decimal(d: f64) -> Option<String> {
+pub(crate) fn decimal(d: f64) -> Option<String> {
     if !d.is_finite() {
         return None;
     }
