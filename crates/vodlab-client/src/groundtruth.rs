@@ -56,8 +56,10 @@ pub struct Behaviour {
 /// What the server did with one request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Served {
-    /// Request path.
+    /// Request path (without the query).
     pub path: String,
+    /// Request target as sent: the path and its query.
+    pub target: String,
     /// First byte of the range asked for (0 without a range).
     pub range_start: u64,
     /// Connection number (accept order, from 0).
@@ -373,6 +375,7 @@ async fn serve_conn(
             log,
             Served {
                 path: path.clone(),
+                target: head.target.clone(),
                 range_start: start,
                 conn,
                 arrived,

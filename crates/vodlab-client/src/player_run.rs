@@ -106,6 +106,11 @@ pub struct PlayerRun {
     /// Keep the rendition timelines of the sessions with this many
     /// smallest ids (`--player-timelines`; 0: none).
     pub timelines: usize,
+    /// How the players send CMCD (`--cmcd`; the run's `--no-cmcd` wins).
+    pub cmcd: crate::core::cmcd::CmcdMode,
+    /// `rtp` = this multiple of `br`, rounded up to 100 kbit/s
+    /// (`--cmcd-rtp`); `None`: no `rtp`.
+    pub cmcd_rtp: Option<f64>,
 }
 
 /// Largest manifest or playlist body a player accepts, bytes.
@@ -133,6 +138,8 @@ impl PlayerRun {
             request_timeout: Duration::from_secs(30),
             p1203_dir: None,
             timelines: DEFAULT_TIMELINES,
+            cmcd: crate::core::cmcd::CmcdMode::Header,
+            cmcd_rtp: None,
         }
     }
 
@@ -150,6 +157,13 @@ impl PlayerRun {
         }
         if self.request_timeout.is_zero() {
             return Err("--player-timeout must be positive".into());
+        }
+        if let Some(m) = self.cmcd_rtp {
+            if !(m.is_finite() && m > 0.0 && m <= 1000.0) {
+                return Err(format!(
+                    "--cmcd-rtp must be a multiple of the bit rate above 0 and at most 1000, got {m}"
+                ));
+            }
         }
         // the buffer against a 1 ms segment: only the movie-free checks
         let probe = Movie::constant(1.0, &[1.0], 1);

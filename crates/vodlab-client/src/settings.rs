@@ -145,11 +145,11 @@ pub struct RunSettings {
     /// Ignore pacing and think times: every request as soon as the previous completes.
     #[cfg_attr(feature = "cli", arg(long))]
     pub no_pacing: bool,
-    /// Send no CMCD headers. By default a request of a session that knows
-    /// its bit rate carries CMCD (CTA-5004: `CMCD-Object: br,d,ot`,
+    /// Send no CMCD. By default a request of a session that knows its bit
+    /// rate carries CMCD headers (CTA-5004: `CMCD-Object: br,d,ot`,
     /// `CMCD-Request: bl` from the session's playout buffer, `CMCD-Session:
     /// sid`), as dash.js and hls.js can send it, and a closed-loop player's
-    /// requests carry its own state (also `tb`, `mtp`, `su`, `sf`, `st`);
+    /// requests carry its own state (`--cmcd` says how and lists the keys);
     /// `vodlab serve` paces and sizes prefetches by it.
     #[cfg_attr(feature = "cli", arg(long))]
     pub no_cmcd: bool,

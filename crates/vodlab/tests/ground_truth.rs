@@ -563,14 +563,19 @@ fn latency_from_schedule_is_the_true_lateness_in_every_late_pacing_mode() {
     }
 }
 
-/// A closed-loop DASH player (`--player dash`) against the ground-truth
-/// server holding its second segment 6 s: its start-up delay, its one
-/// stall and its length, and its segment count are what the server did.
-/// The player model (Sabre's) starts playback when the first segment
-/// arrives, so the stall runs from the end of the first segment's 4 s of
-/// media to the second segment's arrival.
-#[test]
-fn a_players_startup_and_stall_equal_what_the_server_did() {
+/// A closed-loop DASH player's run against the ground-truth server holding
+/// its second segment 6 s (`--abr throughput --no-abandon --max-segments
+/// 4`, one session), with `extra` flags.
+struct HeldRun {
+    _dir: tempfile::TempDir,
+    served: Vec<Served>,
+    results: serde_json::Value,
+    catalog: vodlab_workload::Catalog,
+    files: HashMap<String, u64>,
+    segment_s: f64,
+}
+
+fn held_player_run(extra: &[&str]) -> HeldRun {
     let t = tempfile::tempdir().unwrap();
     let w = t.path().join("w");
     common::vodlab_ok(&[
@@ -623,6 +628,7 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
             ..Behaviour::default()
         },
     );
+    let files = site.files.clone();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(GroundTruthServer::start(site)).unwrap();
     let out = t.path().join("r");
@@ -648,6 +654,7 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
             "--no-shaping",
             "--quiet",
         ])
+        .args(extra)
         .arg("-o")
         .arg(&out)
         .output()
@@ -658,31 +665,214 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let r = common::results(&out);
-    let p = &r["players"]["overall"];
+    let results = common::results(&out);
     let served = server.served();
-    let manifest = served.iter().find(|s| s.path.ends_with(".mpd")).unwrap();
-    let segs: Vec<&Served> = served.iter().filter(|s| s.path.ends_with(".m4s")).collect();
-    assert_eq!(segs.len(), 4, "{served:?}");
-    assert!(segs[1].path.ends_with("/00001.m4s"));
-    // every request told the server, in CMCD headers, what the player
-    // knew: the object, its rate, the top rate, the buffer, the throughput
-    // estimate, start-up, the format and one session id
+    let segs = served.iter().filter(|s| s.path.ends_with(".m4s")).count();
+    assert_eq!(segs, 4, "{served:?}");
+    HeldRun {
+        _dir: t,
+        served,
+        results,
+        catalog,
+        files,
+        segment_s,
+    }
+}
+
+/// The player's playback as the server saw it: segment `j` arrives whole
+/// when the server wrote its last byte, playback starts with the first
+/// (Sabre's model) and stalls while nothing is buffered.
+struct ServerPlayback {
+    arrivals: Vec<Instant>,
+    segment_s: f64,
+}
+
+impl ServerPlayback {
+    /// At `t`: (buffer level s, stall time so far s, the segment at the
+    /// playhead: the last one played during a stall; `None` before
+    /// playback).
+    fn at(&self, t: Instant) -> (f64, f64, Option<usize>) {
+        let Some(&start) = self.arrivals.first().filter(|a| **a <= t) else {
+            return (0.0, 0.0, None);
+        };
+        let (mut pos, mut stall, mut clock, mut have) = (0.0f64, 0.0f64, start, 1usize);
+        let mut play_to = |until: Instant, have: usize, pos: &mut f64, stall: &mut f64| {
+            let dt = (until - clock).as_secs_f64();
+            let available = have as f64 * self.segment_s;
+            if *pos + dt > available {
+                *stall += *pos + dt - available;
+                *pos = available;
+            } else {
+                *pos += dt;
+            }
+            clock = until;
+        };
+        for a in self.arrivals.iter().skip(1).filter(|a| **a <= t) {
+            play_to(*a, have, &mut pos, &mut stall);
+            have += 1;
+        }
+        play_to(t, have, &mut pos, &mut stall);
+        let level = have as f64 * self.segment_s - pos;
+        let head = ((pos / self.segment_s).floor() as usize).min(have - 1);
+        (level, stall, Some(head))
+    }
+}
+
+/// `rel` resolved against the directory of `base`.
+fn resolve(base: &str, rel: &str) -> String {
+    let mut dir: Vec<&str> = base.split('/').collect();
+    dir.pop();
+    let mut rest = rel;
+    while let Some(r) = rest.strip_prefix("../") {
+        dir.pop();
+        rest = r;
+    }
+    format!("{}/{rest}", dir.join("/"))
+}
+
+/// Every request of a [`held_player_run`] told the server, in CMCD, what
+/// the player knew, and each figure is what the server saw: the object, its
+/// rate (that of the representation its path names), the top rate, the
+/// buffer and the deadline, the throughput estimate, start-up, starvation
+/// since the previous request, the next object, the rendition playing, the
+/// previous response's timing and status, the content, format and one
+/// session id, `v=2` with the version-2 keys, and `rtp` = `MULT × br` up
+/// to 100 kbit/s with `--cmcd-rtp MULT`.
+fn check_player_cmcd(h: &HeldRun, rtp: Option<f64>) {
     use vodlab_cmcd::{ObjectType, StreamType, StreamingFormat};
-    let rates: Vec<u64> = catalog
+    let served = &h.served;
+    let rates: Vec<u64> = h
+        .catalog
         .representations
         .iter()
         .map(|r| r.bitrate_kbps.round() as u64)
         .collect();
+    // the ground truth of a path's rate: the representation it names
+    let rate_of = |path: &str| -> u64 {
+        let rep = path.rsplit('/').nth(1).unwrap();
+        let r = h
+            .catalog
+            .representations
+            .iter()
+            .find(|r| r.name == rep)
+            .unwrap_or_else(|| panic!("{path}: no representation {rep}"));
+        r.bitrate_kbps.round() as u64
+    };
+    let manifest = &served[0];
+    assert!(manifest.path.ends_with(".mpd"), "{served:?}");
+    let title = manifest.path.split('/').nth(1).unwrap().to_string();
+    let segs: Vec<&Served> = served.iter().filter(|s| s.path.ends_with(".m4s")).collect();
+    let playback = ServerPlayback {
+        arrivals: segs.iter().map(|s| s.done_at.unwrap()).collect(),
+        segment_s: h.segment_s,
+    };
     let sid = manifest.cmcd.sid.clone().expect("a session id");
-    for s in &served {
-        assert_eq!(s.cmcd.sid.as_ref(), Some(&sid), "{s:?}");
+    for (k, s) in served.iter().enumerate() {
+        let c = &s.cmcd;
+        assert_eq!(c.sid.as_ref(), Some(&sid), "{s:?}");
         assert_eq!(
-            (s.cmcd.sf, s.cmcd.st),
+            (c.sf, c.st),
             (Some(StreamingFormat::Dash), Some(StreamType::Vod)),
             "{s:?}"
         );
+        assert_eq!(c.cid.as_deref(), Some(title.as_str()), "{s:?}");
+        // real time: no pr; whole files: no nrr
+        assert_eq!((c.pr, &c.nrr), (None, &None), "{s:?}");
+        // v=2 exactly with a version-2 key: from the second request on
+        // (the previous response's timing)
+        assert_eq!(c.clone().versioned(), *c, "{s:?}");
+        assert_eq!(c.v, (k > 0).then_some(2), "{s:?}");
+        // the previous response, as the server gave it
+        if k == 0 {
+            assert_eq!((c.ttfb, c.ttlb, c.rc), (None, None, None), "{s:?}");
+        } else {
+            let prev = &served[k - 1];
+            assert_eq!(c.rc, Some(u64::from(prev.status)), "{s:?}");
+            let head = ms(prev.head_at.unwrap() - prev.arrived);
+            let last = ms(prev.done_at.unwrap() - prev.arrived);
+            for (key, got, truly) in [("ttfb", c.ttfb, head), ("ttlb", c.ttlb, last)] {
+                let got = got.unwrap_or_else(|| panic!("{key}: {s:?}")) as f64;
+                assert!(
+                    got >= truly - 1.0 && got <= truly + 100.0,
+                    "request {k} {key} {got} ms, server {truly} ms"
+                );
+            }
+        }
+        // bit rates: the object's from its path, rtp from it
+        let br = (c.ot != Some(ObjectType::Manifest)).then(|| rate_of(&s.path));
+        assert_eq!(c.br, br, "{s:?}");
+        assert_eq!(
+            c.rtp,
+            rtp.and_then(|m| br.map(|b| (m * b as f64 / 100.0).ceil() as u64 * 100)),
+            "{s:?}"
+        );
+        if k == 0 {
+            continue;
+        }
+        // the buffer, the deadline, starvation and the playhead at the
+        // request's arrival, as the server's deliveries played out
+        let (level_s, stall_s, head) = playback.at(s.arrived);
+        let level = level_s * 1e3;
+        let bl = c.bl.expect("bl") as f64;
+        let dl = c.dl.expect("dl") as f64;
+        // the client's request leaves a little before the server has it:
+        // its buffer is a little fuller then (bl to the nearest 100 ms, dl
+        // rounded down)
+        assert!(
+            bl >= level - 100.0 && bl <= level + 150.0,
+            "request {k}: bl {bl}, server {level}"
+        );
+        assert!(
+            dl <= level + 100.0 && dl >= level - 150.0 && dl % 100.0 == 0.0,
+            "request {k}: dl {dl}, server {level}"
+        );
+        let (_, stall_before, _) = playback.at(served[k - 1].arrived);
+        let starved = stall_s - stall_before;
+        if starved > 0.1 {
+            assert!(
+                c.bs,
+                "request {k}: starved {starved} s since the last: {c:?}"
+            );
+        } else if starved == 0.0 {
+            assert!(!c.bs, "request {k}: no starvation: {c:?}");
+        }
+        let early = playback.at(s.arrived - Duration::from_millis(100)).2;
+        let late = playback.at(s.arrived + Duration::from_millis(30)).2;
+        let pb = |i: Option<usize>| i.map(|i| rate_of(&segs[i].path));
+        assert!(
+            c.pb == pb(head) || c.pb == pb(early) || c.pb == pb(late),
+            "request {k}: pb {:?}, server's playhead {head:?}",
+            c.pb
+        );
+        if early == late {
+            assert_eq!(c.pb, pb(head), "request {k}");
+        }
+        // the next object: the next segment of the same rendition
+        let nor = match c.nor.as_slice() {
+            [one] => resolve(&s.path, one),
+            other => panic!("request {k}: nor {other:?}"),
+        };
+        assert!(h.files.contains_key(&nor), "request {k}: nor {nor}");
+        if c.ot == Some(ObjectType::Init) {
+            assert_eq!(nor, served[k + 1].path, "request {k}");
+        } else {
+            let name = s.path.rsplit('/').next().unwrap();
+            let i: usize = name.trim_end_matches(".m4s").parse().unwrap();
+            assert_eq!(nor, resolve(&s.path, &format!("{:05}.m4s", i + 1)));
+            if let Some(next) = served.get(k + 1) {
+                if next.path.rsplit('/').nth(1) == s.path.rsplit('/').nth(1) {
+                    assert_eq!(nor, next.path, "request {k}");
+                }
+            }
+        }
     }
+    // the stall: the request after the held segment's arrival says so
+    let held = served
+        .iter()
+        .position(|s| s.path.ends_with("/00001.m4s"))
+        .unwrap();
+    assert!(served[held + 1].cmcd.bs, "{:?}", served[held + 1]);
+    assert_eq!(served.iter().filter(|s| s.cmcd.bs).count(), 1, "{served:?}");
     assert_eq!(manifest.cmcd.ot, Some(ObjectType::Manifest));
     assert!(manifest.cmcd.su && manifest.cmcd.br.is_none());
     let inits: Vec<&Served> = served
@@ -695,22 +885,46 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
         assert_eq!(c.ot, Some(ObjectType::Video), "{s:?}");
         assert!(rates.contains(&c.br.expect("br")), "{c:?} not in {rates:?}");
         assert_eq!(c.tb, rates.iter().copied().max(), "{c:?}");
-        assert_eq!(c.d, Some((segment_s * 1000.0).round() as u64), "{c:?}");
+        assert_eq!(c.d, Some((h.segment_s * 1000.0).round() as u64), "{c:?}");
     }
     // the first segment: nothing buffered, not playing yet, no estimate
     assert_eq!(
-        (segs[0].cmcd.bl, segs[0].cmcd.su, segs[0].cmcd.mtp),
-        (Some(0), true, None)
+        (segs[0].cmcd.bl, segs[0].cmcd.dl, segs[0].cmcd.su),
+        (Some(0), Some(0), true)
     );
-    // the second leaves as the first arrives: playing, about one segment
-    // (4 s) buffered, a throughput measured
+    assert_eq!((segs[0].cmcd.mtp, segs[0].cmcd.pb), (None, None));
+    // the second leaves as the first arrives: playing it, about one
+    // segment (4 s) buffered, a throughput measured
     let c1 = &segs[1].cmcd;
     assert!(!c1.su && c1.mtp.is_some(), "{c1:?}");
+    assert_eq!(c1.pb, Some(rate_of(&segs[0].path)), "{c1:?}");
     let bl = c1.bl.expect("bl");
     assert!(
         (3_800..=4_000).contains(&bl),
         "buffer at the second request {bl} ms"
     );
+}
+
+/// A closed-loop DASH player (`--player dash`) against the ground-truth
+/// server holding its second segment 6 s: its start-up delay, its one
+/// stall and its length, and its segment count are what the server did.
+/// The player model (Sabre's) starts playback when the first segment
+/// arrives, so the stall runs from the end of the first segment's 4 s of
+/// media to the second segment's arrival. Its CMCD, in headers (the
+/// default), is its state as the server saw it ([`check_player_cmcd`]).
+#[test]
+fn a_players_startup_and_stall_equal_what_the_server_did() {
+    let h = held_player_run(&[]);
+    let (r, served, segment_s) = (&h.results, &h.served, h.segment_s);
+    let p = &r["players"]["overall"];
+    let manifest = served.iter().find(|s| s.path.ends_with(".mpd")).unwrap();
+    let segs: Vec<&Served> = served.iter().filter(|s| s.path.ends_with(".m4s")).collect();
+    assert!(segs[1].path.ends_with("/00001.m4s"));
+    // header mode: no query
+    for s in served {
+        assert_eq!(s.target, s.path, "{s:?}");
+    }
+    check_player_cmcd(&h, None);
     assert_eq!(p["sessions"], 1, "{r}");
     assert_eq!(p["failed"], 0);
     assert_eq!(p["segments"], segs.len() as u64);
@@ -742,4 +956,31 @@ fn a_players_startup_and_stall_equal_what_the_server_did() {
         (got - stall_s).abs() <= 0.05,
         "stall {got} s, server {stall_s} s"
     );
+}
+
+/// `--cmcd query`: the same player's CMCD comes whole in one `CMCD` query
+/// parameter of each request (no header), with the same figures; with
+/// `--cmcd-rtp 2.5` each init and media request also asks for
+/// `rtp` = 2.5 × `br`, up to 100 kbit/s.
+#[test]
+fn a_players_cmcd_in_the_query_equals_its_state() {
+    let h = held_player_run(&["--cmcd", "query", "--cmcd-rtp", "2.5"]);
+    for s in &h.served {
+        let (path, query) = s.target.split_once('?').expect("a query");
+        assert_eq!(path, s.path);
+        assert!(query.starts_with("CMCD="), "{s:?}");
+        // every key the server read came in the query
+        assert_eq!(vodlab_cmcd::Cmcd::from_query(query), s.cmcd, "{s:?}");
+    }
+    check_player_cmcd(&h, Some(2.5));
+}
+
+/// `--cmcd off`: a player sends no CMCD at all.
+#[test]
+fn a_player_with_cmcd_off_sends_none() {
+    let h = held_player_run(&["--cmcd", "off"]);
+    for s in &h.served {
+        assert!(s.cmcd.is_empty(), "{s:?}");
+        assert_eq!(s.target, s.path, "{s:?}");
+    }
 }

@@ -67,6 +67,7 @@ async fn answer(
         log,
         Served {
             path: path.clone(),
+            target: target.to_string(),
             range_start: start,
             conn,
             arrived,

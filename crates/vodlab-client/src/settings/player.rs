@@ -4,6 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{flag, SettingsError};
+use crate::core::cmcd::CmcdMode;
 use crate::core::player::{AbrRule, PlayerConfig};
 use crate::player_run::{PlayerKind, PlayerRun};
 
@@ -74,6 +75,37 @@ pub struct PlayerSettings {
     /// timelines"). E.g. `--player-timelines 20`.
     #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = crate::player_run::DEFAULT_TIMELINES, requires = "player"))]
     pub player_timelines: usize,
+    /// How the players send CMCD (CTA-5004, docs/cmcd.md "What vodlab
+    /// does"): `header` in the `CMCD-Object`, `-Request`, `-Session` and
+    /// `-Status` headers, `query` as one percent-encoded `CMCD` query
+    /// parameter appended to each request's URL, `off` not at all
+    /// (`--no-cmcd` also turns it off). The keys come from the player's
+    /// own state: br, tb, d, ot, bl, dl, mtp, nor, nrr, su, bs, sf, st,
+    /// sid, cid, pr (when not 1), rtp (with --cmcd-rtp) and version 2's pb
+    /// and the previous response's ttfb, ttlb and rc (then `v=2`). E.g.
+    /// `--player dash --cmcd query` sends `GET
+    /// /t1/720p/00002.m4s?CMCD=bl%3D8000%2Cbr%3D2500%2C...`.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            default_value_t = CmcdMode::Header,
+            value_name = "header|query|off",
+            requires = "player",
+            conflicts_with = "no_cmcd"
+        )
+    )]
+    pub cmcd: CmcdMode,
+    /// Players also send `rtp`, the requested maximum throughput (the
+    /// player side of Sammy; `vodlab serve` caps its pacing by it): `rtp =
+    /// MULT × br` kbit/s rounded up to 100 kbit/s (CTA-5004's steps) on
+    /// every init and media request, `br` being the requested rendition's
+    /// bit rate. The simplest rule: a fixed multiple of the rendition's
+    /// rate, whatever the buffer (dash.js scales by a safety factor, 5 by
+    /// default). E.g. `--cmcd-rtp 5` sends `rtp=10500` with `br=2095`. Off
+    /// by default.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MULT", requires = "player"))]
+    pub cmcd_rtp: Option<f64>,
 }
 
 impl PlayerSettings {
@@ -105,6 +137,8 @@ impl PlayerSettings {
         run.max_segments = self.max_segments;
         run.request_timeout = Duration::from_secs_f64(self.player_timeout);
         run.timelines = self.player_timelines;
+        run.cmcd = self.cmcd;
+        run.cmcd_rtp = self.cmcd_rtp;
         if self.p1203 {
             let d = out_dir.join("p1203");
             std::fs::create_dir_all(&d).map_err(|source| SettingsError::Create {

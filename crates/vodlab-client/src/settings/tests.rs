@@ -178,3 +178,52 @@ fn start_at_takes_rfc3339_or_unix_seconds_and_refuses_the_past() {
     assert!(at("tomorrow").is_err());
     assert!(at("1800000000").is_err(), "years ahead");
 }
+
+/// `--cmcd header|query|off` and `--cmcd-rtp MULT` reach the players'
+/// settings; header by default; checked naming the flag.
+#[test]
+fn cmcd_mode_and_rtp_flags_reach_the_players() {
+    use crate::core::cmcd::CmcdMode;
+    use clap::Parser;
+    let base = ["w", "--target", "http://127.0.0.1:1", "--rate", "1"];
+    fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    }
+    let with = |extra: &[&'static str]| with(&base, extra);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |a: &RunSettings| a.player.config(dir.path()).unwrap().unwrap();
+    let a = parse(&with(&["--player", "dash"]));
+    assert_eq!((run(&a).cmcd, run(&a).cmcd_rtp), (CmcdMode::Header, None));
+    let a = parse(&with(&[
+        "--player",
+        "dash",
+        "--cmcd",
+        "query",
+        "--cmcd-rtp",
+        "5",
+    ]));
+    assert_eq!(
+        (run(&a).cmcd, run(&a).cmcd_rtp),
+        (CmcdMode::Query, Some(5.0))
+    );
+    let a = parse(&with(&["--player", "hls", "--cmcd", "off"]));
+    assert_eq!(run(&a).cmcd, CmcdMode::Off);
+    let a = parse(&with(&["--player", "dash", "--cmcd-rtp", "0"]));
+    let e = a.player.config(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("--cmcd-rtp"), "{e}");
+    for bad in [
+        with(&["--player", "dash", "--cmcd", "both"]),
+        with(&["--cmcd", "query"]),
+        with(&["--player", "dash", "--cmcd", "query", "--no-cmcd"]),
+    ] {
+        assert!(
+            Run::try_parse_from(["run"].iter().chain(&bad)).is_err(),
+            "{bad:?}"
+        );
+    }
+    for m in [CmcdMode::Header, CmcdMode::Query, CmcdMode::Off] {
+        assert_eq!(m.to_string().parse::<CmcdMode>(), Ok(m));
+    }
+}

@@ -25,6 +25,8 @@ pub struct PlayoutBuffer {
     started: bool,
     /// Segments played to the end.
     finished_segments: usize,
+    /// Level of the last segment played to the end.
+    last_played: Option<usize>,
     startup_ms: f64,
     rebuffer_ms: f64,
     rebuffer_events: u32,
@@ -45,6 +47,7 @@ impl PlayoutBuffer {
             fcc: 0.0,
             started: false,
             finished_segments: 0,
+            last_played: None,
             startup_ms: 0.0,
             rebuffer_ms: 0.0,
             rebuffer_events: 0,
@@ -64,6 +67,16 @@ impl PlayoutBuffer {
     /// True once the first segment has arrived.
     pub fn started(&self) -> bool {
         self.started
+    }
+
+    /// Level of the segment at the playhead: the head of the buffer, or
+    /// the last segment played when it is empty (a stall); `None` before
+    /// playback started.
+    pub fn playhead_level(&self) -> Option<usize> {
+        if !self.started {
+            return None;
+        }
+        self.contents.front().copied().or(self.last_played)
     }
 
     /// Plays `time` ms (Sabre's `deplete_buffer`): the head's remainder,
@@ -87,13 +100,13 @@ impl PlayoutBuffer {
                 return;
             }
             time -= self.segment_ms - self.fcc;
-            self.contents.pop_front();
+            self.last_played = self.contents.pop_front();
             self.finished_segments += 1;
             self.fcc = 0.0;
         }
         while time > 0.0 && !self.contents.is_empty() {
             if time >= self.segment_ms {
-                self.contents.pop_front();
+                self.last_played = self.contents.pop_front();
                 self.finished_segments += 1;
                 time -= self.segment_ms;
             } else {

@@ -203,6 +203,20 @@ pub struct Timing {
     pub ttfb_ms: f64,
 }
 
+/// A player's state at a point in time ([`Player::state_at`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlayerState {
+    /// Media buffered, ms.
+    pub buffer_ms: f64,
+    /// Level of the segment at the playhead (the last one played during a
+    /// stall); `None` before playback started.
+    pub playhead: Option<usize>,
+    /// Stall time so far, ms (start-up excluded).
+    pub rebuffer_ms: f64,
+    /// Playback has started (the first segment arrived).
+    pub playing: bool,
+}
+
 /// What to do, from [`Player::poll_action`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -385,6 +399,30 @@ impl Player {
     /// buffer is played out at the end of each phase).
     pub fn buffer_ms(&self) -> f64 {
         self.buffer.level_ms()
+    }
+
+    /// The player's state at `now` (session time, ms), for the CMCD of a
+    /// request leaving then: the buffer played out to `now` (during a
+    /// download or a wait the player plays it only at the phase's end; this
+    /// plays a copy), the level at the playhead and the stall time so far.
+    pub fn state_at(&self, now: f64) -> PlayerState {
+        let since = match &self.state {
+            State::Downloading(f) => Some(f.phase_start),
+            State::Waiting { since, .. } | State::Delaying { since, .. } => Some(*since),
+            State::Start | State::Idle => self.clock,
+            State::Done | State::Failed => None,
+        };
+        let elapsed = since.map_or(0.0, |s| now - s);
+        let mut buffer = std::borrow::Cow::Borrowed(&self.buffer);
+        if elapsed > GAP_EPS_MS {
+            buffer.to_mut().deplete(elapsed);
+        }
+        PlayerState {
+            buffer_ms: buffer.level_ms(),
+            playhead: buffer.playhead_level(),
+            rebuffer_ms: buffer.rebuffer_ms(),
+            playing: buffer.started(),
+        }
     }
 
     /// The throughput estimate, kbit/s.

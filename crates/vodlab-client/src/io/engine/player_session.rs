@@ -11,7 +11,7 @@
 //! (the next request opens one), with HTTP/2 the dropped stream is reset
 //! and the connection kept.
 
-use crate::core::cmcd::PlayerReport;
+use crate::core::cmcd::{next_request, CmcdMode, CmcdSession, PlayerReport, Response};
 use std::future::{poll_fn, Future};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,6 +59,19 @@ struct Io<'a> {
     index: u32,
     requests: u32,
     samples: Vec<RequestSample>,
+    /// How CMCD is sent (`--cmcd`; off with `--no-cmcd`).
+    mode: CmcdMode,
+    /// What CMCD remembers between requests (`bs`, the previous response).
+    cmcd: CmcdSession,
+    /// The title (`cid`).
+    title: Option<String>,
+}
+
+/// A request's target and CMCD: the path (with `?CMCD=...` in query mode)
+/// and the header lines (header mode).
+struct Target {
+    path: String,
+    headers: Vec<String>,
 }
 
 impl Io<'_> {
@@ -188,10 +201,12 @@ impl Io<'_> {
                     if matches!(c, Conn::H2(_)) {
                         self.conn = Some(c);
                     }
+                    self.cmcd.response(None);
                     self.record(sent, Err(ErrorKind::Other));
                     return Ok(Got::Abandoned);
                 }
                 Some(Err(_elapsed)) => {
+                    self.cmcd.response(None);
                     self.record(sent, Err(ErrorKind::Timeout));
                     return Err(E::Transfer {
                         path: path.to_string(),
@@ -203,6 +218,7 @@ impl Io<'_> {
                     if f.retryable && !got_bytes && attempt == 0 {
                         continue;
                     }
+                    self.cmcd.response(None);
                     self.record(sent, Err(f.kind));
                     return Err(failed(f));
                 }
@@ -211,15 +227,20 @@ impl Io<'_> {
                         self.conn = Some(c);
                     }
                     let ttfb = resp.ttfb.as_micros() as u64;
-                    self.record(
-                        sent,
-                        Ok((resp.body_bytes, resp.status, done.max(last), ttfb)),
-                    );
+                    let end = done.max(last);
+                    self.record(sent, Ok((resp.body_bytes, resp.status, end, ttfb)));
                     if abandon.load(Ordering::Relaxed) {
                         // the last read completed it, but the player had
                         // already given it up
+                        self.cmcd.response(None);
                         return Ok(Got::Abandoned);
                     }
+                    // measured here, at the edge; reported with the next request
+                    self.cmcd.response(Some(Response {
+                        ttfb_ms: resp.ttfb.as_secs_f64() * 1e3,
+                        ttlb_ms: end.saturating_duration_since(sent).as_secs_f64() * 1e3,
+                        status: resp.status,
+                    }));
                     return Ok(Got::Done(resp.status));
                 }
             }
@@ -227,18 +248,36 @@ impl Io<'_> {
         unreachable!("the loop returns on its second attempt")
     }
 
-    /// The CMCD header lines of a request (`--no-cmcd`: none): `report`
-    /// with this session's format and id.
-    fn cmcd(&self, mut report: PlayerReport) -> Vec<String> {
-        if !self.ctx.cfg.cmcd {
-            return Vec::new();
-        }
+    /// The target and CMCD of a request for `path` leaving now, while the
+    /// player's stall time so far is `rebuffer_ms`: `report` with this
+    /// session's format, id, title, `rtp` rule, starvation since its last
+    /// request and previous response, as headers or in the query
+    /// (`--cmcd`), or none (`--cmcd off`, `--no-cmcd`).
+    fn target(&mut self, path: &str, mut report: PlayerReport, rebuffer_ms: f64) -> Target {
+        let (starved, previous) = self.cmcd.request(rebuffer_ms);
+        report.starved = starved;
+        report.previous = previous;
         report.format = match self.run.kind {
             crate::player_run::PlayerKind::Dash => StreamingFormat::Dash,
             crate::player_run::PlayerKind::Hls => StreamingFormat::Hls,
         };
         report.session = self.id;
-        report.headers()
+        report.content_id.clone_from(&self.title);
+        report.rtp_multiplier = self.run.cmcd_rtp;
+        match self.mode {
+            CmcdMode::Header => Target {
+                path: path.to_string(),
+                headers: report.headers(),
+            },
+            CmcdMode::Query => Target {
+                path: report.with_query(path),
+                headers: Vec::new(),
+            },
+            CmcdMode::Off => Target {
+                path: path.to_string(),
+                headers: Vec::new(),
+            },
+        }
     }
 
     /// GETs a manifest or playlist body (at most [`MAX_MANIFEST_BYTES`]).
@@ -252,19 +291,15 @@ impl Io<'_> {
                 too_big = true;
             }
         };
-        let cmcd = self.cmcd(PlayerReport {
+        // before the player exists: starting up, nothing buffered or stalled
+        let report = PlayerReport {
             object: ObjectType::Manifest,
-            br_kbps: None,
-            top_kbps: None,
-            duration_ms: None,
-            buffer_ms: None,
-            measured_kbps: None,
             startup: true,
-            format: StreamingFormat::Other,
-            session: 0,
-        });
+            ..PlayerReport::default()
+        };
+        let t = self.target(path, report, 0.0);
         let got = self
-            .get(path, None, &cmcd, &mut sink, &mut |_, _| false)
+            .get(&t.path, None, &t.headers, &mut sink, &mut |_, _| false)
             .await?;
         let status = match got {
             Got::Done(s) => s,
@@ -395,6 +430,13 @@ pub(super) async fn run_player_session(
         index: index as u32,
         requests: 0,
         samples: Vec::new(),
+        mode: if ctx.cfg.cmcd {
+            run.cmcd
+        } else {
+            CmcdMode::Off
+        },
+        cmcd: CmcdSession::new(),
+        title: session.header.title.clone(),
     };
     let mut outcome = PlayerSessionOutcome {
         class: class.to_string(),
@@ -511,18 +553,36 @@ async fn play(
     let mut init_done = vec![false; pres.levels.len()];
     let rates = parsed.movie.bitrates_kbps.clone();
     let top_kbps = rates.iter().copied().reduce(f64::max);
-    // what the player's request tells the server (CMCD), from its state now
-    // (format and session filled by `Io::cmcd`)
-    let report = |player: &Player, object: ObjectType, quality: usize| PlayerReport {
-        object,
-        br_kbps: rates.get(quality).copied(),
-        top_kbps,
-        duration_ms: (object == ObjectType::Video).then_some(segment_ms),
-        buffer_ms: Some(player.buffer_ms()),
-        measured_kbps: player.throughput_estimate(),
-        startup: player.playback_start_ms().is_none(),
-        format: StreamingFormat::Other,
-        session: 0,
+    // what the player's request for `url` tells the server (CMCD), from its
+    // state at `now` (session-wide keys filled by `Io::target`), and the
+    // player's stall time so far; `next`: the object after it (the next
+    // segment of the same rendition)
+    let report = |player: &Player,
+                  now: f64,
+                  object: ObjectType,
+                  quality: usize,
+                  url: &str,
+                  next: Option<&vodlab_manifest::SegmentRef>| {
+        let state = player.state_at(now);
+        let (nor, nrr) = next.map_or((None, None), |n| {
+            next_request(url, (n.url.as_str(), n.range))
+        });
+        let r = PlayerReport {
+            object,
+            br_kbps: rates.get(quality).copied(),
+            top_kbps,
+            duration_ms: (object == ObjectType::Video).then_some(segment_ms),
+            buffer_ms: Some(state.buffer_ms),
+            measured_kbps: player.throughput_estimate(),
+            startup: !state.playing,
+            // Sabre's player plays at real time
+            playback_rate: 1.0,
+            next_object: nor,
+            next_range: nrr,
+            playhead_kbps: state.playhead.and_then(|q| rates.get(q).copied()),
+            ..PlayerReport::default()
+        };
+        (r, state.rebuffer_ms)
     };
     let result = loop {
         let now = Instant::now();
@@ -550,11 +610,25 @@ async fn play(
                 let level = &pres.levels[quality];
                 if !init_done[quality] {
                     if let Some(init) = &level.init {
-                        let cmcd = io.cmcd(report(&player, ObjectType::Init, quality));
+                        // after the init segment: the media segment
+                        let next = level.segments.get(index);
+                        let (r, stalled) = report(
+                            &player,
+                            ms(Instant::now()),
+                            ObjectType::Init,
+                            quality,
+                            &init.url,
+                            next,
+                        );
+                        let t = io.target(&init.url, r, stalled);
                         let got = io
-                            .get(&init.url, init.range, &cmcd, &mut |_, _| {}, &mut |_, _| {
-                                false
-                            })
+                            .get(
+                                &t.path,
+                                init.range,
+                                &t.headers,
+                                &mut |_, _| {},
+                                &mut |_, _| false,
+                            )
                             .await;
                         match got {
                             Ok(Got::Done(s)) if s == 200 || s == 206 => {}
@@ -578,7 +652,16 @@ async fn play(
                     init_done[quality] = true;
                 }
                 let seg = &level.segments[index];
-                let cmcd = io.cmcd(report(&player, ObjectType::Video, quality));
+                let next = level.segments.get(index + 1);
+                let (r, stalled) = report(
+                    &player,
+                    ms(Instant::now()),
+                    ObjectType::Video,
+                    quality,
+                    &seg.url,
+                    next,
+                );
+                let t = io.target(&seg.url, r, stalled);
                 let mut received = 0u64;
                 let mut gave_up = false;
                 let mut on_read = |at: Instant, n: u64| {
@@ -601,7 +684,7 @@ async fn play(
                     gave_up
                 };
                 let got = io
-                    .get(&seg.url, seg.range, &cmcd, &mut |_, _| {}, &mut on_read)
+                    .get(&t.path, seg.range, &t.headers, &mut |_, _| {}, &mut on_read)
                     .await;
                 let now = ms(Instant::now());
                 match got {
