@@ -792,8 +792,12 @@ fn check_player_cmcd(h: &HeldRun, rtp: Option<f64>) {
             let last = ms(prev.done_at.unwrap() - prev.arrived);
             for (key, got, truly) in [("ttfb", c.ttfb, head), ("ttlb", c.ttlb, last)] {
                 let got = got.unwrap_or_else(|| panic!("{key}: {s:?}")) as f64;
+                // the server stamps a time after its write returns: on a
+                // loaded machine the client can read the bytes before the
+                // server's thread runs again (1.5 ms seen), hence the slack
+                // below; above, the client's own scheduling and the loopback
                 assert!(
-                    got >= truly - 1.0 && got <= truly + 100.0,
+                    got >= truly - 5.0 && got <= truly + 100.0,
                     "request {k} {key} {got} ms, server {truly} ms"
                 );
             }
