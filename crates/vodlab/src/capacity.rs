@@ -15,9 +15,6 @@ use vodlab_lab::settings::SearchDefaults;
 use vodlab_lab::{Interrupter, Outcome, RunObserver, SearchObserver, Verdict};
 
 pub use vodlab_lab::capacity_run::CapacityArgs;
-// kept reachable for the binary's other commands
-#[allow(unused_imports)]
-pub(crate) use vodlab_lab::settings::within_int;
 
 /// The process's one interrupter: Ctrl-C or SIGTERM stops the run in
 /// progress (it writes its results) and every later one, in every runner,

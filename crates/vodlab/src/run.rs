@@ -4,7 +4,6 @@
 
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -30,12 +29,6 @@ fn status(e: RunError) -> anyhow::Error {
 /// is measured.
 pub(crate) fn reachable(target: &str, addr: SocketAddr) -> anyhow::Result<()> {
     vodlab_client::command::reachable(target, addr).map_err(status)
-}
-
-/// Writes results.json and summary.txt into `dir`.
-#[allow(dead_code)] // for the commands that write a run's results
-pub(crate) fn write_results(dir: &Path, r: &Results) -> anyhow::Result<()> {
-    Ok(r.write(dir)?)
 }
 
 /// What `vodlab run` shows: the plan and progress (unless `--quiet`);
