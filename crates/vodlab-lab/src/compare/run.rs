@@ -28,7 +28,7 @@ use crate::diskd::{DiskDaemon, DiskSpec};
 use crate::hwbox::{describe, BoxError, BoxSpec, HwBox, Usage};
 use crate::point::error_chain;
 use crate::point::Interrupter;
-use crate::runner::{unix_now, SearchObserver};
+use crate::runner::{unix_now, PointRunner, SearchObserver};
 use crate::search::{Answer, RunExtra, Search, SearchConfig};
 use crate::servers::{ServerSetup, ServerSpec};
 use crate::settings::within_int;
@@ -503,20 +503,7 @@ fn one_server(
     vodlab_fileset::cool(root, env.catalog)?;
     let b = spec.map(HwBox::create).transpose()?;
     let procs = RefCell::new(Procs::start(&setup, b.as_ref(), &row.label)?);
-    let mut runner = runner(
-        &a.workload,
-        &proto.target,
-        false,
-        &proto.search,
-        sdir,
-        env.exe,
-        (env.interrupter)(),
-        obs,
-    )?;
-    if let Some(backend) = setup.backend {
-        // a proxy's statistics are its vodlab serve backend's
-        runner.stats_from(backend);
-    }
+    let mut runner = row_runner(a, env, proto, sdir, setup.backend, obs)?;
     let mut search = Search::new(cfg)?;
     let dev = crate::hwbox::Dev::of_path(root).ok();
     let started = unix_now();
@@ -543,14 +530,7 @@ fn one_server(
         },
     );
     drop(procs);
-    let res = res.map_err(|e| error_chain(&e));
-    let stop = runner.stop_of(&res);
-    runner.write_capacity(&search, stop.as_ref(), Some(row.label.clone()), started)?;
-    runner.finish();
-    if let Some(mut b) = b {
-        b.teardown()?;
-    }
-    Ok((search, stop))
+    finish_row(runner, search, res, row, started, b)
 }
 
 /// The sequential-read bound on the emulated drive: `vodlab fileset seqread`
@@ -678,20 +658,7 @@ fn one_server_disk(
     };
     // up once before the runner asks whether the target is a vodlab serve
     restart()?;
-    let mut runner = runner(
-        &a.workload,
-        &proto.target,
-        false,
-        &proto.search,
-        sdir,
-        env.exe,
-        (env.interrupter)(),
-        obs,
-    )?;
-    if let Some(backend) = setup.backend {
-        // a proxy's statistics are its vodlab serve backend's
-        runner.stats_from(backend);
-    }
+    let mut runner = row_runner(a, env, proto, sdir, setup.backend, obs)?;
     let mut search = Search::new(cfg)?;
     let started = unix_now();
     let before = Cell::new(None);
@@ -726,6 +693,45 @@ fn one_server_disk(
         },
     );
     live.borrow_mut().stop();
+    finish_row(runner, search, res, row, started, b)
+}
+
+/// The point runner of one row's search, against the row's target; a
+/// proxy's statistics are read from its `vodlab serve` backend.
+fn row_runner(
+    a: &CompareArgs,
+    env: &Env,
+    proto: &Proto,
+    sdir: &Path,
+    backend: Option<SocketAddr>,
+    obs: &mut impl SearchObserver,
+) -> Result<PointRunner, CompareError> {
+    let mut runner = runner(
+        &a.workload,
+        &proto.target,
+        false,
+        &proto.search,
+        sdir,
+        env.exe,
+        (env.interrupter)(),
+        obs,
+    )?;
+    if let Some(backend) = backend {
+        runner.stats_from(backend);
+    }
+    Ok(runner)
+}
+
+/// Ends one row's search: its capacity.json (with why it stopped, if it
+/// stopped early) and the box torn down.
+fn finish_row(
+    runner: PointRunner,
+    search: Search,
+    res: Result<Answer, CompareError>,
+    row: &ServerSpec,
+    started: f64,
+    b: Option<HwBox>,
+) -> Result<(Search, Option<Stop>), CompareError> {
     let res = res.map_err(|e| error_chain(&e));
     let stop = runner.stop_of(&res);
     runner.write_capacity(&search, stop.as_ref(), Some(row.label.clone()), started)?;
