@@ -111,6 +111,9 @@ pub struct PlayerRun {
     /// `rtp` = this multiple of `br`, rounded up to 100 kbit/s
     /// (`--cmcd-rtp`); `None`: no `rtp`.
     pub cmcd_rtp: Option<f64>,
+    /// Cap the player's choice at the server's CMSD `mb`
+    /// (`--honour-cmsd`).
+    pub honour_cmsd: bool,
 }
 
 /// Largest manifest or playlist body a player accepts, bytes.
@@ -140,6 +143,7 @@ impl PlayerRun {
             timelines: DEFAULT_TIMELINES,
             cmcd: crate::core::cmcd::CmcdMode::Header,
             cmcd_rtp: None,
+            honour_cmsd: false,
         }
     }
 

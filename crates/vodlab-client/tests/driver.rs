@@ -70,6 +70,7 @@ fn response_for(r: &Request, ttfb: Duration, keep_alive: bool) -> Response {
                 content_range: Some((g.start, end, Some(end + 1))),
                 ttfb,
                 keep_alive,
+                cmsd_dynamic: None,
             }
         }
         None => Response {
@@ -79,6 +80,7 @@ fn response_for(r: &Request, ttfb: Duration, keep_alive: bool) -> Response {
             content_range: None,
             ttfb,
             keep_alive,
+            cmsd_dynamic: None,
         },
     }
 }

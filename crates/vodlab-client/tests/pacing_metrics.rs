@@ -71,6 +71,7 @@ fn drive(s: &Session, cfg: DriverConfig, t0: Time, reads: &[(f64, u64)]) -> Outc
                         content_range: None,
                         ttfb: Duration::from_millis(1),
                         keep_alive: true,
+                        cmsd_dynamic: None,
                     };
                     d.handle(now, Event::Response { conn, response });
                 }
@@ -354,6 +355,7 @@ fn the_link_delay_shifts_arrivals() {
                         content_range: None,
                         ttfb: Duration::from_millis(10),
                         keep_alive: true,
+                        cmsd_dynamic: None,
                     };
                     d.handle(now, Event::Response { conn, response });
                 }

@@ -55,6 +55,7 @@ fn drive(s: &Session, start: f64, t0: Time, p: Protocol, h2: &H2Settings) -> Sch
                         content_range: None,
                         ttfb: Duration::from_millis(1),
                         keep_alive: true,
+                        cmsd_dynamic: None,
                     };
                     pending.push((
                         now + Duration::from_secs_f64(RESPONSE_S),

@@ -597,3 +597,16 @@ fn error_messages_say_what_was_wrong() {
         "connection closed after 3 body bytes of a chunked body"
     );
 }
+
+#[test]
+fn cmsd_dynamic_is_kept_and_its_field_lines_joined() {
+    let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCMSD-Dynamic: \"origin\";rd=3 \r\ncmsd-dynamic:\"edge\";mb=800\r\n\r\n";
+    let (r, _, dec) = one(wire, false);
+    assert_eq!(r.unwrap().state, Decoded::Complete);
+    assert_eq!(dec.cmsd_dynamic(), Some("\"origin\";rd=3,\"edge\";mb=800"));
+    // skipped on an interim head, absent when not sent
+    let wire = b"HTTP/1.1 103 Early Hints\r\nCMSD-Dynamic: \"x\"\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    let (r, _, dec) = one(wire, false);
+    assert_eq!(r.unwrap().state, Decoded::Complete);
+    assert_eq!(dec.cmsd_dynamic(), None);
+}

@@ -210,6 +210,9 @@ pub struct Config {
     /// ([`Config::compress_time`]); the `bitrates` catalog's rates are
     /// multiplied by it when loaded. 1: nominal time.
     pub time_compression: f64,
+    /// CMSD on responses with a file (`serve --cmsd`, `[cmsd]`; docs/cmcd.md);
+    /// `None`: off.
+    pub cmsd: Option<crate::cmsd::CmsdSettings>,
     // --- TLS and HTTP/2 (crate::tls, crate::h2) ---
     /// TLS: certificate, record sizing, ALPN (`[tls]`).
     pub tls: tls::TlsSettings,
@@ -247,6 +250,7 @@ impl Default for Config {
             bitrates: None,
             default_bitrate_kbps: None,
             time_compression: 1.0,
+            cmsd: None,
             // TLS and HTTP/2
             tls: tls::TlsSettings::default(),
             h2: h2::H2Settings::default(),
@@ -277,6 +281,10 @@ impl Config {
             "root",
             "must not be empty",
         )?;
+        if let Some(c) = &self.cmsd {
+            c.validate()
+                .map_err(|why| ConfigError::Range { field: "cmsd", why })?;
+        }
         range(
             (1..=defaults::MAX_HELPERS_PER_DEVICE).contains(&self.helpers_per_device),
             "helpers_per_device",

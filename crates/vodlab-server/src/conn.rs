@@ -261,6 +261,7 @@ impl Conn<'_> {
             conn: self.id,
             keep_alive: keep,
             can_pace,
+            arrived: t0,
         };
         let prep = prepare(self.st, head, fe);
         let p = &prep.plan;

@@ -319,6 +319,7 @@ async fn stream(
         keep_alive: true,
         // kernel-mode pacing is per socket: not for a stream
         can_pace: st.cfg.pace_mode == PaceMode::User,
+        arrived: t0,
     };
     let prep = prepare(st, &head, fe);
     let p = &prep.plan;

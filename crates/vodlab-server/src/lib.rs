@@ -26,6 +26,7 @@ mod access;
 mod asap;
 pub mod bitrate;
 mod body_pool;
+pub mod cmsd;
 pub mod config;
 mod conn;
 mod conn_io;

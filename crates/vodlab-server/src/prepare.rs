@@ -17,14 +17,18 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use vodlab_cmcd::Cmcd;
 use vodlab_http::server::Head;
 
 use crate::access::count;
 use crate::asap::FileCtx;
-use crate::bitrate::{request_bitrate, response_rate, Bitrate, ResponseRate};
-use crate::plan::{self, Body, PlanCtx, ResponsePlan, Route};
+use vodlab_cmcd::cmsd::{DYNAMIC, STATIC};
+
+use crate::bitrate::{request_bitrate, response_rate, Bitrate, RateSource, ResponseRate};
+use crate::cmsd::{etp_kbps, headers, CmsdSettings, Load, Object};
+use crate::plan::{self, Body, PlanCtx, ResponseKind, ResponsePlan, Route};
 use crate::state::State;
 
 /// What the front end answering a request tells the prelude.
@@ -37,6 +41,8 @@ pub(crate) struct FrontEnd {
     /// Whether this transport can pace a file body in the configured pace
     /// mode (HTTP/1.1: not user mode over TLS; HTTP/2: user mode only).
     pub(crate) can_pace: bool,
+    /// When the request's head arrived (CMSD's `rd` counts from it).
+    pub(crate) arrived: Instant,
 }
 
 /// The file a response is sent from.
@@ -112,6 +118,37 @@ pub(crate) fn catalog_path(root: &Path, file: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// Adds `CMSD-Static` and `CMSD-Dynamic` to a response with a file
+/// ([`crate::cmsd::headers`]), from the server's counters and the time
+/// since the request's head arrived.
+fn write_cmsd(
+    st: &State,
+    c: &CmsdSettings,
+    plan: &mut ResponsePlan,
+    path: &str,
+    cmcd: &Cmcd,
+    bitrate: Option<Bitrate>,
+    arrived: Instant,
+) {
+    let open = st.counters.open.load(Ordering::Relaxed);
+    let bytes = st.counters.bytes.load(Ordering::Relaxed);
+    let load = Load {
+        etp_kbps: etp_kbps(bytes, st.started.elapsed().as_secs_f64(), open),
+        rd_ms: arrived.elapsed().as_millis() as u64,
+        open_connections: open,
+    };
+    let obj = Object {
+        path,
+        cmcd,
+        br_kbps: bitrate
+            .filter(|b| b.source != RateSource::Default)
+            .map(|b| b.kbps),
+    };
+    let (s, d) = headers(c, obj, load);
+    plan.head.push(STATIC, s);
+    plan.head.push(DYNAMIC, d);
+}
+
 /// Routes, opens, plans and counts one request, and decides its bit rate
 /// and pacing (see the module note).
 pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
@@ -125,7 +162,8 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
     let mut file = None;
     let mut cmcd = Cmcd::default();
     let mut bitrate = None;
-    let plan = match plan::route(head, &st.root.path) {
+    let mut catalog_key = String::new();
+    let mut plan = match plan::route(head, &st.root.path) {
         Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
         Route::Stats => {
             let json = serde_json::to_string_pretty(&st.stats()).expect("stats") + "\n";
@@ -134,9 +172,10 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
         Route::File(path) => match st.root.open_file(&path) {
             Ok((f, meta)) => {
                 cmcd = Cmcd::from_request(&head.target, |name| head.header(name));
+                catalog_key = catalog_path(&st.root.path, &path);
                 bitrate = request_bitrate(
                     &cmcd,
-                    &catalog_path(&st.root.path, &path),
+                    &catalog_key,
                     st.bitrates.as_ref(),
                     st.cfg.default_bitrate_kbps,
                 );
@@ -155,6 +194,14 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
             }
         },
     };
+    if let Some(c) = &st.cfg.cmsd {
+        if matches!(
+            plan.kind,
+            ResponseKind::Full | ResponseKind::Range | ResponseKind::Multipart
+        ) {
+            write_cmsd(st, c, &mut plan, &catalog_key, &cmcd, bitrate, fe.arrived);
+        }
+    }
     count(st, &plan);
     let pace = match pace_of(st.cfg.paced(), fe.can_pace, &plan, bitrate, &cmcd) {
         Pace::At(rate) => Some(rate),
@@ -175,7 +222,6 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bitrate::RateSource;
     use crate::plan::{FileKind, FileMeta};
 
     fn head(text: &str) -> Head {

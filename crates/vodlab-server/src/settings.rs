@@ -217,6 +217,26 @@ pub struct ServeArgs {
     /// `vodlab box --time-compression`), else 1.
     #[cfg_attr(feature = "cli", arg(long, value_name = "K"))]
     pub time_compression: Option<f64>,
+    /// Write CMSD (CTA-5006) on every response with a file (200, 206):
+    /// `CMSD-Static` (ot, d, br, st=v) and `CMSD-Dynamic` (this server's
+    /// name with etp, rd and, with --cmsd-mb, mb) (docs/cmcd.md).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub cmsd: bool,
+    /// The server name of the CMSD-Dynamic hop (with --cmsd).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "NAME", default_value = crate::cmsd::DEFAULT_NAME)
+    )]
+    pub cmsd_name: String,
+    /// CMSD-Dynamic `mb`: the maximum bit rate (kbit/s) the server suggests
+    /// players request, sent on every response (with
+    /// --cmsd-load-connections, only under load). Multiplied by
+    /// --time-compression. Default: not sent.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "KBPS", requires = "cmsd"))]
+    pub cmsd_mb: Option<u64>,
+    /// Send --cmsd-mb only while more than N connections are open.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", requires = "cmsd_mb"))]
+    pub cmsd_load_connections: Option<u64>,
     /// TLS and HTTP/2 (docs/serve.md).
     #[cfg_attr(feature = "cli", command(flatten))]
     pub proto: ProtoArgs,
@@ -351,6 +371,11 @@ impl ServeArgs {
             pace_mss: self.pace_mss,
             bitrates: self.bitrates.clone(),
             default_bitrate_kbps: self.default_bitrate,
+            cmsd: self.cmsd.then(|| crate::cmsd::CmsdSettings {
+                name: self.cmsd_name.clone(),
+                mb_kbps: self.cmsd_mb,
+                load_connections: self.cmsd_load_connections,
+            }),
             ..Config::default()
         };
         cfg.validate()?;
@@ -592,5 +617,39 @@ mod tests {
             (c.io, c.idle_timeout),
             (IoMode::Vanilla, Duration::from_secs(5))
         );
+    }
+
+    #[test]
+    fn cmsd_flags() {
+        assert_eq!(parse(&[]).unwrap().cmsd, None);
+        let c = parse(&["--cmsd"]).unwrap().cmsd.unwrap();
+        assert_eq!(c, crate::cmsd::CmsdSettings::default());
+        let c = parse(&[
+            "--cmsd",
+            "--cmsd-name",
+            "edge-1",
+            "--cmsd-mb",
+            "1500",
+            "--cmsd-load-connections",
+            "4",
+        ])
+        .unwrap()
+        .cmsd
+        .unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.mb_kbps, c.load_connections),
+            ("edge-1", Some(1500), Some(4))
+        );
+        assert!(parse(&["--cmsd-mb", "1500"]).is_err(), "needs --cmsd");
+        assert!(parse(&["--cmsd", "--cmsd-load-connections", "4"]).is_err());
+        assert!(parse(&["--cmsd", "--cmsd-mb", "0"])
+            .unwrap_err()
+            .contains("cmsd"));
+        assert!(parse(&["--cmsd", "--cmsd-name", ""])
+            .unwrap_err()
+            .contains("cmsd"));
+        // mb is a bit rate: multiplied by the time compression
+        let c = parse(&["--cmsd", "--cmsd-mb", "1500", "--time-compression", "4"]).unwrap();
+        assert_eq!(c.cmsd.unwrap().mb_kbps, Some(6000));
     }
 }

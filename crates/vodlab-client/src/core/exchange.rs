@@ -181,4 +181,6 @@ pub struct Response {
     pub ttfb: Duration,
     /// The connection may be reused.
     pub keep_alive: bool,
+    /// The `CMSD-Dynamic` header's value (CTA-5006), when sent.
+    pub cmsd_dynamic: Option<String>,
 }

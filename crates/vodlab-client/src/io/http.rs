@@ -300,6 +300,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             ttfb: ttfb.unwrap_or_else(|| sent.elapsed()),
             // bytes beyond the response on a connection that closes are discarded with it
             keep_alive: head.keep_alive && !stopped,
+            cmsd_dynamic: dec.cmsd_dynamic().map(str::to_owned),
         })
     }
 }

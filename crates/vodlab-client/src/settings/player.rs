@@ -106,6 +106,14 @@ pub struct PlayerSettings {
     /// by default.
     #[cfg_attr(feature = "cli", arg(long, value_name = "MULT", requires = "player"))]
     pub cmcd_rtp: Option<f64>,
+    /// Players honour the server's CMSD (CTA-5006; `vodlab serve --cmsd`):
+    /// each response's `CMSD-Dynamic` `mb` (the last hop's that sends one)
+    /// caps the bit rate of the player's next choices at the highest
+    /// rendition at or below it (the lowest when none is) until a response
+    /// without `mb` lifts it. `etp` is not used (docs/cmcd.md). Off by
+    /// default.
+    #[cfg_attr(feature = "cli", arg(long, requires = "player"))]
+    pub honour_cmsd: bool,
 }
 
 impl PlayerSettings {
@@ -139,6 +147,7 @@ impl PlayerSettings {
         run.timelines = self.player_timelines;
         run.cmcd = self.cmcd;
         run.cmcd_rtp = self.cmcd_rtp;
+        run.honour_cmsd = self.honour_cmsd;
         if self.p1203 {
             let d = out_dir.join("p1203");
             std::fs::create_dir_all(&d).map_err(|source| SettingsError::Create {

@@ -210,12 +210,16 @@ fn cmcd_mode_and_rtp_flags_reach_the_players() {
     );
     let a = parse(&with(&["--player", "hls", "--cmcd", "off"]));
     assert_eq!(run(&a).cmcd, CmcdMode::Off);
+    assert!(!run(&a).honour_cmsd);
+    let a = parse(&with(&["--player", "dash", "--honour-cmsd"]));
+    assert!(run(&a).honour_cmsd);
     let a = parse(&with(&["--player", "dash", "--cmcd-rtp", "0"]));
     let e = a.player.config(dir.path()).unwrap_err().to_string();
     assert!(e.contains("--cmcd-rtp"), "{e}");
     for bad in [
         with(&["--player", "dash", "--cmcd", "both"]),
         with(&["--cmcd", "query"]),
+        with(&["--honour-cmsd"]),
         with(&["--player", "dash", "--cmcd", "query", "--no-cmcd"]),
     ] {
         assert!(

@@ -67,6 +67,8 @@ pub struct ResponseDecoder {
     /// Bytes of the current head already seen without its end: a retry
     /// runs the head parser only once a blank line may have arrived.
     head_seen: usize,
+    /// The final head's `CMSD-Dynamic` value (its field lines joined).
+    cmsd_dynamic: Option<String>,
 }
 
 impl ResponseDecoder {
@@ -82,12 +84,19 @@ impl ResponseDecoder {
             interim: 0,
             interim_bytes: 0,
             head_seen: 0,
+            cmsd_dynamic: None,
         }
     }
 
     /// The final response head, once it has been decoded.
     pub fn head(&self) -> Option<&ResponseHead> {
         self.head.as_ref()
+    }
+
+    /// The final head's `CMSD-Dynamic` value (CTA-5006), the one field
+    /// kept as text: parse it with `vodlab_cmcd::cmsd::CmsdDynamic`.
+    pub fn cmsd_dynamic(&self) -> Option<&str> {
+        self.cmsd_dynamic.as_deref()
     }
 
     /// Body bytes decoded so far.
@@ -182,7 +191,8 @@ impl ResponseDecoder {
                         self.interim = self.interim.saturating_add(1);
                         self.interim_bytes += n as u64;
                     }
-                    Parsed::Final(n, mut h) => {
+                    Parsed::Final(n, mut h, cmsd) => {
+                        self.cmsd_dynamic = cmsd;
                         pos += n;
                         h.header_bytes = self.interim_bytes + n as u64;
                         h.interim = self.interim;

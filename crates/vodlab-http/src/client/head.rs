@@ -182,8 +182,8 @@ pub(crate) enum Parsed {
     /// A 1xx interim head of this many bytes, to skip.
     Interim(usize),
     /// The final head: its length and fields (`header_bytes` and `interim`
-    /// still to be filled by the caller).
-    Final(usize, ResponseHead),
+    /// still to be filled by the caller), and its `CMSD-Dynamic` value.
+    Final(usize, ResponseHead, Option<String>),
 }
 
 /// Parses one head at the start of `input`.
@@ -228,6 +228,7 @@ pub(crate) fn parse(input: &[u8], head_request: bool) -> Result<Parsed, DecodeEr
     let mut te_other: Option<&[u8]> = None;
     let mut conn_close = false;
     let mut conn_keep = false;
+    let mut cmsd_dynamic: Option<String> = None;
     for h in resp.headers.iter() {
         let name = h.name.as_bytes();
         // dispatch on the length first: most fields are none of these
@@ -272,6 +273,17 @@ pub(crate) fn parse(input: &[u8], head_request: bool) -> Result<Parsed, DecodeEr
             }
             13 if name.eq_ignore_ascii_case(b"content-range") => {
                 content_range = self::content_range(h.value);
+            }
+            12 if name.eq_ignore_ascii_case(b"cmsd-dynamic") => {
+                // field lines of a list combine with `,` (RFC 9110 §5.3)
+                let v = String::from_utf8_lossy(trim_ows(h.value));
+                match &mut cmsd_dynamic {
+                    Some(prev) => {
+                        prev.push(',');
+                        prev.push_str(&v);
+                    }
+                    None => cmsd_dynamic = Some(v.into_owned()),
+                }
             }
             _ => {}
         }
@@ -319,5 +331,6 @@ pub(crate) fn parse(input: &[u8], head_request: bool) -> Result<Parsed, DecodeEr
             framing,
             interim: 0,
         },
+        cmsd_dynamic,
     ))
 }

@@ -61,6 +61,9 @@ impl Config {
         c.tick = div(self.tick, k);
         c.pace_burst = self.pace_burst / k;
         c.default_bitrate_kbps = self.default_bitrate_kbps.map(|b| b * k);
+        if let Some(m) = c.cmsd.as_mut() {
+            m.mb_kbps = m.mb_kbps.map(|b| ((b as f64 * k).round() as u64).max(1));
+        }
         c.link_capacity = self
             .link_capacity
             .map(|l| ((l as f64 * k).round() as u64).max(1));

@@ -357,6 +357,9 @@ pub struct Player {
     error: Option<PlayerError>,
     first_ready_ms: Option<f64>,
     start_ms: Option<f64>,
+    /// The highest bit rate a request may have, kbit/s
+    /// ([`Player::cap_bitrate`]).
+    cap_kbps: Option<f64>,
 }
 
 impl Player {
@@ -382,7 +385,32 @@ impl Player {
             error: None,
             first_ready_ms: None,
             start_ms: None,
+            cap_kbps: None,
         })
+    }
+
+    /// Caps the bit rate of the requests from now on at `kbps` (a server's
+    /// CMSD `mb`), or lifts the cap (`None`): whatever the ABR rule (or an
+    /// abandonment's suggestion) chooses, the request is for the highest
+    /// level whose bit rate is at most the cap, the lowest level when none
+    /// is. A request already in flight is not changed.
+    pub fn cap_bitrate(&mut self, kbps: Option<f64>) {
+        self.cap_kbps = kbps;
+    }
+
+    /// The cap [`Self::cap_bitrate`] set.
+    pub fn bitrate_cap(&self) -> Option<f64> {
+        self.cap_kbps
+    }
+
+    /// `quality` under the cap.
+    fn capped(&self, quality: usize) -> usize {
+        let Some(cap) = self.cap_kbps else {
+            return quality;
+        };
+        let rates = &self.movie.bitrates_kbps;
+        let top = rates.iter().rposition(|&b| b <= cap).unwrap_or(0);
+        quality.min(top)
     }
 
     /// The movie.
@@ -641,6 +669,7 @@ impl Player {
     }
 
     fn fetch(&mut self, now: f64, index: usize, quality: usize, wait_ms: f64, buf: f64) -> Action {
+        let quality = self.capped(quality);
         let bits = self.movie.size_bits(index, quality);
         self.state = State::Downloading(Flight {
             index,

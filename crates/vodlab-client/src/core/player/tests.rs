@@ -734,3 +734,46 @@ fn every_rule_plays_a_one_level_movie_and_a_one_segment_movie() {
         }
     }
 }
+
+#[test]
+fn a_bitrate_cap_lowers_the_choice_and_lifting_it_restores_it() {
+    // a fast link (each 1 s segment arrives in 10 ms): the throughput rule
+    // climbs to the top level; a cap of 1500 kbit/s holds it at 1000, a cap
+    // below the lowest level at the lowest; no cap, the top again
+    let rates = [500.0, 1000.0, 2000.0, 4000.0];
+    let movie = Arc::new(Movie::constant(1000.0, &rates, 40));
+    let mut c = cfg(AbrRule::Throughput);
+    c.max_buffer_ms = 1e9;
+    let mut p = Player::new(movie, c).unwrap();
+    let mut now = 0.0;
+    let next = |p: &mut Player, now: &mut f64| -> usize {
+        let Some(Action::Fetch { quality, .. }) = p.poll_action(*now) else {
+            panic!("a fetch");
+        };
+        *now += 10.0;
+        let timing = Some(Timing {
+            elapsed_ms: 10.0,
+            ttfb_ms: 1.0,
+        });
+        p.handle(*now, Event::Completed { timing });
+        quality
+    };
+    let free: Vec<usize> = (0..8).map(|_| next(&mut p, &mut now)).collect();
+    assert_eq!(*free.last().unwrap(), 3, "uncapped: the top level {free:?}");
+    p.cap_bitrate(Some(1500.0));
+    assert_eq!(p.bitrate_cap(), Some(1500.0));
+    for _ in 0..5 {
+        assert_eq!(next(&mut p, &mut now), 1, "capped at 1500 kbit/s");
+    }
+    p.cap_bitrate(Some(100.0));
+    assert_eq!(next(&mut p, &mut now), 0, "below every level: the lowest");
+    p.cap_bitrate(None);
+    let lifted: Vec<usize> = (0..5).map(|_| next(&mut p, &mut now)).collect();
+    assert_eq!(
+        *lifted.last().unwrap(),
+        3,
+        "lifted: the top again {lifted:?}"
+    );
+    // the records say what was fetched
+    assert!(p.records()[8..13].iter().all(|r| r.quality == 1));
+}

@@ -65,6 +65,20 @@ struct Io<'a> {
     cmcd: CmcdSession,
     /// The title (`cid`).
     title: Option<String>,
+    /// The server's CMSD `mb`, kbit/s, as of the last response that
+    /// carried `CMSD-Dynamic` (`--honour-cmsd`; [`cmsd_cap`]).
+    cmsd_mb: Option<u64>,
+}
+
+/// The bit-rate cap a response's `CMSD-Dynamic` value sets: the `mb` of
+/// the last hop that sends one (the hop nearest the player), `None` (no
+/// cap) when no hop does.
+fn cmsd_cap(dynamic: &str) -> Option<u64> {
+    vodlab_cmcd::cmsd::CmsdDynamic::parse(dynamic)
+        .hops
+        .iter()
+        .rev()
+        .find_map(|h| h.mb)
 }
 
 /// A request's target and CMCD: the path (with `?CMCD=...` in query mode)
@@ -225,6 +239,10 @@ impl Io<'_> {
                 Some(Ok(Ok(resp))) => {
                     if resp.keep_alive {
                         self.conn = Some(c);
+                    }
+                    if let Some(d) = resp.cmsd_dynamic.as_deref() {
+                        // a response without the header leaves the cap as it was
+                        self.cmsd_mb = cmsd_cap(d);
                     }
                     let ttfb = resp.ttfb.as_micros() as u64;
                     let end = done.max(last);
@@ -437,6 +455,7 @@ pub(super) async fn run_player_session(
         },
         cmcd: CmcdSession::new(),
         title: session.header.title.clone(),
+        cmsd_mb: None,
     };
     let mut outcome = PlayerSessionOutcome {
         class: class.to_string(),
@@ -586,6 +605,10 @@ async fn play(
     };
     let result = loop {
         let now = Instant::now();
+        if io.run.honour_cmsd {
+            // the server's word as of its last response (the manifest's included)
+            player.cap_bitrate(io.cmsd_mb.map(|k| k as f64));
+        }
         let Some(action) = player.poll_action(ms(now)) else {
             match player.poll_timeout() {
                 Some(t) => {
@@ -745,5 +768,19 @@ async fn play(
 fn fail(e: &E) -> Event {
     Event::Failed {
         reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cmsd_cap;
+
+    #[test]
+    fn the_cap_is_the_nearest_hops_mb() {
+        assert_eq!(cmsd_cap("\"vodlab\";etp=900;mb=1500;rd=2"), Some(1500));
+        assert_eq!(cmsd_cap("\"origin\";mb=3000,\"edge\";mb=800"), Some(800));
+        assert_eq!(cmsd_cap("\"origin\";mb=3000,\"edge\";etp=5"), Some(3000));
+        assert_eq!(cmsd_cap("\"vodlab\";etp=900;rd=2"), None);
+        assert_eq!(cmsd_cap("garbage;;"), None);
     }
 }

@@ -249,6 +249,14 @@ pub async fn exchange_limited(
         .get(http::header::CONTENT_RANGE)
         .and_then(|v| v.to_str().ok())
         .and_then(parse_content_range);
+    // every field line of the list, joined (RFC 9110 §5.3)
+    let cmsd: Vec<&str> = resp
+        .headers()
+        .get_all(vodlab_cmcd::cmsd::DYNAMIC)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let cmsd_dynamic = (!cmsd.is_empty()).then(|| cmsd.join(","));
     let length = resp
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -350,6 +358,7 @@ pub async fn exchange_limited(
         content_range,
         ttfb,
         keep_alive: true,
+        cmsd_dynamic,
     })
 }
 

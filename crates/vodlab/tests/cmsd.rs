@@ -1,0 +1,327 @@
+//! CMSD (CTA-5006) end to end: `vodlab serve --cmsd` writes `CMSD-Static`
+//! and `CMSD-Dynamic` on HTTP/1.1 and HTTP/2 responses with a file, and
+//! `vodlab run --player dash --honour-cmsd` (over HTTP/1.1 and h2c) keeps
+//! every request at or below the server's `mb` (docs/cmcd.md, "CMSD").
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, require, results, sparse_fileset, vodlab_ok};
+use vodlab_cmcd::cmsd::{CmsdDynamic, CmsdStatic, DYNAMIC, STATIC};
+use vodlab_cmcd::{ObjectType, StreamType};
+use vodlab_manifest::MPD_NAME;
+use vodlab_server::bitrate::BitrateCatalog;
+use vodlab_workload::Catalog;
+
+/// The `mb` the server sends, kbit/s: the dash-vod ladder's third rung
+/// (235, 750, 1750, 3000, 4300, 5800).
+const MB: u64 = 1750;
+
+/// A `vodlab serve` child, stopped by SIGTERM (its PID) on drop.
+struct Serve {
+    child: Child,
+    port: u16,
+}
+
+impl Serve {
+    fn start(root: &Path, extra: &[&str]) -> Self {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+            .args(["serve", "--root", root.to_str().unwrap()])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--stats-interval", "0"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(10), "serve did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // SAFETY: signalling the child we started, by its PID
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// A `dash-vod` workload of 8 sessions over 4 titles with a sparse file set
+/// and its manifests: (workload, root).
+fn setup(dir: &Path) -> (PathBuf, PathBuf) {
+    let spec = dir.join("spec.toml");
+    std::fs::write(&spec, vodlab_ok(&["gen", "--show-preset", "dash-vod"])).unwrap();
+    let w = dir.join("w");
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--sessions",
+        "8",
+        "--titles",
+        "4",
+        "-o",
+        w.to_str().unwrap(),
+    ]);
+    let root = dir.join("root");
+    sparse_fileset(&w, &root);
+    let c: Catalog =
+        serde_json::from_slice(&std::fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    for m in vodlab_manifest::manifests(&c) {
+        let p = root.join(&m.rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, m.text).unwrap();
+    }
+    (w, root)
+}
+
+/// The head of an HTTP/1.1 GET of `path` with `headers`, as (status line,
+/// lower-case name → value).
+fn get_h1(port: u16, path: &str, headers: &str) -> (String, Vec<(String, String)>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&all[..end]).to_string();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().to_string();
+    let fields = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap();
+            (n.trim().to_ascii_lowercase(), v.trim().to_string())
+        })
+        .collect();
+    (status, fields)
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    let name = name.to_ascii_lowercase();
+    fields
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A segment of the first title's `rep` (a path under the root).
+fn segment(root: &Path, rep: &str) -> String {
+    let mut found = None;
+    for t in std::fs::read_dir(root).unwrap() {
+        let d = t.unwrap().path().join(rep);
+        if d.is_dir() {
+            let mut names: Vec<String> = std::fs::read_dir(&d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+                .filter(|n| !n.contains("init"))
+                .collect();
+            names.sort();
+            let rel = d.strip_prefix(root).unwrap().join(&names[0]);
+            found = Some(format!("/{}", rel.to_string_lossy()));
+            break;
+        }
+    }
+    found.unwrap_or_else(|| panic!("no rendition {rep} under {}", root.display()))
+}
+
+#[test]
+fn serve_writes_cmsd_on_h1_and_h2_responses() {
+    let d = tempfile::tempdir().unwrap();
+    let (_, root) = setup(d.path());
+    let s = Serve::start(
+        &root,
+        &[
+            "--cmsd",
+            "--cmsd-name",
+            "edge-1",
+            "--cmsd-mb",
+            &MB.to_string(),
+        ],
+    );
+    let seg = segment(&root, &rep_name(d.path(), 1));
+    let cmcd = "CMCD-Object: br=750,d=4000,ot=v\r\n";
+    // twice: the second response has bytes sent before it, so an etp
+    let mut last = None;
+    for _ in 0..2 {
+        let (status, f) = get_h1(s.port, &seg, cmcd);
+        assert!(status.ends_with("200 OK"), "{status}");
+        let st = CmsdStatic::try_parse(field(&f, STATIC).expect("CMSD-Static")).unwrap();
+        assert_eq!(st.ot, Some(ObjectType::Video));
+        assert_eq!((st.d, st.br), (Some(4000), Some(750)));
+        assert_eq!(st.st, Some(StreamType::Vod));
+        let dy = CmsdDynamic::try_parse(field(&f, DYNAMIC).expect("CMSD-Dynamic")).unwrap();
+        assert_eq!(dy.hops.len(), 1, "{dy:?}");
+        let hop = &dy.hops[0];
+        assert_eq!(hop.server, "edge-1");
+        assert_eq!(hop.mb, Some(MB));
+        assert!(hop.rd.is_some_and(|rd| rd < 5000), "{hop:?}");
+        last = Some(hop.clone());
+    }
+    assert!(
+        last.unwrap().etp.is_some_and(|e| e > 0),
+        "etp once bytes went"
+    );
+    // a manifest: ot=m, no duration
+    let title = seg.split('/').nth(1).unwrap();
+    let mpd = format!("/{title}/{MPD_NAME}");
+    let (status, f) = get_h1(s.port, &mpd, "");
+    assert!(status.ends_with("200 OK"), "{status}");
+    let st = CmsdStatic::try_parse(field(&f, STATIC).unwrap()).unwrap();
+    assert_eq!((st.ot, st.d), (Some(ObjectType::Manifest), None));
+    // no file, no CMSD
+    let (status, f) = get_h1(s.port, "/nope.m4s", "");
+    assert!(status.contains(" 404 "), "{status}");
+    assert_eq!(field(&f, DYNAMIC), None);
+    // HTTP/2 (h2c with prior knowledge): the same fields
+    let curl = require("curl", "curl");
+    let out = Command::new(curl)
+        .args(["-sS", "--max-time", "30", "--http2-prior-knowledge"])
+        .args(["-D", "-", "-o", "/dev/null", &s.url(&seg)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let head = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(head.starts_with("HTTP/2 200"), "{head}");
+    let f: Vec<(String, String)> = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let st = CmsdStatic::try_parse(field(&f, STATIC).expect("h2 CMSD-Static")).unwrap();
+    assert_eq!(st.st, Some(StreamType::Vod));
+    // the path says nothing of the track, and no CMCD said it
+    assert_eq!(st.ot, Some(ObjectType::Other), "{head}");
+    let dy = CmsdDynamic::try_parse(field(&f, DYNAMIC).expect("h2 CMSD-Dynamic")).unwrap();
+    assert_eq!(
+        (dy.hops[0].server.as_str(), dy.hops[0].mb),
+        ("edge-1", Some(MB))
+    );
+}
+
+/// The name of the workload's `i`th representation (0: the lowest).
+fn rep_name(dir: &Path, i: usize) -> String {
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("w/catalog.json")).unwrap()).unwrap();
+    c["representations"][i]["name"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Runs the players (4 segments each, unshaped loopback) against `s`.
+fn run_players(w: &Path, s: &Serve, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["run", w.to_str().unwrap(), "--target"];
+    let target = s.url("");
+    args.push(&target);
+    args.extend_from_slice(&[
+        "--rate",
+        "50",
+        "--arrivals",
+        "constant",
+        "--check-bytes",
+        "0",
+        "--quiet",
+        "--max-segments",
+        "4",
+        "--ramp-up",
+        "0",
+        "--ramp-down",
+        "0",
+        "--no-shaping",
+        "--player",
+        "dash",
+        "--abr",
+        "throughput",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    args.extend_from_slice(extra);
+    vodlab_ok(&args);
+    results(out)
+}
+
+/// The bit rates (kbit/s) of the media and init requests in an access log.
+fn requested_kbps(log: &Path, w: &Path) -> Vec<f64> {
+    let cat = BitrateCatalog::load(&w.join("catalog.json")).unwrap();
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let path = l.split_whitespace().nth(3)?;
+            (!path.ends_with(".mpd")).then(|| cat.lookup(path))?
+        })
+        .collect()
+}
+
+#[test]
+fn players_honouring_cmsd_stay_at_or_below_mb() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup(d.path());
+    let mut runs = Vec::new();
+    // honoured over HTTP/1.1 and h2c, then not honoured
+    for (honour, proto) in [(true, "h1"), (true, "h2c"), (false, "h1")] {
+        let log = d.path().join(format!("access-{honour}-{proto}.log"));
+        let s = Serve::start(
+            &root,
+            &[
+                "--cmsd",
+                "--cmsd-mb",
+                &MB.to_string(),
+                "--access-log",
+                log.to_str().unwrap(),
+            ],
+        );
+        let mut extra = vec!["--protocol", proto];
+        if honour {
+            extra.push("--honour-cmsd");
+        }
+        let out = d.path().join(format!("out-{honour}-{proto}"));
+        let r = run_players(&w, &s, &out, &extra);
+        drop(s); // flushes the access log
+        let p = &r["players"];
+        assert_eq!(p["overall"]["sessions"], 8, "{p}");
+        assert_eq!(p["overall"]["failed"], 0, "{p}");
+        let kbps = requested_kbps(&log, &w);
+        assert!(kbps.len() >= 8 * 4, "{kbps:?}");
+        runs.push(kbps);
+    }
+    // honouring: the manifest's CMSD came first, so every segment (and
+    // init segment) request is at or below mb, over either protocol
+    for honoured in &runs[..2] {
+        assert!(
+            honoured.iter().all(|&k| k <= MB as f64),
+            "honoured: {honoured:?}"
+        );
+        assert!(
+            honoured.contains(&(MB as f64)),
+            "the cap is reached on loopback: {honoured:?}"
+        );
+    }
+    // not honouring, loopback carries more than mb
+    let free = &runs[2];
+    assert!(free.iter().any(|&k| k > MB as f64), "free: {free:?}");
+}
