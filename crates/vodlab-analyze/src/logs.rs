@@ -184,9 +184,13 @@ pub fn run(a: &AnalyzeArgs, obs: &mut impl AnalyzeObserver) -> Result<Analyzed, 
             };
             match f.parse(text, n) {
                 Ok(Line::Request(mut r, file)) => {
-                    if r.bitrate_kbps.is_none() {
+                    // a CSV's own column first; vodlab's log has the
+                    // client's CMCD `br`, which the catalog overrides
+                    if r.bitrate_kbps.is_none() || *f == LogFormat::Vodlab {
                         if let Some(m) = &rates {
-                            r.bitrate_kbps = m.get(&key(file.0)).copied();
+                            if let Some(&b) = m.get(&key(file.0)) {
+                                r.bitrate_kbps = Some(b);
+                            }
                         }
                     }
                     an.push(&r);

@@ -1,8 +1,11 @@
 //! Access-log parsers, one line at a time. Formats (docs/analyze.md):
 //!
 //! - `vodlab`: `vodlab serve --access-log`, space-separated
-//!   `time conn session path offset length status sent service_us cache [form]`;
-//!   `time` is the completion, the arrival is `time - service_us`.
+//!   `time conn session path offset length status sent service_us cache [form [cmcd]]`;
+//!   `time` is the completion, the arrival is `time - service_us`; `cmcd`
+//!   is the request's CMCD in its query form (`CMCD=br%3D800...`, `-` for
+//!   none; [`vodlab_cmcd::Cmcd::to_query`]), whose `br` gives the
+//!   request's bit rate ([`vodlab_cmcd_of`] reads it all).
 //! - `nginx`: a log written with the `log_format` [`NGINX_LOG_FORMAT`]
 //!   (`vodlab compare` configures nginx with it).
 //! - `csv`: a header line naming at least `start_s,end_s,session,file,offset,bytes`,
@@ -78,13 +81,13 @@ impl LogFormat {
         if t.contains('"') {
             return Ok(LogFormat::Nginx);
         }
-        if n == 10 || n == 11 {
+        if (10..=12).contains(&n) {
             return Ok(LogFormat::Vodlab);
         }
         Err(ParseError {
             line: 1,
             reason: format!(
-                "cannot tell the log format from {:?}: expected vodlab serve's access log (10 or 11 fields), nginx's `vodlab_analyze` format (quoted session and range) or a CSV header with start_s,end_s,session,file,offset,bytes",
+                "cannot tell the log format from {:?}: expected vodlab serve's access log (10 to 12 fields), nginx's `vodlab_analyze` format (quoted session and range) or a CSV header with start_s,end_s,session,file,offset,bytes",
                 t.chars().take(120).collect::<String>()
             ),
         })
@@ -196,11 +199,21 @@ fn parse_form(s: &str) -> Result<Form, String> {
     }
 }
 
+/// The CMCD of a line of vodlab serve's access log (its 12th field);
+/// `None` on a line without it (older logs) or with `-` (none sent).
+pub fn vodlab_cmcd_of(line: &str) -> Option<vodlab_cmcd::Cmcd> {
+    let mut f = [""; 12];
+    match split_ws(line, &mut f) {
+        12 if f[11] != "-" => Some(vodlab_cmcd::Cmcd::from_query(f[11])),
+        _ => None,
+    }
+}
+
 fn parse_vodlab(t: &str) -> Result<Line<'_>, String> {
-    let mut f = [""; 11];
+    let mut f = [""; 12];
     let count = split_ws(t, &mut f);
-    if count != 10 && count != 11 {
-        return Err(format!("{count} fields, vodlab's access log has 10 or 11"));
+    if !(10..=12).contains(&count) {
+        return Err(format!("{count} fields, vodlab's access log has 10 to 12"));
     }
     let done = time(f[0], "time")?;
     let conn = uint(f[1], "connection")?;
@@ -212,7 +225,7 @@ fn parse_vodlab(t: &str) -> Result<Line<'_>, String> {
     let bytes = uint(f[7], "bytes sent")?;
     let service_us = uint(f[8], "service time")?;
     let form = match count {
-        11 => parse_form(f[10])?,
+        11 | 12 => parse_form(f[10])?,
         // without the form field, a 206 is a chunk and a 200 the whole file
         _ if status == 206 => Form::Chunk,
         _ => Form::Whole,
@@ -228,7 +241,11 @@ fn parse_vodlab(t: &str) -> Result<Line<'_>, String> {
             offset,
             bytes,
             form,
-            bitrate_kbps: None,
+            // the bit rate the client declared (CMCD `br`, kbit/s)
+            bitrate_kbps: match f[11] {
+                "" | "-" => None,
+                q => vodlab_cmcd::Cmcd::from_query(q).br.map(|b| b as f64),
+            },
         },
         FileName(f[3]),
     ))
@@ -415,6 +432,34 @@ mod tests {
         ));
         let e = f.parse(&l.replace("206 524288", "206 x"), 9).unwrap_err();
         assert_eq!(e.to_string(), "line 9: bytes sent \"x\" is not a number");
+    }
+
+    #[test]
+    fn vodlab_lines_with_the_cmcd_read_it_back() {
+        let l = "1795248040.123456 17 42 /t1/sd/00004.m4s 0 524288 200 524288 1834 miss whole";
+        let cmcd = vodlab_cmcd::Cmcd {
+            br: Some(800),
+            bl: Some(1500),
+            nor: vec!["00005.m4s".into()],
+            sid: Some("s 1,\"x\"".into()),
+            ..Default::default()
+        };
+        let line = format!("{l} {}", cmcd.to_query());
+        let f = LogFormat::detect(&line).unwrap();
+        assert_eq!(f, LogFormat::Vodlab);
+        let r = req(f.parse(&line, 1).unwrap());
+        assert_eq!(
+            (r.form, r.bytes, r.bitrate_kbps),
+            (Form::Whole, 524288, Some(800.0))
+        );
+        assert_eq!(vodlab_cmcd_of(&line), Some(cmcd));
+        // none sent, and older lines without the field
+        let none = format!("{l} -");
+        assert_eq!(req(f.parse(&none, 2).unwrap()).bitrate_kbps, None);
+        assert_eq!(vodlab_cmcd_of(&none), None);
+        assert_eq!(req(f.parse(l, 3).unwrap()).bitrate_kbps, None);
+        assert_eq!(vodlab_cmcd_of(l), None);
+        assert!(f.parse(&format!("{line} extra"), 4).is_err());
     }
 
     #[test]

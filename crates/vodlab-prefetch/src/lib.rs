@@ -33,6 +33,7 @@ pub mod controller;
 pub mod core;
 pub mod defaults;
 pub mod events;
+pub mod next_object;
 pub mod policy;
 pub mod replay;
 pub mod secs;

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use vodlab_cmcd::Cmcd;
 use vodlab_http::server::Head;
 
 use crate::plan::ResponsePlan;
@@ -42,7 +43,8 @@ pub(crate) fn count(st: &State, p: &ResponsePlan) {
 }
 
 /// Appends one access-log line (format in docs/serve.md): `sent` is the
-/// file bytes sent and the page-cache outcome.
+/// file bytes sent and the page-cache outcome, `cmcd` the request's CMCD
+/// (logged in its query form, `-` when empty, for `vodlab analyze`).
 pub(crate) fn log_line(
     st: &State,
     conn: u64,
@@ -50,6 +52,7 @@ pub(crate) fn log_line(
     p: &ResponsePlan,
     sent: (u64, CacheOutcome),
     took: Duration,
+    cmcd: &Cmcd,
 ) {
     let Some(log) = &st.log else { return };
     let now = SystemTime::now()
@@ -66,8 +69,14 @@ pub(crate) fn log_line(
         Some(v) if crate::request::open_ended_range(v) => "open",
         Some(_) => "chunk",
     };
+    // percent-encoded: one field without spaces or quotes
+    let cmcd = if cmcd.is_empty() {
+        "-".to_string()
+    } else {
+        cmcd.to_query()
+    };
     let line = format!(
-        "{now:.6} {conn} {session} {path} {} {} {} {} {} {} {form}\n",
+        "{now:.6} {conn} {session} {path} {} {} {} {} {} {} {form} {cmcd}\n",
         p.offset,
         p.length,
         p.status(),

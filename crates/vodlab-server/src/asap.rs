@@ -37,6 +37,7 @@
 
 use std::fs::File;
 use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,12 +46,14 @@ use vodlab_http::server::Head;
 
 use crate::access::CacheOutcome;
 use crate::conn_io::Sink;
+use crate::plan::FileKind;
 use crate::prefetch::{Lost, Pending, ReadReport};
 #[cfg(doc)]
 use crate::prefetch::{FIRST_PIECE, PIECE};
 use crate::server::State;
 use vodlab_prefetch::controller::{clip, PrefetchDecision, SessionState};
 use vodlab_prefetch::core::{prepare, prepare_continuation, Ask};
+use vodlab_prefetch::next_object::{self, NextRead};
 
 /// Bytes at the end of a range held back until a prefetch reaching past
 /// the range is complete.
@@ -321,6 +324,50 @@ impl RangeIo<'_, '_> {
                     Err(n) => ready = pos + n,
                 },
             }
+        }
+    }
+}
+
+/// A next object a request's CMCD names (`nor`, with `nrr`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NextObject {
+    /// Its path under the root (routed as a request target would be), or
+    /// `None` when the reference leaves the root or is not a path.
+    pub(crate) path: Option<PathBuf>,
+    /// The range `nrr` gives, `(offset, end)`.
+    pub(crate) range: Option<(u64, Option<u64>)>,
+}
+
+/// Prefetches the next objects a request's CMCD named
+/// (`--prefetch-next-object`; [`crate::prepare::next_objects`] resolved
+/// them): opens each under the root as a request would, decides its read
+/// ([`vodlab_prefetch::next_object::decide`]: its first
+/// `next_object_bytes`, or its `nrr` range, unless resident) and queues it
+/// on the device's helper, behind the reads queued for responses, not
+/// waited for by anyone.
+pub(crate) fn prefetch_next_objects(st: &State, next: &[NextObject]) {
+    let Some(cap) = st.cfg.next_object_bytes else {
+        return;
+    };
+    let c = &st.counters;
+    for n in next {
+        let opened = n.path.as_ref().and_then(|p| st.root.open_file(p).ok());
+        let Some((file, meta)) = opened.filter(|(_, m)| m.kind == FileKind::Regular) else {
+            c.next_object_refused.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        match next_object::decide(meta.size, n.range, cap, |o, l| {
+            st.prober.resident(&file, o, l)
+        }) {
+            NextRead::Read { offset, len } => {
+                c.next_object_prefetches.fetch_add(1, Ordering::Relaxed);
+                c.next_object_bytes.fetch_add(len, Ordering::Relaxed);
+                st.helpers.prefetch_detached(Arc::new(file), offset, len);
+            }
+            NextRead::Resident => {
+                c.next_object_resident.fetch_add(1, Ordering::Relaxed);
+            }
+            NextRead::Nothing => {}
         }
     }
 }

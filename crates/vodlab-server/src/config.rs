@@ -142,6 +142,12 @@ pub struct Config {
     pub max_prefetch: u64,
     /// Prefetch helper threads per device (1 = serialized).
     pub helpers_per_device: usize,
+    /// Next-object prefetch (asap mode; `None`: off): a request whose CMCD
+    /// names the next object (`nor`, with `nrr` its range) makes the server
+    /// read that object's first this many bytes (or its `nrr` range, at
+    /// most this many) into the page cache on the device's helper
+    /// (`vodlab_prefetch::next_object`).
+    pub next_object_bytes: Option<u64>,
     /// Longest wait for a complete request head.
     #[serde(with = "secs")]
     pub header_timeout: Duration,
@@ -229,6 +235,7 @@ impl Default for Config {
             prefetch_policy: PolicySpec::default(),
             max_prefetch: defaults::MAX_PREFETCH,
             helpers_per_device: defaults::HELPERS_PER_DEVICE,
+            next_object_bytes: None,
             header_timeout: defaults::HEADER_TIMEOUT,
             idle_timeout: defaults::IDLE_TIMEOUT,
             send_timeout: defaults::SEND_TIMEOUT,

@@ -268,6 +268,7 @@ impl Conn<'_> {
         self.pace = prep.pace;
         let chain = chain_of(&head.target);
         let sent = self.execute(p, prep.file_ctx(head).as_ref(), chain).await;
+        crate::asap::prefetch_next_objects(self.st, &prep.next);
         self.st.counters.requests.fetch_add(1, Ordering::Relaxed);
         log_line(
             self.st,
@@ -276,6 +277,7 @@ impl Conn<'_> {
             p,
             (sent.file_bytes, sent.cache),
             t0.elapsed(),
+            &prep.cmcd,
         );
         match sent.result {
             Ok(()) if keep && p.keep_alive => {

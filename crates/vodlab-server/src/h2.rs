@@ -338,8 +338,9 @@ async fn stream(
         Ok(mut out) => send_body(&sc, &mut out, p, &mut sent, &mut cache).await,
         Err(e) => Err(h2_io(e)),
     };
+    crate::asap::prefetch_next_objects(st, &prep.next);
     st.counters.requests.fetch_add(1, Ordering::Relaxed);
-    log_line(st, conn, &head, p, (sent, cache), t0.elapsed());
+    log_line(st, conn, &head, p, (sent, cache), t0.elapsed(), &prep.cmcd);
     if let Err(e) = res {
         let c = &st.counters;
         if e.kind() == io::ErrorKind::TimedOut {

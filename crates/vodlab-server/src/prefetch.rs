@@ -335,6 +335,24 @@ impl Helpers {
         }
     }
 
+    /// Queues a prefetch of `[offset, offset + len)` nobody waits for (a
+    /// next object's, read for a request still to come): never cancelled,
+    /// counted in the device's statistics like any other read.
+    pub fn prefetch_detached(&self, file: Arc<File>, offset: u64, len: u64) {
+        let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
+        // no receiver: the helper's progress reports go nowhere
+        let (tx, _) = watch::channel(Progress::default());
+        let d = self.device(dev);
+        d.queue.lock().expect("lock").jobs.push_back(Job {
+            file,
+            offset,
+            len,
+            progress: tx,
+            cancelled: Arc::new(AtomicBool::new(false)),
+        });
+        d.cv.notify_one();
+    }
+
     /// Statistics of every device.
     pub fn stats(&self) -> Vec<DeviceStats> {
         let map = self.devices.lock().expect("lock");

@@ -21,14 +21,17 @@ use std::time::Instant;
 
 use vodlab_cmcd::Cmcd;
 use vodlab_http::server::Head;
+use vodlab_prefetch::next_object;
 
 use crate::access::count;
-use crate::asap::FileCtx;
+use crate::asap::{FileCtx, NextObject};
 use vodlab_cmcd::cmsd::{DYNAMIC, STATIC};
 
 use crate::bitrate::{request_bitrate, response_rate, Bitrate, RateSource, ResponseRate};
 use crate::cmsd::{etp_kbps, headers, CmsdSettings, Load, Object};
+use crate::config::IoMode;
 use crate::plan::{self, Body, PlanCtx, ResponseKind, ResponsePlan, Route};
+use crate::request::resolve_target;
 use crate::state::State;
 
 /// What the front end answering a request tells the prelude.
@@ -65,6 +68,34 @@ pub(crate) struct Prepared {
     pub(crate) bitrate: Option<Bitrate>,
     /// The rate a paced file body is sent at; `None`: unpaced.
     pub(crate) pace: Option<ResponseRate>,
+    /// The request's CMCD (empty without a file; for the access log).
+    pub(crate) cmcd: Cmcd,
+    /// The next objects the request's CMCD names, to prefetch after the
+    /// response (`--prefetch-next-object`; see [`next_objects`]).
+    pub(crate) next: Vec<NextObject>,
+}
+
+/// The next objects a request to `target` names in its CMCD, resolved
+/// against the target ([`next_object::resolve`]) and routed under `root`
+/// as a request for them would be ([`resolve_target`]: percent-decoded,
+/// `..` and NUL refused); the request's own object is left out, and any
+/// after the first [`next_object::MAX_PER_REQUEST`]. `nrr` applies when
+/// one object is named. Pure.
+pub(crate) fn next_objects(root: &Path, target: &str, cmcd: &Cmcd) -> Vec<NextObject> {
+    let own = resolve_target(root, target);
+    let range = match cmcd.nor.len() {
+        1 => cmcd.nrr.as_deref().and_then(next_object::nrr_range),
+        _ => None,
+    };
+    cmcd.nor
+        .iter()
+        .map(|nor| NextObject {
+            path: next_object::resolve(target, nor).and_then(|t| resolve_target(root, &t)),
+            range,
+        })
+        .filter(|n| n.path.is_none() || n.path != own)
+        .take(next_object::MAX_PER_REQUEST)
+        .collect()
 }
 
 impl Prepared {
@@ -163,6 +194,7 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
     let mut cmcd = Cmcd::default();
     let mut bitrate = None;
     let mut catalog_key = String::new();
+    let mut next = Vec::new();
     let mut plan = match plan::route(head, &st.root.path) {
         Route::Refuse(e) => plan::plan_error(&e, is_head, &ctx),
         Route::Stats => {
@@ -173,6 +205,9 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
             Ok((f, meta)) => {
                 cmcd = Cmcd::from_request(&head.target, |name| head.header(name));
                 catalog_key = catalog_path(&st.root.path, &path);
+                if st.cfg.io == IoMode::Asap && st.cfg.next_object_bytes.is_some() {
+                    next = next_objects(&st.root.path, &head.target, &cmcd);
+                }
                 bitrate = request_bitrate(
                     &cmcd,
                     &catalog_key,
@@ -216,6 +251,8 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
         file,
         bitrate,
         pace,
+        cmcd,
+        next,
     }
 }
 
@@ -223,6 +260,7 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
 mod tests {
     use super::*;
     use crate::plan::{FileKind, FileMeta};
+    use std::path::PathBuf;
 
     fn head(text: &str) -> Head {
         vodlab_http::server::parse_head(text.as_bytes())
@@ -262,6 +300,77 @@ mod tests {
             };
             assert_eq!(catalog_path(root, &p), want, "{target}");
         }
+    }
+
+    #[test]
+    fn next_objects_are_routed_under_the_root() {
+        let root = Path::new("/srv/v");
+        let of = |target: &str, req: &str| {
+            let h = head(&format!("GET {target} HTTP/1.1\r\n{req}\r\n"));
+            let cmcd = Cmcd::from_request(&h.target, |n| h.header(n));
+            next_objects(root, &h.target, &cmcd)
+        };
+        let p = |s: &str| Some(PathBuf::from(s));
+        let n = of("/t1/sd/0004.m4s", "CMCD-Request: nor=\"0005.m4s\"\r\n");
+        assert_eq!(
+            n,
+            vec![NextObject {
+                path: p("/srv/v/t1/sd/0005.m4s"),
+                range: None
+            }]
+        );
+        // the query form, with a range; percent-decoding as for a request
+        let n = of(
+            "/t1/sd/0004.m4s?CMCD=nor%3D%22..%2Fhd%2F0005.m4s%22%2Cnrr%3D%220-99%22",
+            "",
+        );
+        assert_eq!(
+            n,
+            vec![NextObject {
+                path: p("/srv/v/t1/hd/0005.m4s"),
+                range: Some((0, Some(100)))
+            }]
+        );
+        let n = of("/t1/sd/0004.m4s", "CMCD-Request: nor=\"a%20b.m4s\"\r\n");
+        assert_eq!(n[0].path, p("/srv/v/t1/sd/a b.m4s"));
+        // out of the root: named, refused
+        let n = of("/t1/0004.m4s", "CMCD-Request: nor=\"../../x\"\r\n");
+        assert_eq!(
+            n,
+            vec![NextObject {
+                path: None,
+                range: None
+            }]
+        );
+        let n = of("/t1/0004.m4s", "CMCD-Request: nor=\"%2e%2e/%2e%2e/x\"\r\n");
+        assert_eq!(n[0].path, None);
+        // the request's own object, and none at all
+        assert!(of("/t1/0004.m4s", "CMCD-Request: nor=\"0004.m4s\"\r\n").is_empty());
+        assert!(of("/t1/0004.m4s", "CMCD-Request: bl=100\r\n").is_empty());
+        // v2: several, nrr ignored
+        let n = of(
+            "/t/1.m4s",
+            "CMCD-Request: nor=(\"2.m4s\" \"3.m4s\"),nrr=\"0-9\"\r\n",
+        );
+        assert_eq!(
+            n.iter()
+                .map(|n| (n.path.clone(), n.range))
+                .collect::<Vec<_>>(),
+            vec![(p("/srv/v/t/2.m4s"), None), (p("/srv/v/t/3.m4s"), None)]
+        );
+    }
+
+    #[test]
+    fn at_most_a_few_next_objects_per_request() {
+        let list: Vec<String> = (0..10).map(|k| format!("\"{k}.m4s\"")).collect();
+        let h = head(&format!(
+            "GET /t/x.m4s HTTP/1.1\r\nCMCD-Request: nor=({})\r\n\r\n",
+            list.join(" ")
+        ));
+        let cmcd = Cmcd::from_request(&h.target, |n| h.header(n));
+        assert_eq!(cmcd.nor.len(), 10);
+        let n = next_objects(Path::new("/r"), &h.target, &cmcd);
+        assert_eq!(n.len(), next_object::MAX_PER_REQUEST);
     }
 
     #[test]

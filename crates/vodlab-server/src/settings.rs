@@ -63,6 +63,9 @@ pub enum SettingsError {
     /// `--prefetch-events` with `--io vanilla`.
     #[error("--prefetch-events needs --io asap (vanilla never prefetches)")]
     PrefetchEventsNeedAsap,
+    /// `--prefetch-next-object` with `--io vanilla`.
+    #[error("--prefetch-next-object needs --io asap (vanilla never prefetches)")]
+    NextObjectNeedsAsap,
     /// `--prefetch-log` with a policy other than `auto`.
     #[error("--prefetch-log needs --prefetch-policy auto[:...]")]
     PrefetchLogNeedsAuto,
@@ -112,6 +115,16 @@ pub struct ServeArgs {
     /// size: 16M, 4MB, 4194304); a longer range is read window by window.
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = defaults::MAX_PREFETCH, value_parser = vodlab_units::parse_size))]
     pub max_prefetch: u64,
+    /// Next-object prefetch (--io asap): when a request's CMCD names the
+    /// next object (`nor`, a URL relative to the request's; `nrr` its byte
+    /// range), read that object's first SIZE bytes (default 4M; or its
+    /// `nrr` range, at most SIZE) into the page cache on the device's
+    /// helper, unless resident, before the player asks for it. Composes with
+    /// any --prefetch-policy (which sizes the current object's prefetch);
+    /// counted as `next_object_prefetches` in the statistics
+    /// (docs/serve.md). `--prefetch-next-object=SIZE` sets the size.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", num_args = 0..=1, require_equals = true, default_missing_value = "4M", value_parser = vodlab_units::parse_size))]
+    pub prefetch_next_object: Option<u64>,
     /// Prefetch helper threads per storage device (1 = serialized, as in the thesis).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = defaults::HELPERS_PER_DEVICE))]
     pub helpers: usize,
@@ -352,6 +365,7 @@ impl ServeArgs {
             io: self.io.into(),
             prefetch_policy: self.policy()?,
             helpers_per_device: self.helpers,
+            next_object_bytes: self.prefetch_next_object,
             max_prefetch: self.max_prefetch,
             access_log: self.access_log.clone(),
             prefetch_events: self.prefetch_events.clone(),
@@ -384,6 +398,9 @@ impl ServeArgs {
         if self.prefetch_events.is_some() && cfg.io != IoMode::Asap {
             return Err(SettingsError::PrefetchEventsNeedAsap);
         }
+        if self.prefetch_next_object.is_some() && cfg.io != IoMode::Asap {
+            return Err(SettingsError::NextObjectNeedsAsap);
+        }
         if self.prefetch_log.is_some() && !matches!(cfg.prefetch_policy, PolicySpec::Auto(_)) {
             return Err(SettingsError::PrefetchLogNeedsAuto);
         }
@@ -413,6 +430,23 @@ mod tests {
     fn defaults_are_the_servers() {
         let c = parse(&[]).unwrap();
         assert_eq!(c, Config::new(PathBuf::from("/srv")));
+    }
+
+    #[test]
+    fn next_object_prefetch_flag() {
+        assert_eq!(parse(&[]).unwrap().next_object_bytes, None);
+        let c = parse(&["--prefetch-next-object"]).unwrap();
+        assert_eq!(c.next_object_bytes, Some(4 << 20));
+        let c = parse(&[
+            "--prefetch-next-object=1M",
+            "--prefetch-policy",
+            "first-grow:8M",
+        ])
+        .unwrap();
+        assert_eq!(c.next_object_bytes, Some(1 << 20));
+        let e = parse(&["--prefetch-next-object", "--io", "vanilla"]).unwrap_err();
+        assert!(e.contains("needs --io asap"), "{e}");
+        assert!(parse(&["--prefetch-next-object=4Q"]).is_err());
     }
 
     #[test]

@@ -48,6 +48,15 @@ pub struct Counters {
     pub prefetch_evicted_bytes: AtomicU64,
     /// Bytes of requests found resident outside their session's prefetches.
     pub probed_hit_bytes: AtomicU64,
+    /// Next-object prefetches queued (CMCD `nor`, `--prefetch-next-object`).
+    pub next_object_prefetches: AtomicU64,
+    /// Bytes those prefetches were queued to read.
+    pub next_object_bytes: AtomicU64,
+    /// `nor` targets found resident already (nothing read).
+    pub next_object_resident: AtomicU64,
+    /// `nor` targets refused: not under the root, not a regular file, or
+    /// not found.
+    pub next_object_refused: AtomicU64,
     /// Requests refused with 4xx/5xx.
     pub errors: AtomicU64,
     /// Clients that went away mid-response.
@@ -130,6 +139,15 @@ pub struct StatsView {
     pub mean_prefetch_to_eviction_ms: f64,
     /// Prefetched bytes never requested before the connection closed.
     pub wasted_prefetch_bytes: u64,
+    /// Next-object prefetches queued (CMCD `nor`; `--prefetch-next-object`).
+    pub next_object_prefetches: u64,
+    /// Bytes the next-object prefetches were queued to read (also in the
+    /// devices' `bytes` once read).
+    pub next_object_prefetch_bytes: u64,
+    /// `nor` targets already resident (not read).
+    pub next_object_resident: u64,
+    /// `nor` targets refused (outside the root, not a file, not found).
+    pub next_object_refused: u64,
     /// Queued prefetches dropped unread because their connection had gone
     /// (the sum of the devices' `cancelled`).
     pub prefetch_cancelled: u64,
@@ -262,6 +280,10 @@ impl State {
                 0.0
             },
             wasted_prefetch_bytes: c.wasted_prefetch_bytes.load(Ordering::Relaxed),
+            next_object_prefetches: c.next_object_prefetches.load(Ordering::Relaxed),
+            next_object_prefetch_bytes: c.next_object_bytes.load(Ordering::Relaxed),
+            next_object_resident: c.next_object_resident.load(Ordering::Relaxed),
+            next_object_refused: c.next_object_refused.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
             aborted: c.aborted.load(Ordering::Relaxed),
             header_timeouts: c.header_timeouts.load(Ordering::Relaxed),

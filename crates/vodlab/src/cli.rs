@@ -116,7 +116,7 @@ pub enum Command {
     ///   vodlab serve --root /srv/video --listen 127.0.0.1:8080
     ///   vodlab serve --root /srv/video --io vanilla --access-log access.log
     #[command(verbatim_doc_comment)]
-    Serve(crate::serve::ServeArgs),
+    Serve(Box<crate::serve::ServeArgs>),
     /// Find the highest session rate a server sustains: step the rate up until
     /// the criterion trips, then bisect (thesis 4.4.3). Every point is a real
     /// run; capacity.json keeps each point with its runs (docs/experiments.md).
@@ -228,7 +228,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => crate::merge::run(a),
         Command::Analyze(a) => crate::analyze::run(a),
         Command::K8s(a) => crate::k8s::run(a),
-        Command::Serve(a) => crate::serve::run(a),
+        Command::Serve(a) => crate::serve::run(*a),
         Command::Script(c) => crate::script::run(c),
         Command::Capacity(a) => crate::capacity::run(a),
         Command::Box(a) => crate::boxcmd::run(a),
