@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{free_port, require, results, sparse_fileset, vodlab_ok};
 use vodlab_cmcd::cmsd::{CmsdDynamic, CmsdStatic, DYNAMIC, STATIC};
@@ -40,11 +40,9 @@ impl Serve {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let t = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(10), "serve did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        common::wait_until("vodlab serve listening", Duration::from_secs(10), || {
+            common::listening(port)
+        });
         Self { child, port }
     }
 
