@@ -360,7 +360,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Metered<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for Metered<T> {
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Metered<T> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -403,10 +403,30 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Metered<T> {
         Pin::new(&mut self.get_mut().inner).poll_flush(cx)
     }
 
+    /// Shuts the write side, then reads and drops what the peer sent that
+    /// is already here (at most [`DRAIN_ON_CLOSE`] bytes, never waiting):
+    /// the h2 crate shuts down after a connection error's GOAWAY, and a
+    /// socket closed with unread input sends a reset instead of a FIN, which
+    /// can destroy the GOAWAY in the peer's receive queue before it reads it
+    /// (seen with an oversized frame, whose payload the codec never reads).
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        let me = self.get_mut();
+        std::task::ready!(Pin::new(&mut me.inner).poll_shutdown(cx))?;
+        let mut scratch = [0u8; 4096];
+        let mut drained = 0;
+        while drained < DRAIN_ON_CLOSE {
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut me.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if !buf.filled().is_empty() => drained += buf.filled().len(),
+                _ => break,
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
+
+/// Most input [`Metered`] reads and drops when its connection shuts down.
+const DRAIN_ON_CLOSE: usize = 256 << 10;
 
 #[cfg(test)]
 mod tests {
