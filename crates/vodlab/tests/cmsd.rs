@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, require, results, sparse_fileset, vodlab_ok};
+use common::{free_port, require, sparse_fileset, vodlab_ok};
 use vodlab_cmcd::cmsd::{CmsdDynamic, CmsdStatic, DYNAMIC, STATIC};
 use vodlab_cmcd::{ObjectType, StreamType};
 use vodlab_manifest::MPD_NAME;
@@ -232,34 +232,9 @@ fn rep_name(dir: &Path, i: usize) -> String {
 
 /// Runs the players (4 segments each, unshaped loopback) against `s`.
 fn run_players(w: &Path, s: &Serve, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["run", w.to_str().unwrap(), "--target"];
-    let target = s.url("");
-    args.push(&target);
-    args.extend_from_slice(&[
-        "--rate",
-        "50",
-        "--arrivals",
-        "constant",
-        "--check-bytes",
-        "0",
-        "--quiet",
-        "--max-segments",
-        "4",
-        "--ramp-up",
-        "0",
-        "--ramp-down",
-        "0",
-        "--no-shaping",
-        "--player",
-        "dash",
-        "--abr",
-        "throughput",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    args.extend_from_slice(extra);
-    vodlab_ok(&args);
-    results(out)
+    let mut flags = vec!["--abr", "throughput"];
+    flags.extend_from_slice(extra);
+    common::run_dash_players(w, &s.url(""), out, &flags)
 }
 
 /// The bit rates (kbit/s) of the media and init requests in an access log.

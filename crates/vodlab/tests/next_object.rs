@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, results, sparse_fileset, vodlab_ok, wait_until, Running};
+use common::{free_port, sparse_fileset, vodlab_ok, wait_until, Running};
 
 const SEG: usize = 2 << 20;
 
@@ -226,31 +226,7 @@ fn dash_players_make_the_server_prefetch_their_next_segments() {
     }
     let s = Running::start(&root, |c| c.next_object_bytes = Some(4 << 20));
     let out = d.path().join("out");
-    vodlab_ok(&[
-        "run",
-        w.to_str().unwrap(),
-        "--target",
-        &s.url(""),
-        "--rate",
-        "50",
-        "--arrivals",
-        "constant",
-        "--check-bytes",
-        "0",
-        "--quiet",
-        "--max-segments",
-        "4",
-        "--ramp-up",
-        "0",
-        "--ramp-down",
-        "0",
-        "--no-shaping",
-        "--player",
-        "dash",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let r = results(&out);
+    let r = common::run_dash_players(&w, &s.url(""), &out, &[]);
     assert_eq!(r["failed_sessions"], 0, "{r:#}");
     let st = s.server().state.stats();
     eprintln!(

@@ -414,19 +414,7 @@ fn seqread(
     let dev = crate::hwbox::Dev::of_path(root).ok();
     let d0 = dev.and_then(|d| d.stat().ok());
     let u0 = box_usage(&b)?;
-    let mut cmd = Command::new(env.exe);
-    cmd.args(["fileset", "seqread"])
-        .arg(&a.workload)
-        .arg("--root")
-        .arg(root)
-        .arg("--warm-cache");
-    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
-    if let Some(b) = &b {
-        b.command(&mut cmd);
-    }
-    let t = Instant::now();
-    let o = cmd.output().map_err(CompareError::Seqread)?;
-    let secs = t.elapsed().as_secs_f64();
+    let (o, secs) = timed_seqread(a, env, root, b.as_ref(), Stdio::null())?;
     if !o.status.success() {
         return Err(CompareError::SeqreadFailed(format!(
             "vodlab fileset seqread failed: {}",
@@ -546,21 +534,9 @@ fn seqread_disk(
 ) -> Result<SeqRead, CompareError> {
     let b = spec.map(HwBox::create).transpose()?;
     let daemon = DiskDaemon::start(d, Some(mnt), env.exe)?;
-    let mut cmd = Command::new(env.exe);
     // --warm-cache: a fresh mount is cold, and evicting through it would
     // open every file (metadata reads the bound should not pay)
-    cmd.args(["fileset", "seqread"])
-        .arg(&a.workload)
-        .arg("--root")
-        .arg(mnt)
-        .arg("--warm-cache");
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    if let Some(b) = &b {
-        b.command(&mut cmd);
-    }
-    let t = Instant::now();
-    let o = cmd.output().map_err(CompareError::Seqread)?;
-    let secs = t.elapsed().as_secs_f64();
+    let (o, secs) = timed_seqread(a, env, mnt, b.as_ref(), Stdio::piped())?;
     drop(b);
     let r = daemon.stop()?;
     if !o.status.success() {
@@ -740,4 +716,28 @@ fn finish_row(
         b.teardown()?;
     }
     Ok((search, stop))
+}
+
+/// Runs `vodlab fileset seqread --warm-cache` over `root` (in the box, if
+/// any) and times it: its output and the seconds it took.
+fn timed_seqread(
+    a: &CompareArgs,
+    env: &Env,
+    root: &Path,
+    b: Option<&HwBox>,
+    stderr: Stdio,
+) -> Result<(std::process::Output, f64), CompareError> {
+    let mut cmd = Command::new(env.exe);
+    cmd.args(["fileset", "seqread"])
+        .arg(&a.workload)
+        .arg("--root")
+        .arg(root)
+        .arg("--warm-cache");
+    cmd.stdout(Stdio::piped()).stderr(stderr);
+    if let Some(b) = b {
+        b.command(&mut cmd);
+    }
+    let t = Instant::now();
+    let o = cmd.output().map_err(CompareError::Seqread)?;
+    Ok((o, t.elapsed().as_secs_f64()))
 }

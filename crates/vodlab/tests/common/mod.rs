@@ -133,3 +133,41 @@ pub fn readable_tempdir(prefix: &str) -> tempfile::TempDir {
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     d
 }
+
+/// Runs DASH players of `workload` against `target` (4 segments each, 50
+/// sessions/s evenly spaced, no ramps, unshaped loopback, no byte checks)
+/// with `extra` flags, writing to `out`; returns its results.json.
+pub fn run_dash_players(
+    workload: &Path,
+    target: &str,
+    out: &Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let mut args = vec![
+        "run",
+        workload.to_str().unwrap(),
+        "--target",
+        target,
+        "--rate",
+        "50",
+        "--arrivals",
+        "constant",
+        "--check-bytes",
+        "0",
+        "--quiet",
+        "--max-segments",
+        "4",
+        "--ramp-up",
+        "0",
+        "--ramp-down",
+        "0",
+        "--no-shaping",
+        "--player",
+        "dash",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    vodlab_ok(&args);
+    results(out)
+}
