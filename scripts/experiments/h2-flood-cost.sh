@@ -38,6 +38,13 @@
 #        ATTACK_ONLY=SECONDS: no benign client; per flood, the attacker alone
 #        for SECONDS against one server: its connections/s, the server's CPU
 #        per attacking connection and the share of its core it took
+#        SETUP=shared (the above: loopback, one namespace) or separated
+#        (root: a network lab, `vodlab lab up --name h2fl --clients 2`, with
+#        the server on 10.77.0.1, h2load on client host 0 and the attacker on
+#        client host 1, its own address; the attacker in a cgroup capped at
+#        ATTACK_CORES (0.5) CPUs, pinned to ATTACK_CPU (CLIENT_CPU), so its
+#        packets' kernel work is charged to its own CPU and quota; the lab is
+#        removed at the end)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${1:-target/release/vodlab}
@@ -51,6 +58,16 @@ ccpu=${CLIENT_CPU:-1}
 abind=${ATTACK_BIND:-127.0.0.2}
 floods=${FLOODS:-"connect_only rapid_reset continuation_flood settings_flood ping_flood window_update_flood small_data_flood"}
 py=/usr/bin/python3 # Debian's, with python3-h2's hpack
+setup=${SETUP:-shared}
+acpu=${ATTACK_CPU:-$ccpu}
+acores=${ATTACK_CORES:-0.5}
+case "$setup" in
+  shared) in_srv=(); in_cli=(); in_atk=(); host=127.0.0.1 ;;
+  separated)
+    in_srv=(ip netns exec vl-h2fl-srv); in_cli=(ip netns exec vl-h2fl-c0); in_atk=(ip netns exec vl-h2fl-c1)
+    host=10.77.0.1 ;;
+  *) echo "h2-flood-cost: SETUP=$setup: give shared or separated" >&2; exit 2 ;;
+esac
 # an unknown flood name would leave the attacker dead and the round "alone"
 for f in $floods; do
   if [ "$f" != connect_only ] && ! grep -q "^def flood_$f(" "$here/scripts/h2probe/h2probe.py"; then
@@ -63,13 +80,31 @@ hz=$(getconf CLK_TCK)
 work=$(mktemp -d)
 spid=""
 apid=""
+cg=""
 cleanup() {
   [ -n "$apid" ] && kill "$apid" 2>/dev/null
   [ -n "$spid" ] && kill "$spid" 2>/dev/null
   wait 2>/dev/null || true
   rm -rf "$work"
+  if [ "$setup" = separated ]; then
+    "$bin" lab down --name h2fl >/dev/null 2>&1 || true
+    [ -n "$cg" ] && rmdir "$cg" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT
+if [ "$setup" = separated ]; then
+  "$bin" lab up --name h2fl --clients 2 >/dev/null
+  # the attacker's CPU quota: cgroup v1's cpu controller, else v2's cpu.max
+  quota=$(awk -v c="$acores" 'BEGIN {printf "%d", c * 100000}')
+  if [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+    cg=/sys/fs/cgroup/cpu/vodlab-h2fl-$$
+    mkdir "$cg"; echo 100000 >"$cg/cpu.cfs_period_us"; echo "$quota" >"$cg/cpu.cfs_quota_us"
+  else
+    echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+    cg=/sys/fs/cgroup/vodlab-h2fl-$$
+    mkdir "$cg"; echo "$quota 100000" >"$cg/cpu.max"
+  fi
+fi
 mkdir -p "$work/root"
 head -c $((1 << 20)) /dev/urandom >"$work/root/seg.m4s"
 head -c 1000 /dev/urandom >"$work/root/small.bin"
@@ -78,10 +113,10 @@ head -c $((16 << 20)) /dev/zero >"$work/root/big.bin"
 start_server() {
   port=$($py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   # shellcheck disable=SC2086
-  taskset -c "$scpu" "$bin" serve --root "$work/root" --listen "127.0.0.1:$port" --threads 1 \
+  "${in_srv[@]}" taskset -c "$scpu" "$bin" serve --root "$work/root" --listen "$host:$port" --threads 1 \
     --stats-interval 0 ${SERVE_ARGS:-} 2>"$work/err" &
   spid=$!
-  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do "${in_cli[@]}" bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null && break; sleep 0.1; done
 }
 stop_server() {
   kill "$spid" 2>/dev/null || true
@@ -96,7 +131,7 @@ round() {
   echo 5 >"/proc/$spid/clear_refs"
   local t0 out t1
   t0=$(cpu_ticks)
-  out=$(taskset -c "$ccpu" h2load -n "$n" -c "$c" -m "$m" -p h2c "http://127.0.0.1:$port/seg.m4s" 2>&1)
+  out=$("${in_cli[@]}" taskset -c "$ccpu" h2load -n "$n" -c "$c" -m "$m" -p h2c "http://$host:$port/seg.m4s" 2>&1)
   t1=$(cpu_ticks)
   awk -v cpu="$(((t1 - t0)))" -v hz="$hz" -v hwm="$(hwm_kb)" '
     /^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else sub(/s$/,"",v); s=v}
@@ -104,10 +139,14 @@ round() {
     /^requests:/ {ok=$8}
     END {printf "%.1f %d %.2f %d %d\n", d/s/1e6, d, cpu/hz, hwm, ok}' <<<"$out"
 }
+# the attacker's address: ATTACK_BIND on loopback, its own host in the lab
+bind_args() { [ "$setup" = shared ] && echo --bind "$abind"; true; }
 attack_start() {
-  taskset -c "$ccpu" $py "$here/scripts/h2probe/h2probe.py" 127.0.0.1 "$port" \
-    --bind "$abind" --loop 3600 --threads "$athreads" "$1" >>"$work/attack" 2>/dev/null &
+  # shellcheck disable=SC2046
+  "${in_atk[@]}" taskset -c "$acpu" $py "$here/scripts/h2probe/h2probe.py" "$host" "$port" \
+    $(bind_args) --loop 3600 --threads "$athreads" "$1" >>"$work/attack" 2>/dev/null &
   apid=$!
+  [ -n "$cg" ] && echo "$apid" >"$cg/cgroup.procs"
   sleep 0.3
 }
 attack_stop() {
@@ -122,8 +161,9 @@ if [ -n "${ATTACK_ONLY:-}" ]; then
   start_server
   for f in $floods; do
     t0=$(cpu_ticks)
-    out=$(taskset -c "$ccpu" $py "$here/scripts/h2probe/h2probe.py" 127.0.0.1 "$port" \
-      --bind "$abind" --loop "$ATTACK_ONLY" --threads "$athreads" "$f")
+    # shellcheck disable=SC2046
+    out=$("${in_atk[@]}" taskset -c "$acpu" $py "$here/scripts/h2probe/h2probe.py" "$host" "$port" \
+      $(bind_args) --loop "$ATTACK_ONLY" --threads "$athreads" "$f")
     t1=$(cpu_ticks)
     $py -c 'import json,sys; d=json.loads(sys.argv[1]); t=int(sys.argv[2])/int(sys.argv[3])
 print("%-20s conn/s %7.1f  server core %5.1f %%  us/conn %6.0f" % (d["flood"], d["connections_per_s"], 100*t/d["seconds"], 1e6*t/max(1, d["connections"])))' \
@@ -133,7 +173,7 @@ print("%-20s conn/s %7.1f  server core %5.1f %%  us/conn %6.0f" % (d["flood"], d
   exit 0
 fi
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# server on CPU $scpu (--threads 1), h2load and attacker on CPU $ccpu; $pairs ABBA pairs;" \
+echo "# set-up $setup; server on CPU $scpu (--threads 1), h2load on CPU $ccpu, attacker on CPU $acpu$([ "$setup" = separated ] && echo " capped at $acores cores"); $pairs ABBA pairs;" \
   "h2load -n $n -c $c -m $m -p h2c 1 MiB; attacker: 1 Python process, $athreads threads"
 printf '%-20s %9s %9s %6s %11s %11s %6s %9s %9s %9s %8s %8s %8s\n' flood alone_MB/s flood_MB/s ratio \
   cpu_s/GB_a cpu_s/GB_f B/cpu kB_rss_a kB_rss_f atk_conn/s us/conn closed refused
@@ -152,7 +192,7 @@ for f in $floods; do
       round >>"$work/alone"
     fi
   done
-  read -r closed refused < <(curl -s "http://127.0.0.1:$port/vodlab/stats" |
+  read -r closed refused < <("${in_cli[@]}" curl -s "http://$host:$port/vodlab/stats" |
     $py -c "import json,sys; h=json.load(sys.stdin)['h2']; print(h.get('$f', '-'), h.get('refused_banned', 0) + h.get('refused_throttled', 0))" 2>/dev/null || echo "? ?")
   stop_server
   if [ -n "${KEEP:-}" ]; then cp "$work/alone" "$KEEP.$f.alone"; cp "$work/flood" "$KEEP.$f.flood"; cp "$work/attack" "$KEEP.$f.attack"; fi

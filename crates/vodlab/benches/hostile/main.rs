@@ -24,19 +24,30 @@
 //! the benign client and the server the CPU the attacker would take on a
 //! machine too small to keep them apart, so the figure is the server's
 //! defence rather than the box's CPU sharing; the attack's size is printed
-//! either way).
+//! either way), BENCH_SETUP (`shared`, `separated` or `both`; default
+//! `both` as root, else `shared`: see [`setup`] — the separated set-up puts
+//! the attacker on a lab host of its own with its own CPUs and a CPU quota,
+//! so that the benign client's loss measures the server rather than the
+//! shared CPU), BENCH_ATTACKER_CORES (the attacker's quota in the separated
+//! set-up, cores; default 0.5 on machines under 6 CPUs, else the CPUs it
+//! is given).
 
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vodlab_client::io::engine::cpu_seconds_of;
+
+mod attack;
+mod setup;
+
+use attack::{Attack, AttackCounts, RemoteAttack};
+use setup::Setup;
 use vodlab_testkit::{free_port, raise_nofile, require};
 
 const SMALL: &str = "/1m.bin";
@@ -104,7 +115,11 @@ impl Drop for Serve {
 
 /// `GET /vodlab/stats` (retried for up to 10 s: under attack a connect may
 /// need a SYN retry).
-fn stats(addr: SocketAddr) -> serde_json::Value {
+fn stats(setup: &Setup, addr: SocketAddr) -> serde_json::Value {
+    setup.on_client_host(move || stats_here(addr))
+}
+
+fn stats_here(addr: SocketAddr) -> serde_json::Value {
     let t = Instant::now();
     loop {
         let got = (|| -> std::io::Result<serde_json::Value> {
@@ -129,132 +144,6 @@ fn stats(addr: SocketAddr) -> serde_json::Value {
 
 fn counter(st: &serde_json::Value, k: &str) -> u64 {
     st[k].as_u64().unwrap_or_else(|| panic!("{k} in {st}"))
-}
-
-/// What the attackers have done.
-#[derive(Default)]
-struct AttackCounts {
-    /// Attacker connections open now (bench side).
-    open: AtomicI64,
-    /// Connects, first ones and reconnects.
-    connects: AtomicU64,
-    /// Connections the server ended.
-    closed_by_server: AtomicU64,
-    /// Body bytes the slow readers received.
-    reader_bytes: AtomicU64,
-}
-
-/// One slowloris connection, reconnected whenever the server ends it.
-async fn slowloris(addr: SocketAddr, start: Duration, c: Arc<AttackCounts>) {
-    tokio::time::sleep(start).await;
-    let mut buf = [0u8; 512];
-    loop {
-        let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        c.connects.fetch_add(1, Ordering::Relaxed);
-        c.open.fetch_add(1, Ordering::Relaxed);
-        let mut ok = s
-            .write_all(format!("GET {SMALL} HTTP/1.1\r\nHost: x\r\nX-a: ").as_bytes())
-            .await
-            .is_ok();
-        let mut next = tokio::time::Instant::now() + DRIBBLE;
-        while ok {
-            tokio::select! {
-                r = s.read(&mut buf) => ok = matches!(r, Ok(n) if n > 0),
-                _ = tokio::time::sleep_until(next) => {
-                    next += DRIBBLE;
-                    ok = s.write_all(b"a").await.is_ok();
-                }
-            }
-        }
-        c.open.fetch_sub(1, Ordering::Relaxed);
-        c.closed_by_server.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// One slow reader, reconnected whenever the server ends it.
-async fn slow_reader(addr: SocketAddr, start: Duration, c: Arc<AttackCounts>) {
-    tokio::time::sleep(start).await;
-    let mut buf = [0u8; READER_BYTES];
-    loop {
-        let s = async {
-            let sock = tokio::net::TcpSocket::new_v4()?;
-            sock.set_recv_buffer_size(READER_RCVBUF)?;
-            let mut s = sock.connect(addr).await?;
-            s.write_all(format!("GET {BIG} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-                .await?;
-            std::io::Result::Ok(s)
-        }
-        .await;
-        let Ok(mut s) = s else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        c.connects.fetch_add(1, Ordering::Relaxed);
-        c.open.fetch_add(1, Ordering::Relaxed);
-        loop {
-            let t = tokio::time::Instant::now();
-            match tokio::time::timeout(Duration::from_secs(1), s.read(&mut buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) => break,
-                Ok(Ok(n)) => {
-                    c.reader_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    tokio::time::sleep_until(t + Duration::from_secs(1)).await;
-                }
-                Err(_) => {}
-            }
-        }
-        c.open.fetch_sub(1, Ordering::Relaxed);
-        c.closed_by_server.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// The attack: its own runtime (one worker thread); dropping it closes
-/// every attacker connection.
-struct Attack {
-    rt: tokio::runtime::Runtime,
-    counts: Arc<AttackCounts>,
-}
-
-impl Attack {
-    fn start(
-        addr: SocketAddr,
-        slowloris_n: usize,
-        readers_n: usize,
-        spread: Duration,
-        nice: i32,
-    ) -> Self {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .on_thread_start(move || {
-                if nice != 0 {
-                    // SAFETY: no preconditions; on Linux the nice value is
-                    // per thread, and who = 0 is the calling thread
-                    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
-                }
-            })
-            .enable_all()
-            .build()
-            .expect("attack runtime");
-        let counts = Arc::new(AttackCounts::default());
-        let total = (slowloris_n + readers_n).max(1);
-        // interleaved, evenly spread starts
-        for i in 0..total {
-            let start = spread.mul_f64(i as f64 / total as f64);
-            let c = counts.clone();
-            if i * readers_n / total != (i + 1) * readers_n / total {
-                rt.spawn(slow_reader(addr, start, c));
-            } else {
-                rt.spawn(slowloris(addr, start, c));
-            }
-        }
-        Self { rt, counts }
-    }
-
-    fn stop(self) {
-        self.rt.shutdown_timeout(Duration::from_secs(5));
-    }
 }
 
 /// One benign run.
@@ -299,14 +188,15 @@ fn machine_busy() -> f64 {
     busy / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }
 
-fn h2load(h2: &Path, port: u16, pid: u32, n: usize, log: &Path) -> Benign {
+fn h2load(setup: &Setup, h2: &Path, addr: SocketAddr, pid: u32, n: usize, log: &Path) -> Benign {
     let (c0, t0) = (cpu_seconds_of(Some(pid)), Instant::now());
     let (h0, m0) = (children_cpu(), machine_busy());
-    let out = Command::new(h2)
+    let out = setup
+        .benign_command(h2)
         .args(["--h1", "-t", "1", "-c", &BENIGN_CONNS.to_string()])
         .args(["-n", &n.to_string()])
         .arg(format!("--log-file={}", log.display()))
-        .arg(format!("http://127.0.0.1:{port}{SMALL}"))
+        .arg(format!("http://{addr}{SMALL}"))
         .output()
         .expect("run h2load");
     let wall = t0.elapsed().as_secs_f64();
@@ -366,26 +256,99 @@ fn h2load(h2: &Path, port: u16, pid: u32, n: usize, log: &Path) -> Benign {
     }
 }
 
+/// The attack, in the bench's process or in a process of its own.
+enum AnyAttack {
+    Local(Attack),
+    Remote(RemoteAttack),
+}
+
+impl AnyAttack {
+    fn counts(&self) -> &Arc<AttackCounts> {
+        match self {
+            Self::Local(a) => &a.counts,
+            Self::Remote(a) => &a.counts,
+        }
+    }
+
+    /// CPU seconds the attack has used (for the local one, this whole
+    /// process's: the attack's runtime and the bench's samplers).
+    fn cpu(&self) -> f64 {
+        match self {
+            Self::Local(_) => cpu_seconds_of(None),
+            Self::Remote(a) => cpu_seconds_of(Some(a.pid())),
+        }
+    }
+
+    fn stop(self) {
+        match self {
+            Self::Local(a) => a.stop(),
+            Self::Remote(a) => a.stop(),
+        }
+    }
+}
+
+/// The bench's settings (environment).
+struct Cfg {
+    rounds: usize,
+    requests: usize,
+    n_slowloris: usize,
+    n_readers: usize,
+    header_timeout: usize,
+    send_timeout: usize,
+    lowat: Option<String>,
+    nice: i32,
+    cap: usize,
+    h2: std::path::PathBuf,
+}
+
+/// What one set-up's rounds gave: medians.
+struct Summary {
+    setup: &'static str,
+    calm_rps: f64,
+    hit_rps: f64,
+    calm_p99: f64,
+    hit_p99: f64,
+}
+
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--attacker") {
+        return attack::child_main(&args[2..]);
+    }
+    if args.iter().any(|a| a == "--list") {
         return;
     }
-    let rounds = env("BENCH_ROUNDS", 3).max(1);
-    let requests = env("BENCH_REQUESTS", 30_000);
+    // SAFETY: geteuid has no preconditions
+    let root_user = unsafe { libc::geteuid() } == 0;
+    let setups = std::env::var("BENCH_SETUP")
+        .unwrap_or_else(|_| if root_user { "both" } else { "shared" }.into());
+    let setups: Vec<&str> = match setups.as_str() {
+        "both" => vec!["shared", "separated"],
+        "shared" => vec!["shared"],
+        "separated" => vec!["separated"],
+        other => panic!("BENCH_SETUP={other:?}: give shared, separated or both"),
+    };
     let n_slowloris = env("BENCH_SLOWLORIS", 10_000);
     let n_readers = env("BENCH_SLOW_READERS", 1_000);
-    let header_timeout = env("BENCH_HEADER_TIMEOUT", 10);
-    let send_timeout = env("BENCH_SEND_TIMEOUT", 10);
-    let lowat = std::env::var("BENCH_NOTSENT_LOWAT").ok();
-    let nice = env("BENCH_ATTACKER_NICE", 0).min(19) as i32;
     let attackers = n_slowloris + n_readers;
-    let cap = attackers + attackers / 10 + 1_000;
-    let h2 = require("h2load", "nghttp2-client");
+    let cfg = Cfg {
+        rounds: env("BENCH_ROUNDS", 3).max(1),
+        requests: env("BENCH_REQUESTS", 30_000),
+        n_slowloris,
+        n_readers,
+        header_timeout: env("BENCH_HEADER_TIMEOUT", 10),
+        send_timeout: env("BENCH_SEND_TIMEOUT", 10),
+        lowat: std::env::var("BENCH_NOTSENT_LOWAT").ok(),
+        nice: env("BENCH_ATTACKER_NICE", 0).min(19) as i32,
+        cap: attackers + attackers / 10 + 1_000,
+        h2: require("h2load", "nghttp2-client"),
+    };
     let limit = raise_nofile() as usize;
     // the server holds the attackers, their files and the benign client; so does this process
     assert!(
-        limit > cap + n_readers + 256,
-        "descriptor limit {limit} too low for {attackers} attackers (cap {cap})"
+        limit > cfg.cap + n_readers + 256,
+        "descriptor limit {limit} too low for {attackers} attackers (cap {})",
+        cfg.cap
     );
 
     let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
@@ -403,18 +366,80 @@ fn main() {
     for f in [SMALL, BIG] {
         let _ = fs::read(root.join(&f[1..])).expect("read");
     }
-
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut summaries = Vec::new();
+    for name in setups {
+        let setup = if name == "shared" {
+            Setup::Shared
+        } else {
+            assert!(
+                root_user,
+                "the separated set-up needs root (network namespaces, cgroups)"
+            );
+            let split = setup::Cpus::split(cores);
+            let quota = std::env::var("BENCH_ATTACKER_CORES")
+                .ok()
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|c| *c > 0.0)
+                .unwrap_or(if cores >= 6 {
+                    split.attacker.len() as f64
+                } else {
+                    0.5
+                });
+            Setup::separated(cores, quota).unwrap_or_else(|e| panic!("{e}"))
+        };
+        summaries.push(run(&setup, &cfg, &root, t.path(), cores));
+    }
+    if summaries.len() > 1 {
+        println!("set-ups side by side (medians):");
+        for s in &summaries {
+            println!(
+                "  {:9}: unattacked {:.0} req/s, attacked {:.0} req/s, loss {:.1} %, p99 {:.2} -> {:.2} ms ({:.2}x)",
+                s.setup,
+                s.calm_rps,
+                s.hit_rps,
+                (1.0 - s.hit_rps / s.calm_rps) * 100.0,
+                s.calm_p99,
+                s.hit_p99,
+                s.hit_p99 / s.calm_p99
+            );
+        }
+    }
+}
+
+/// One set-up's rounds against a fresh server.
+fn run(setup: &Setup, cfg: &Cfg, root: &Path, tmp: &Path, cores: usize) -> Summary {
+    let Cfg {
+        rounds,
+        requests,
+        n_slowloris,
+        n_readers,
+        header_timeout,
+        send_timeout,
+        ref lowat,
+        nice,
+        cap,
+        ref h2,
+    } = *cfg;
+    let attackers = n_slowloris + n_readers;
+    println!("{}", setup.describe());
     let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let addr = setup.server_addr(port);
+    let threads = setup.server_threads();
     let mut serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        setup
+            .serve_command(Path::new(env!("CARGO_BIN_EXE_vodlab")))
             .args(["serve", "--root", root.to_str().expect("utf-8")])
             .args(["--listen", &addr.to_string()])
             .args(["--header-timeout", &header_timeout.to_string()])
             .args(["--send-timeout", &send_timeout.to_string()])
             .args(["--max-connections", &cap.to_string()])
             .args(["--stats-interval", "0"])
+            .args(
+                threads
+                    .iter()
+                    .flat_map(|n| ["--threads".to_string(), n.to_string()]),
+            )
             .args(lowat.iter().flat_map(|l| ["--notsent-lowat", l.as_str()]))
             .stderr(Stdio::null())
             .spawn()
@@ -422,7 +447,7 @@ fn main() {
     );
     let pid = serve.0.id();
     let t0 = Instant::now();
-    while TcpStream::connect(addr).is_err() {
+    while !setup.on_client_host(move || TcpStream::connect(addr).is_ok()) {
         assert!(
             t0.elapsed() < Duration::from_secs(10),
             "vodlab serve did not start"
@@ -431,11 +456,12 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     println!(
-        "vodlab serve (asap, 2 threads on {} cores): --header-timeout {header_timeout} \
+        "vodlab serve (asap, {} threads on {} cores): --header-timeout {header_timeout} \
          --send-timeout {send_timeout} --max-connections {cap}; attack: {n_slowloris} slowloris \
          (a byte every {}s), {n_readers} slow readers ({} B receive buffer, {READER_BYTES} B/s of {BIG}); \
          benign: h2load --h1 -t 1 -c {BENIGN_CONNS} -n {requests} {SMALL}; \
          --notsent-lowat {}; attacker nice {nice}",
+        threads.map_or("default".into(), |n| n.to_string()),
         cores,
         DRIBBLE.as_secs(),
         READER_RCVBUF,
@@ -443,11 +469,12 @@ fn main() {
     );
     // warm-up: a short benign run, not counted
     let _ = h2load(
-        &h2,
-        port,
+        setup,
+        h2,
+        addr,
         pid,
         requests / 10 + 1,
-        &t.path().join("warm.log"),
+        &tmp.join(format!("{}-warm.log", setup.name())),
     );
 
     // the server's RSS before any attack: later rounds reuse what the allocator kept
@@ -470,16 +497,17 @@ fn main() {
     let mut per_conn_kib = Vec::new();
     for round in 0..rounds {
         // unattacked
-        let quiet = stats(addr);
+        let quiet = stats(setup, addr);
         let rss_before = status_kib(pid, "VmRSS");
         let tcp_before = tcp_mem_kib();
         let open_before = counter(&quiet, "open_connections");
         let b = h2load(
-            &h2,
-            port,
+            setup,
+            h2,
+            addr,
             pid,
             requests,
-            &t.path().join(format!("c{round}.log")),
+            &tmp.join(format!("{}-c{round}.log", setup.name())),
         );
         serve.alive();
         println!(
@@ -496,27 +524,34 @@ fn main() {
         calm.push(b);
 
         // attacked: ramp up over the longer timeout, then until (nearly) all are open
-        let st0 = stats(addr);
-        let attack = Attack::start(addr, n_slowloris, n_readers, spread, nice);
+        let st0 = stats(setup, addr);
+        let attack = match setup.attacker_command() {
+            None => AnyAttack::Local(Attack::start(addr, n_slowloris, n_readers, spread, nice)),
+            Some(cmd) => {
+                let a = RemoteAttack::start(cmd, addr, n_slowloris, n_readers, spread, nice);
+                setup.attacker_started(a.pid());
+                AnyAttack::Remote(a)
+            }
+        };
         let t_ramp = Instant::now();
         std::thread::sleep(spread + Duration::from_secs(1));
-        while (attack.counts.open.load(Ordering::Relaxed) as usize) < attackers * 99 / 100 {
+        while (attack.counts().open.load(Ordering::Relaxed) as usize) < attackers * 99 / 100 {
             assert!(
                 t_ramp.elapsed() < spread + Duration::from_secs(60),
                 "the attack did not reach {attackers} connections: {} open",
-                attack.counts.open.load(Ordering::Relaxed)
+                attack.counts().open.load(Ordering::Relaxed)
             );
             serve.alive();
             std::thread::sleep(Duration::from_millis(200));
         }
-        let under = stats(addr);
+        let under = stats(setup, addr);
         let rss_during = status_kib(pid, "VmRSS");
         let tcp_during = tcp_mem_kib();
         let open_during = counter(&under, "open_connections");
         // sample the attack's size while the benign client runs
         let sampling = Arc::new(AtomicBool::new(true));
         let sampler = {
-            let (c, go) = (attack.counts.clone(), sampling.clone());
+            let (c, go) = (attack.counts().clone(), sampling.clone());
             std::thread::spawn(move || {
                 let (mut v, mut tcp_max) = (Vec::new(), 0);
                 while go.load(Ordering::Relaxed) {
@@ -527,19 +562,20 @@ fn main() {
                 (v, tcp_max)
             })
         };
-        let (me0, t_me) = (cpu_seconds_of(None), Instant::now());
+        let (me0, t_me) = (attack.cpu(), Instant::now());
         let b = h2load(
-            &h2,
-            port,
+            setup,
+            h2,
+            addr,
             pid,
             requests,
-            &t.path().join(format!("a{round}.log")),
+            &tmp.join(format!("{}-a{round}.log", setup.name())),
         );
         sampling.store(false, Ordering::Relaxed);
-        let attack_cores = (cpu_seconds_of(None) - me0) / t_me.elapsed().as_secs_f64();
+        let attack_cores = (attack.cpu() - me0) / t_me.elapsed().as_secs_f64();
         let (sizes, tcp_max) = sampler.join().expect("sampler");
         serve.alive();
-        let st1 = stats(addr);
+        let st1 = stats(setup, addr);
         let rss_peak = status_kib(pid, "VmRSS").max(rss_during);
         let d = |k: &str| counter(&st1, k) - counter(&st0, k);
         let kib = (rss_during as f64 - rss_start as f64)
@@ -563,8 +599,8 @@ fn main() {
             d("send_timeouts"),
             d("shed"),
             d("refused_at_cap"),
-            attack.counts.connects.load(Ordering::Relaxed),
-            attack.counts.reader_bytes.load(Ordering::Relaxed) / 1024,
+            attack.counts().connects.load(Ordering::Relaxed),
+            attack.counts().reader_bytes.load(Ordering::Relaxed) / 1024,
         );
         println!(
             "round {round} memory: server RSS {rss_start} KiB before the first attack, \
@@ -583,7 +619,7 @@ fn main() {
         attack.stop();
         // let the server notice the closes before the next calm round
         let t_drain = Instant::now();
-        while counter(&stats(addr), "open_connections") > 8 {
+        while counter(&stats(setup, addr), "open_connections") > 8 {
             assert!(
                 t_drain.elapsed() < Duration::from_secs(30),
                 "attack connections still open on the server 30 s after the attack"
@@ -613,4 +649,15 @@ fn main() {
         median(per_conn_kib),
         status_kib(pid, "VmHWM"),
     );
+    if let Setup::Separated(sep) = setup {
+        let (n, secs) = sep.quota.throttled();
+        println!("the attacker's CPU quota stopped it in {n} periods, {secs:.1} s in all");
+    }
+    Summary {
+        setup: setup.name(),
+        calm_rps: c_rps,
+        hit_rps: a_rps,
+        calm_p99: c_p99,
+        hit_p99: a_p99,
+    }
 }
