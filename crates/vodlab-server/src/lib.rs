@@ -48,6 +48,7 @@ pub mod request;
 pub mod server;
 pub mod settings;
 pub mod state;
+pub mod synfilter;
 pub mod table41;
 pub mod tls;
 mod transport;

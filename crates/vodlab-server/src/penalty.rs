@@ -121,6 +121,22 @@ impl PenaltyBox {
         self.table.values().filter(|e| now < e.banned_until).count()
     }
 
+    /// The keys ([`key`]) banned at `now`, and when the first of those bans
+    /// ends (`None` when none is banned): what the listener's SYN filter
+    /// ([`crate::synfilter`]) drops until then.
+    pub fn banned_keys(&self, now: Instant) -> (Vec<IpAddr>, Option<Instant>) {
+        let mut keys = Vec::new();
+        let mut next: Option<Instant> = None;
+        for (k, e) in &self.table {
+            if now < e.banned_until {
+                keys.push(*k);
+                next = Some(next.map_or(e.banned_until, |n| n.min(e.banned_until)));
+            }
+        }
+        keys.sort();
+        (keys, next)
+    }
+
     /// Whether a new connection from `ip` is served at `now`.
     pub fn admit(&mut self, ip: IpAddr, now: Instant) -> Admit {
         let k = key(ip);
@@ -307,6 +323,24 @@ mod tests {
         let mapped: IpAddr = "::ffff:127.0.0.2".parse::<Ipv6Addr>().unwrap().into();
         b.abuse(mapped, t);
         assert_eq!(b.admit(v4(2), t), Admit::Banned);
+    }
+
+    #[test]
+    fn banned_keys_list_the_bans_in_force_and_the_first_end() {
+        let mut b = PenaltyBox::new(cfg());
+        let t = Instant::now();
+        assert_eq!(b.banned_keys(t), (vec![], None));
+        b.abuse(v4(3), t);
+        b.abuse(v4(2), t + s(0.5));
+        let v6: IpAddr = "2001:db8:1:2:3:4:5:6".parse().unwrap();
+        b.abuse(v6, t + s(0.7));
+        let (keys, next) = b.banned_keys(t + s(0.8));
+        assert_eq!(keys, vec![v4(2), v4(3), key(v6)]);
+        assert_eq!(next, Some(t + cfg().ban));
+        // v4(3)'s ban has ended: it is on probation, not banned
+        let (keys, next) = b.banned_keys(t + cfg().ban);
+        assert_eq!(keys, vec![v4(2), key(v6)]);
+        assert_eq!(next, Some(t + s(0.5) + cfg().ban));
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct ProtoCounters {
     pub refused_throttled: AtomicU64,
     /// Addresses remembered by the penalty now.
     pub penalty_addresses: AtomicU64,
+    /// Banned addresses the listener's SYN filter drops now
+    /// (`crate::synfilter`).
+    pub syn_filter_addresses: AtomicU64,
+    /// Times the SYN filter was rebuilt (a ban began or ended).
+    pub syn_filter_updates: AtomicU64,
 }
 
 /// TLS statistics.
@@ -117,6 +122,12 @@ pub struct H2Stats {
     pub refused_throttled: u64,
     /// Addresses the penalty remembers now.
     pub penalty_addresses: u64,
+    /// Banned addresses whose packets the listener's SYN filter drops now
+    /// (their attempts never become connections, so they are not in
+    /// `refused_banned`).
+    pub syn_filter_addresses: u64,
+    /// Times the SYN filter was rebuilt.
+    pub syn_filter_updates: u64,
 }
 
 impl ProtoCounters {
@@ -150,6 +161,8 @@ impl ProtoCounters {
                 refused_banned: g(&self.refused_banned),
                 refused_throttled: g(&self.refused_throttled),
                 penalty_addresses: g(&self.penalty_addresses),
+                syn_filter_addresses: g(&self.syn_filter_addresses),
+                syn_filter_updates: g(&self.syn_filter_updates),
             },
         )
     }

@@ -122,6 +122,8 @@ impl Server {
             .then(|| tokio::spawn(crate::pacing::drive(pacing.clone(), counters.bytes.clone())));
         let state = Arc::new(State {
             penalty: Mutex::new(crate::penalty::PenaltyBox::new(cfg.h2.penalty())),
+            syn_filter_wake: tokio::sync::Notify::new(),
+            syn_filter_used: std::sync::atomic::AtomicBool::new(false),
             tls,
             pacing,
             bitrates,
@@ -138,6 +140,11 @@ impl Server {
             cfg,
         });
         let (tx, rx) = watch::channel(false);
+        if state.cfg.h2.abuse_drop_syn && state.penalty.lock().expect("lock").enabled() {
+            // a second descriptor of the listening socket: the filter is the socket's
+            let fd = std::os::fd::AsFd::as_fd(&listener).try_clone_to_owned()?;
+            tokio::spawn(syn_filter_loop(fd, state.clone(), rx.clone()));
+        }
         let task = tokio::spawn(accept_loop(listener, state.clone(), rx));
         Ok(Self {
             addr,
@@ -245,6 +252,10 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                     if !crate::accept::admit(&st, &sock, peer.ip(), at) {
                         continue;
                     }
+                    if st.syn_filter_used.load(std::sync::atomic::Ordering::Relaxed) {
+                        // the handshake copied the listener's filter into the socket
+                        let _ = crate::synfilter::detach(std::os::fd::AsRawFd::as_raw_fd(&sock));
+                    }
                     let _ = sock.set_nodelay(true);
                     if st.cfg.notsent_lowat > 0 {
                         set_notsent_lowat(&sock, st.cfg.notsent_lowat);
@@ -293,6 +304,56 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
         }
     }
     let _ = ticks.await;
+}
+
+/// Keeps the listening socket's SYN filter ([`crate::synfilter`]) equal
+/// to the banned addresses: rebuilt when a ban begins (woken by
+/// [`State::abused`]) or ends (a timer at the first end), detached when
+/// none is banned. Ends with the server; a failing `setsockopt` is logged
+/// and the penalty stays at accept.
+async fn syn_filter_loop(
+    fd: std::os::fd::OwnedFd,
+    st: Arc<State>,
+    mut stop: watch::Receiver<bool>,
+) {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::Ordering;
+    let mut current: Vec<std::net::IpAddr> = Vec::new();
+    loop {
+        let (keys, next) = st.penalty.lock().expect("lock").banned_keys(Instant::now());
+        let keys: Vec<_> = keys
+            .into_iter()
+            .take(crate::synfilter::MAX_ADDRESSES)
+            .collect();
+        if keys != current {
+            let r = if keys.is_empty() {
+                crate::synfilter::detach(fd.as_raw_fd())
+            } else {
+                st.syn_filter_used.store(true, Ordering::Relaxed);
+                crate::synfilter::attach(fd.as_raw_fd(), &crate::synfilter::program(&keys))
+            };
+            match r {
+                Ok(()) => {
+                    let p = &st.counters.proto;
+                    p.syn_filter_updates.fetch_add(1, Ordering::Relaxed);
+                    p.syn_filter_addresses
+                        .store(keys.len() as u64, Ordering::Relaxed);
+                    current = keys;
+                }
+                Err(e) => {
+                    st.log_error(&format_args!("SYN filter: {e}; bans stay at accept"));
+                    return;
+                }
+            }
+        }
+        // a ban that ends in the same millisecond as `now` is re-read at once
+        let until = next.map(|n| tokio::time::Instant::from(n + Duration::from_millis(1)));
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = st.syn_filter_wake.notified() => {}
+            _ = async { match until { Some(u) => tokio::time::sleep_until(u).await, None => std::future::pending().await } } => {}
+        }
+    }
 }
 
 /// At the cap: sheds the connection waiting longest for a head and waits

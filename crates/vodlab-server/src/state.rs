@@ -207,6 +207,11 @@ pub struct State {
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     /// Addresses closed for abuse, refused at accept (`crate::penalty`).
     pub(crate) penalty: Mutex<crate::penalty::PenaltyBox>,
+    /// Wakes the SYN filter's task when a ban begins.
+    pub(crate) syn_filter_wake: tokio::sync::Notify,
+    /// Set once a SYN filter has been attached: accepted sockets may
+    /// carry it from then on, and the accept path detaches it.
+    pub(crate) syn_filter_used: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -324,6 +329,7 @@ impl State {
         match got {
             Some(g) => {
                 st.counters.proto.abuse_bans.fetch_add(1, Ordering::Relaxed);
+                st.syn_filter_wake.notify_one();
                 st.log_error(&format_args!(
                     "{what}; {peer} banned {:.1} s (abuse {} remembered{})",
                     g.ban.as_secs_f64(),

@@ -3,8 +3,9 @@
 //! in-process `vodlab serve`, over h2c and TLS: each is stopped, counted,
 //! and leaves the server serving a benign curl. Its own test binary, so
 //! that the process's resident memory is the server's and the floods'
-//! alone. Also the per-address penalty of the accept path: an address
-//! closed for abuse is refused at accept while another is served.
+//! alone. Also the per-address penalty: an address closed for abuse is
+//! refused (at accept, or its packets dropped by the listener's SYN
+//! filter, the default) while another is served.
 
 mod common;
 mod h2common;
@@ -101,6 +102,8 @@ fn an_abusive_address_is_refused_at_accept_while_another_is_served() {
         // long enough that the ban cannot end during the test
         c.h2.abuse_ban_ms = 120_000;
         c.h2.abuse_max_ban_ms = 120_000;
+        // this test is about the accept path; the SYN filter is the next one's
+        c.h2.abuse_drop_syn = false;
     });
     let port = s.addr.port();
     // the attacker on 127.0.0.2 (loopback takes all of 127/8), over TLS
@@ -148,4 +151,67 @@ fn an_abusive_address_is_refused_at_accept_while_another_is_served() {
     let st = stats(&s);
     assert_eq!(st["h2"]["abuse_bans"], 1, "{st}");
     assert_eq!(st["h2"]["refused_throttled"], 0, "{st}");
+}
+
+/// A TCP connect from `src` to the server with a deadline.
+fn connect_from(src: &str, port: u16, within: Duration) -> std::io::Result<()> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.bind(
+        &format!("{src}:0")
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )?;
+    let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    s.connect_timeout(&to.into(), within)
+}
+
+#[test]
+fn a_banned_address_syns_are_dropped_in_the_kernel_until_the_ban_ends() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = root_with_files();
+    let s = Running::start(root.path(), |c| {
+        // a ban short enough to see it end, long enough to probe it
+        c.h2.abuse_ban_ms = 3_000;
+        c.h2.abuse_max_ban_ms = 3_000;
+    });
+    let port = s.addr.port();
+    let got = probe(port, &["--bind", "127.0.0.2", "--wait", "8", "rapid_reset"]);
+    assert!(got[0].1, "the flood is stopped: {}", got[0].3);
+    wait_until("the filter", Duration::from_secs(2), || {
+        stats(&s)["h2"]["syn_filter_addresses"] == 1
+    });
+    let before = stats(&s)["h2"].clone();
+    assert_eq!(before["abuse_bans"], 1, "{before}");
+    // the banned address's SYN gets no answer: the connect times out
+    // instead of being reset, and nothing reaches the accept path
+    let e = connect_from("127.0.0.2", port, Duration::from_millis(400)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    // another address connects and is served over h2c
+    connect_from("127.0.0.3", port, Duration::from_secs(2)).unwrap();
+    let (b, w) = curl(&["--http2-prior-knowledge", &s.url("/seg.m4s")]);
+    assert_eq!(
+        (w.as_str(), b.len() as u64),
+        (
+            "2 200",
+            fs::metadata(root.path().join("seg.m4s")).unwrap().len()
+        )
+    );
+    let mid = stats(&s)["h2"].clone();
+    assert_eq!(mid["refused_banned"], before["refused_banned"], "{mid}");
+    // the ban ends: the filter is removed and the address is served again
+    wait_until("the ban's end", Duration::from_secs(6), || {
+        stats(&s)["h2"]["syn_filter_addresses"] == 0
+    });
+    let after = stats(&s)["h2"].clone();
+    assert_eq!(
+        after["syn_filter_updates"], 2,
+        "attached once, removed once: {after}"
+    );
+    // probation: 4 new connections a second, from an empty bucket (a
+    // connection at once would be accepted and reset)
+    std::thread::sleep(Duration::from_millis(750));
+    connect_from("127.0.0.2", port, Duration::from_secs(2)).unwrap();
+    let got = probe(port, &["--bind", "127.0.0.2", "server_settings"]);
+    assert!(got[0].1, "served after the ban: {}", got[0].3);
 }

@@ -104,6 +104,10 @@ pub struct H2Settings {
     pub abuse_probation_per_s: u32,
     /// Addresses remembered at most.
     pub abuse_table: usize,
+    /// Drop a banned address's packets at the listening socket with a BPF
+    /// filter (`crate::synfilter`), so its attempts never become
+    /// connections; off: they are accepted and reset.
+    pub abuse_drop_syn: bool,
 }
 
 impl Default for H2Settings {
@@ -128,6 +132,7 @@ impl Default for H2Settings {
             abuse_probation_ms: defaults::ABUSE_PROBATION_MS,
             abuse_probation_per_s: defaults::ABUSE_PROBATION_PER_S,
             abuse_table: defaults::ABUSE_TABLE,
+            abuse_drop_syn: true,
         }
     }
 }

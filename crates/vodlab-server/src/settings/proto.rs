@@ -67,6 +67,12 @@ pub struct ProtoArgs {
     /// clients behind one NAT address).
     #[cfg_attr(feature = "cli", arg(long, value_name = "DURATION", default_value_t = crate::h2::defaults::ABUSE_BAN_MS, value_parser = vodlab_units::parse_millis))]
     pub h2_abuse_ban: u64,
+    /// Where a banned address is refused: `syn` (default) drops its packets
+    /// at the listening socket with a BPF filter, so its attempts never
+    /// become connections and cost the server nothing; `accept` accepts and
+    /// resets each one (counted in the statistics' `h2.refused_banned`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "WHERE", default_value = "syn", value_parser = ["syn", "accept"]))]
+    pub h2_abuse_refuse: String,
     /// HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE (also bounds CONTINUATION).
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = crate::h2::defaults::MAX_HEADER_LIST as u64, value_parser = vodlab_units::parse_size))]
     pub h2_max_header_list: u64,
@@ -104,6 +110,7 @@ impl ProtoArgs {
             max_header_list_size: u32_of("h2-max-header-list", self.h2_max_header_list)?,
             abuse_ban_ms: self.h2_abuse_ban,
             abuse_max_ban_ms: crate::h2::defaults::ABUSE_MAX_BAN_MS.max(self.h2_abuse_ban),
+            abuse_drop_syn: self.h2_abuse_refuse != "accept",
             ..crate::h2::H2Settings::default()
         };
         Ok((tls, h2))

@@ -193,7 +193,8 @@ fn h2load(setup: &Setup, h2: &Path, addr: SocketAddr, pid: u32, n: usize, log: &
     let (h0, m0) = (children_cpu(), machine_busy());
     let out = setup
         .benign_command(h2)
-        .args(["--h1", "-t", "1", "-c", &BENIGN_CONNS.to_string()])
+        .args(["--h1", "-t", &setup.benign_threads().to_string()])
+        .args(["-c", &BENIGN_CONNS.to_string()])
         .args(["-n", &n.to_string()])
         .arg(format!("--log-file={}", log.display()))
         .arg(format!("http://{addr}{SMALL}"))
@@ -459,12 +460,13 @@ fn run(setup: &Setup, cfg: &Cfg, root: &Path, tmp: &Path, cores: usize) -> Summa
         "vodlab serve (asap, {} threads on {} cores): --header-timeout {header_timeout} \
          --send-timeout {send_timeout} --max-connections {cap}; attack: {n_slowloris} slowloris \
          (a byte every {}s), {n_readers} slow readers ({} B receive buffer, {READER_BYTES} B/s of {BIG}); \
-         benign: h2load --h1 -t 1 -c {BENIGN_CONNS} -n {requests} {SMALL}; \
+         benign: h2load --h1 -t {} -c {BENIGN_CONNS} -n {requests} {SMALL}; \
          --notsent-lowat {}; attacker nice {nice}",
         threads.map_or("default".into(), |n| n.to_string()),
         cores,
         DRIBBLE.as_secs(),
         READER_RCVBUF,
+        setup.benign_threads(),
         lowat.as_deref().unwrap_or("default"),
     );
     // warm-up: a short benign run, not counted

@@ -216,6 +216,15 @@ impl Setup {
         }
     }
 
+    /// The benign client's threads (`h2load -t`): one per CPU it has in
+    /// the separated set-up (at most its 16 connections), else one.
+    pub fn benign_threads(&self) -> usize {
+        match self {
+            Self::Shared => 1,
+            Self::Separated(s) => s.cpus.benign.len().clamp(1, crate::BENIGN_CONNS),
+        }
+    }
+
     fn wrap(ns: &str, cpus: &[usize], program: &Path) -> Command {
         // `ip netns exec` and `taskset` both exec, so the child's PID is
         // the program's
