@@ -35,6 +35,12 @@ pub struct ResponseRate {
     pub client_buffer_s: Option<f64>,
     /// Most bytes per second the client asked for (CMCD `rtp`).
     pub max_bytes_per_s: Option<u64>,
+    /// The ladder's top bit rate, bytes per second (CMCD `tb`).
+    pub top_bytes_per_s: Option<f64>,
+    /// The multiple of `bytes_per_s` to pace at: the server's K, or what
+    /// its pace policy made of the client's reports
+    /// ([`crate::pacer::PacePolicy`]).
+    pub factor: f64,
     /// Where the bit rate came from.
     pub source: RateSource,
 }
@@ -233,15 +239,33 @@ pub fn request_bitrate(
 }
 
 /// What a response of the request is paced by: its bit rate, and the
-/// client's CMCD `bl` and `rtp` (an `rtp` of 0 is none) whatever gave the
-/// rate.
-pub fn response_rate(rate: Bitrate, cmcd: &Cmcd) -> ResponseRate {
-    ResponseRate {
+/// client's CMCD `bl`, `rtp` and `tb` (an `rtp` or `tb` of 0 is none)
+/// whatever gave the rate, at the multiple `policy` gives for the
+/// server's `k`.
+pub fn response_rate(
+    rate: Bitrate,
+    cmcd: &Cmcd,
+    policy: &crate::pacer::PacePolicy,
+    k: f64,
+) -> ResponseRate {
+    let mut r = ResponseRate {
         bytes_per_s: rate.kbps * 125.0,
         client_buffer_s: cmcd.bl.map(|ms| ms as f64 / 1000.0),
         max_bytes_per_s: cmcd.rtp.filter(|&k| k > 0).map(|k| k.saturating_mul(125)),
+        top_bytes_per_s: cmcd.tb.filter(|&k| k > 0).map(|k| k as f64 * 125.0),
+        factor: k,
         source: rate.source,
-    }
+    };
+    r.factor = policy.factor(
+        k,
+        &crate::pacer::Reports {
+            bitrate: r.bytes_per_s,
+            top: r.top_bytes_per_s,
+            buffer: r.client_buffer_s,
+            requested: r.max_bytes_per_s.map(|v| v as f64),
+        },
+    );
+    r
 }
 
 impl BitrateCatalog {
@@ -260,6 +284,7 @@ impl BitrateCatalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pacer::PacePolicy;
     use vodlab_http::server::Head;
 
     fn head(text: &str) -> Head {
@@ -275,7 +300,8 @@ mod tests {
 
     fn paced(h: &Head) -> Option<ResponseRate> {
         let c = cmcd(h);
-        request_bitrate(&c, "/v.mp4", None, None).map(|r| response_rate(r, &c))
+        request_bitrate(&c, "/v.mp4", None, None)
+            .map(|r| response_rate(r, &c, &PacePolicy::Fixed, 1.0))
     }
 
     #[test]
@@ -286,6 +312,8 @@ mod tests {
         assert_eq!(
             paced(&h),
             Some(ResponseRate {
+                top_bytes_per_s: None,
+                factor: 1.0,
                 bytes_per_s: 400_000.0,
                 client_buffer_s: Some(21.3),
                 max_bytes_per_s: Some(1_875_000),
@@ -308,7 +336,12 @@ mod tests {
         let h = head("GET /v HTTP/1.1\r\nCMCD-Object: br=fast,br=0,cid=\"x=1\"\r\nCMCD-Status: rtp=0\r\n\r\n");
         assert_eq!(paced(&h), None);
         let c = cmcd(&h);
-        let r = response_rate(request_bitrate(&c, "/v", None, Some(8.0)).unwrap(), &c);
+        let r = response_rate(
+            request_bitrate(&c, "/v", None, Some(8.0)).unwrap(),
+            &c,
+            &PacePolicy::Fixed,
+            1.0,
+        );
         assert_eq!((r.source, r.max_bytes_per_s), (RateSource::Default, None));
     }
 
@@ -325,6 +358,9 @@ mod tests {
             "CMCD-Session: cid=\"faec5fc2-ac30-11ea-bb37-0242ac130002\",pr=1.08,sf=d,sid=\"6e2fb550-c457-11e9-bb97-0800200c9a66\",st=v\r\n\r\n"
         ));
         let want = Some(ResponseRate {
+            // tb=6141 kbit/s
+            top_bytes_per_s: Some(767_625.0),
+            factor: 1.0,
             bytes_per_s: 400_000.0,
             client_buffer_s: Some(21.3),
             max_bytes_per_s: Some(1_500_000),
@@ -355,8 +391,13 @@ mod tests {
         assert_eq!(cat.lookup("/a"), None);
         let none = Cmcd::default();
         let r = |c: &Cmcd, p: &str, d| {
-            request_bitrate(c, p, Some(&cat), d)
-                .map(|r| (response_rate(r, c).bytes_per_s, r.bps(), r.source))
+            request_bitrate(c, p, Some(&cat), d).map(|r| {
+                (
+                    response_rate(r, c, &PacePolicy::Fixed, 1.0).bytes_per_s,
+                    r.bps(),
+                    r.source,
+                )
+            })
         };
         assert_eq!(
             r(&none, "/t1/hd/1", Some(8.0)),
@@ -375,7 +416,7 @@ mod tests {
         };
         let rate = request_bitrate(&cmcd, "/t1/hd/1", Some(&cat), Some(8.0)).unwrap();
         assert_eq!(rate.bps(), 800_000);
-        let got = response_rate(rate, &cmcd);
+        let got = response_rate(rate, &cmcd, &PacePolicy::Fixed, 1.0);
         assert_eq!(got.bytes_per_s, 100_000.0);
         assert_eq!(got.source, RateSource::Cmcd);
         assert_eq!(got.client_buffer_s, Some(1.5));
@@ -385,7 +426,10 @@ mod tests {
         let cat = BitrateCatalog::parse("[bitrates]\n\"/t1/sd/\" = 419.4304\n", false).unwrap();
         let rate = request_bitrate(&none, "/t1/sd/0001.m4s", Some(&cat), Some(2095.0)).unwrap();
         assert_eq!(rate.bps(), 419_430);
-        assert!((response_rate(rate, &none).bytes_per_s - 52_428.8).abs() < 1e-9);
+        assert!(
+            (response_rate(rate, &none, &PacePolicy::Fixed, 1.0).bytes_per_s - 52_428.8).abs()
+                < 1e-9
+        );
         let rate = request_bitrate(&none, "/t2/hd/0001.m4s", Some(&cat), Some(2095.0)).unwrap();
         assert_eq!((rate.bps(), rate.source), (2_095_000, RateSource::Default));
         assert_eq!(

@@ -183,6 +183,11 @@ pub struct Config {
     /// Pace factor K: a response with a known bit rate is sent at K × that
     /// rate (0 = unpaced, the default).
     pub pace: f64,
+    /// What multiple of its bit rate each paced response gets (`fixed`: K;
+    /// `cmcd`, `sammy`: from the client's reports). A policy other than
+    /// `fixed` paces even with `pace` 0 (K then 1 where it falls back).
+    #[serde(default)]
+    pub pace_policy: crate::pacer::PacePolicy,
     /// How paced responses are paced.
     pub pace_mode: PaceMode,
     /// Initial burst of a paced response in seconds of content (0 = none;
@@ -247,6 +252,7 @@ impl Default for Config {
             stats_interval: defaults::STATS_INTERVAL,
             tick: defaults::TICK,
             pace: defaults::PACE,
+            pace_policy: crate::pacer::PacePolicy::Fixed,
             pace_mode: PaceMode::User,
             pace_burst: defaults::PACE_BURST,
             link_capacity: None,
@@ -369,6 +375,12 @@ impl Config {
             "time_compression",
             "must be a finite number > 0 and at most 1000",
         )?;
+        self.pace_policy
+            .validate()
+            .map_err(|why| ConfigError::Range {
+                field: "pace_policy",
+                why,
+            })?;
         // TLS and HTTP/2 (their messages name `tls.*`, `h2.*`)
         self.tls.validate()?;
         self.h2.validate()?;
@@ -381,9 +393,20 @@ impl Config {
         })
     }
 
-    /// Whether responses are paced at all (`pace` > 0).
+    /// Whether responses are paced at all (`pace` > 0, or a pace policy
+    /// other than `fixed`).
     pub fn paced(&self) -> bool {
-        self.pace > 0.0
+        self.pace > 0.0 || self.pace_policy != crate::pacer::PacePolicy::Fixed
+    }
+
+    /// K where the pace policy falls back to it: `pace`, or 1 when `pace`
+    /// is 0 (a non-`fixed` policy pacing on its own).
+    pub fn pace_factor(&self) -> f64 {
+        if self.pace > 0.0 {
+            self.pace
+        } else {
+            1.0
+        }
     }
 
     /// The user-mode pacer's settings these give: K, the burst as the
@@ -391,7 +414,7 @@ impl Config {
     /// and the chunk (`pace_chunk`, else the chunk rule's largest).
     pub fn pacer_config(&self) -> crate::pacer::PacerConfig {
         crate::pacer::PacerConfig {
-            pace_factor: if self.paced() { self.pace } else { 1.0 },
+            pace_factor: self.pace_factor(),
             chunk_size: self.pace_chunk.unwrap_or(defaults::MAX_PACE_CHUNK),
             burst: self.pace_burst > 0.0,
             buffer: self.pace_burst,

@@ -411,7 +411,7 @@ impl Conn<'_> {
                     cache = self.send_range(f, off, burst, chain).await?;
                     pc.burst_bytes.fetch_add(burst, Ordering::Relaxed);
                 }
-                let mut r = (st.cfg.pace * rate.bytes_per_s).round().max(1.0) as u64;
+                let mut r = (rate.factor * rate.bytes_per_s).round().max(1.0) as u64;
                 if let Some(m) = rate.max_bytes_per_s {
                     r = r.min(m.max(1));
                 }

@@ -94,6 +94,7 @@
 //! reaches a new session.
 
 mod config;
+mod policy;
 mod session;
 
 use std::cmp::Reverse;
@@ -103,6 +104,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 pub use config::{defaults, PacerConfig, PacerConfigError};
+pub use policy::{PacePolicy, PolicyArg, Reports, SammyRule};
 use session::{Session, State};
 
 /// A paced session's handle (a slot and its generation).
@@ -128,6 +130,9 @@ pub struct SessionParams {
     /// Most bytes per second the client asked for (CMCD `rtp`), if sent:
     /// caps the paced rate and the session's share of bursts.
     pub max_rate: Option<u64>,
+    /// This session's pace factor, where the pace policy
+    /// ([`PacePolicy`]) gives it one (default [`PacerConfig::pace_factor`]).
+    pub factor: Option<f64>,
 }
 
 impl SessionParams {
@@ -139,6 +144,7 @@ impl SessionParams {
             chunk: None,
             client_buffer: None,
             max_rate: None,
+            factor: None,
         }
     }
 }
@@ -311,7 +317,8 @@ impl Pacer {
 
     /// The paced rate r a session with these parameters gets (bytes/s).
     pub fn rate_for(&self, p: &SessionParams) -> u64 {
-        let r = (self.cfg.pace_factor * p.bitrate).round().max(1.0) as u64;
+        let k = p.factor.unwrap_or(self.cfg.pace_factor);
+        let r = (k * p.bitrate).round().max(1.0) as u64;
         p.max_rate.map_or(r, |m| r.min(m.max(1)))
     }
 
@@ -324,6 +331,9 @@ impl Pacer {
         }
         if p.total == 0 {
             return bad("total", "must be > 0");
+        }
+        if p.factor.is_some_and(|k| !(k.is_finite() && k > 0.0)) {
+            return bad("factor", "must be > 0");
         }
         if p.chunk == Some(0) {
             return bad("chunk", "must be > 0");

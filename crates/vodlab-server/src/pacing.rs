@@ -88,6 +88,8 @@ pub struct PacingStats {
     pub pace: f64,
     /// `user` or `kernel`.
     pub mode: PaceMode,
+    /// `--pace-policy`: `fixed`, `cmcd` or `sammy:EMPTY,FULL,SECONDS`.
+    pub policy: String,
     /// Responses sent paced.
     pub paced_responses: u64,
     /// Responses sent unpaced for lack of a bit rate.
@@ -164,6 +166,7 @@ pub struct Pacing {
     /// Counters.
     pub counters: PaceCounters,
     cfg_pace: f64,
+    policy_name: String,
     mode: PaceMode,
     chunk: Option<u64>,
     send_timeout: Duration,
@@ -189,6 +192,7 @@ impl Pacing {
             coalesce: cfg.pace_coalesce,
             counters: PaceCounters::default(),
             cfg_pace: cfg.pace,
+            policy_name: cfg.pace_policy.to_string(),
             mode: cfg.pace_mode,
             chunk: cfg.pace_chunk,
             send_timeout: cfg.send_timeout,
@@ -202,6 +206,7 @@ impl Pacing {
         PacingStats {
             pace: self.cfg_pace,
             mode: self.mode,
+            policy: self.policy_name.clone(),
             paced_responses: c.paced.load(Ordering::Relaxed),
             unpaced_no_rate: c.no_rate.load(Ordering::Relaxed),
             burst_bytes: c.burst_bytes.load(Ordering::Relaxed),
@@ -225,6 +230,7 @@ impl Pacing {
         let mut p = SessionParams::new(rate.bytes_per_s, total);
         p.client_buffer = rate.client_buffer_s;
         p.max_rate = rate.max_bytes_per_s;
+        p.factor = Some(rate.factor);
         p.chunk = Some(self.chunk.unwrap_or_else(|| chunk_rule(pacer.rate_for(&p))));
         p
     }

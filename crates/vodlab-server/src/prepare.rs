@@ -131,12 +131,13 @@ pub(crate) fn pace_of(
     plan: &ResponsePlan,
     bitrate: Option<Bitrate>,
     cmcd: &Cmcd,
+    policy: (&crate::pacer::PacePolicy, f64),
 ) -> Pace {
     if !(paced && can_pace && matches!(plan.body, Body::File(_))) {
         return Pace::Off;
     }
     match bitrate {
-        Some(b) => Pace::At(response_rate(b, cmcd)),
+        Some(b) => Pace::At(response_rate(b, cmcd, policy.0, policy.1)),
         None => Pace::NoRate,
     }
 }
@@ -238,7 +239,8 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
         }
     }
     count(st, &plan);
-    let pace = match pace_of(st.cfg.paced(), fe.can_pace, &plan, bitrate, &cmcd) {
+    let policy = (&st.cfg.pace_policy, st.cfg.pace_factor());
+    let pace = match pace_of(st.cfg.paced(), fe.can_pace, &plan, bitrate, &cmcd, policy) {
         Pace::At(rate) => Some(rate),
         Pace::Off => None,
         Pace::NoRate => {
@@ -259,6 +261,7 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pacer::PacePolicy;
     use crate::plan::{FileKind, FileMeta};
     use std::path::PathBuf;
 
@@ -381,21 +384,65 @@ mod tests {
         assert_eq!(rate.map(Bitrate::bps), Some(800_000));
         let whole = plan_of(&h);
         let want = Pace::At(ResponseRate {
+            top_bytes_per_s: None,
+            factor: 1.0,
             bytes_per_s: 100_000.0,
             client_buffer_s: Some(1.5),
             max_bytes_per_s: None,
             source: RateSource::Cmcd,
         });
-        assert_eq!(pace_of(true, true, &whole, rate, &cmcd), want);
-        assert_eq!(pace_of(false, true, &whole, rate, &cmcd), Pace::Off);
-        assert_eq!(pace_of(true, false, &whole, rate, &cmcd), Pace::Off);
-        assert_eq!(pace_of(true, true, &whole, None, &cmcd), Pace::NoRate);
+        assert_eq!(
+            pace_of(true, true, &whole, rate, &cmcd, (&PacePolicy::Fixed, 1.0)),
+            want
+        );
+        assert_eq!(
+            pace_of(false, true, &whole, rate, &cmcd, (&PacePolicy::Fixed, 1.0)),
+            Pace::Off
+        );
+        assert_eq!(
+            pace_of(true, false, &whole, rate, &cmcd, (&PacePolicy::Fixed, 1.0)),
+            Pace::Off
+        );
+        assert_eq!(
+            pace_of(true, true, &whole, None, &cmcd, (&PacePolicy::Fixed, 1.0)),
+            Pace::NoRate
+        );
         // HEAD (no body) and multipart bodies are not paced
         let h = head("HEAD /v.mp4 HTTP/1.1\r\n\r\n");
-        assert_eq!(pace_of(true, true, &plan_of(&h), rate, &cmcd), Pace::Off);
+        assert_eq!(
+            pace_of(
+                true,
+                true,
+                &plan_of(&h),
+                rate,
+                &cmcd,
+                (&PacePolicy::Fixed, 1.0)
+            ),
+            Pace::Off
+        );
         let h = head("GET /v.mp4 HTTP/1.1\r\nRange: bytes=0-1,5-9\r\n\r\n");
-        assert_eq!(pace_of(true, true, &plan_of(&h), rate, &cmcd), Pace::Off);
+        assert_eq!(
+            pace_of(
+                true,
+                true,
+                &plan_of(&h),
+                rate,
+                &cmcd,
+                (&PacePolicy::Fixed, 1.0)
+            ),
+            Pace::Off
+        );
         let h = head("GET /v.mp4 HTTP/1.1\r\nRange: bytes=10-\r\n\r\n");
-        assert_eq!(pace_of(true, true, &plan_of(&h), rate, &cmcd), want);
+        assert_eq!(
+            pace_of(
+                true,
+                true,
+                &plan_of(&h),
+                rate,
+                &cmcd,
+                (&PacePolicy::Fixed, 1.0)
+            ),
+            want
+        );
     }
 }

@@ -173,6 +173,17 @@ pub struct ServeArgs {
     /// --default-bitrate; a response none of them rates is sent unpaced.
     #[cfg_attr(feature = "cli", arg(long, value_name = "K", default_value_t = defaults::PACE))]
     pub pace: f64,
+    /// What multiple of its bit rate a paced response gets: `fixed` (K =
+    /// --pace), `fixed:K` (sets K), `cmcd` (the client's CMCD `rtp` when
+    /// sent, else K) or `sammy` (Sammy's rule: 3x the ladder's top bit
+    /// rate, CMCD `tb`, with an empty buffer falling linearly with CMCD `bl`
+    /// to 1.5x at 12 s; `sammy:EMPTY,FULL,SECONDS` sets the three). A
+    /// policy other than `fixed` paces without --pace.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "POLICY", default_value = "fixed")
+    )]
+    pub pace_policy: crate::pacer::PolicyArg,
     /// How to pace: `user` (the server's pacer releases chunks at their
     /// times) or `kernel` (SO_MAX_PACING_RATE, TCP's internal pacing).
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = PaceModeArg::User))]
@@ -375,7 +386,9 @@ impl ServeArgs {
             notsent_lowat: self.notsent_lowat,
             max_connections: self.max_connections,
             stats_interval: seconds("stats-interval", self.stats_interval)?,
-            pace: self.pace,
+            // `fixed:K` sets K
+            pace: self.pace_policy.k.unwrap_or(self.pace),
+            pace_policy: self.pace_policy.policy,
             pace_mode: self.pace_mode.into(),
             pace_burst: self.pace_burst,
             link_capacity: self.link_capacity,

@@ -296,3 +296,58 @@ fn a_client_that_stops_reading_does_not_delay_another() {
     assert_eq!(st["pacing"]["active_sessions"], 1, "the stalled one");
     drop(stalled);
 }
+
+#[test]
+fn sammy_paces_at_a_multiple_of_the_top_bit_rate_falling_with_the_buffer() {
+    let _serial = serial();
+    let d = root();
+    let s = Running::start(d.path(), |c| {
+        paced(PaceMode::User, 0.0)(c);
+        c.pace = 0.0; // the policy paces on its own
+        c.pace_policy = vodlab_server::pacer::PacePolicy::Sammy(Default::default());
+    });
+    // 1 MB; the ladder's top (tb) 8 Mbit/s = 1 MB/s. Sammy's default rule:
+    // 3x the top with an empty buffer (3 MB/s: 0.33 s), 1.5x at 12 s of
+    // buffer and above (1.5 MB/s: 0.67 s), 2.25x half-way (0.44 s)
+    for (object, bl, want) in [
+        ("br=8000,tb=8000", 0, 1.0 / 3.0),
+        ("br=8000,tb=8000", 12000, 2.0 / 3.0),
+        ("br=8000,tb=8000", 6000, 1.0 / 2.25),
+        // a lower rung is paced by the top rate, not its own
+        ("br=2000,tb=8000", 30000, 2.0 / 3.0),
+    ] {
+        let extra = format!("CMCD-Object: {object}\r\nCMCD-Request: bl={bl}\r\n");
+        let end = get(s.addr, "/half.mp4", &extra).end();
+        assert!(
+            (end - want).abs() < 0.1,
+            "{object},bl={bl}: ended at {end:.3} s, want {want:.3} s"
+        );
+    }
+    let st = stats(s.addr);
+    assert_eq!(st["pacing"]["policy"], "sammy:3,1.5,12", "{st}");
+    assert_eq!(st["pacing"]["paced_responses"], 4, "{st}");
+}
+
+#[test]
+fn the_cmcd_policy_paces_at_the_requested_throughput() {
+    let _serial = serial();
+    let d = root();
+    let s = Running::start(d.path(), |c| {
+        paced(PaceMode::User, 0.0)(c);
+        c.pace_policy = vodlab_server::pacer::PacePolicy::Cmcd;
+    });
+    // rtp 16 Mbit/s = 2 MB/s: 1 MB in 0.5 s; without rtp, K = 1 x the
+    // default 1 MB/s: 1 s
+    let c = get(s.addr, "/half.mp4", "CMCD-Request: rtp=16000\r\n");
+    assert!(
+        (c.end() - 0.5).abs() < 0.1,
+        "rtp: ended at {:.3} s",
+        c.end()
+    );
+    let c = get(s.addr, "/half.mp4", "");
+    assert!(
+        (c.end() - 1.0).abs() < 0.1,
+        "no rtp: ended at {:.3} s",
+        c.end()
+    );
+}
