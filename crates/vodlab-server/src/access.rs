@@ -33,12 +33,18 @@ impl fmt::Display for CacheOutcome {
     }
 }
 
-/// Counts a response by kind (and as an error when it is one).
+/// Counts a response by kind (and as an error when it is one: a refusal,
+/// 4xx, or the server's own, 5xx).
 pub(crate) fn count(st: &State, p: &ResponsePlan) {
     let c = &st.counters;
     c.kinds[kind_index(p.kind)].fetch_add(1, Ordering::Relaxed);
     if p.kind.is_error() {
         c.errors.fetch_add(1, Ordering::Relaxed);
+        if p.status() >= 500 {
+            c.server_errors.fetch_add(1, Ordering::Relaxed);
+        } else {
+            c.refused.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 

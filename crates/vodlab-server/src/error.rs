@@ -29,7 +29,8 @@ pub enum ServeError {
     /// The file may not be read (EACCES, EPERM) (403).
     #[error("permission denied")]
     Forbidden,
-    /// A directory or a special file (403).
+    /// A directory or a special file: a socket (`ENXIO` when opened), a
+    /// FIFO, a device (403).
     #[error("not a regular file")]
     NotRegular,
     /// Out of file descriptors (EMFILE, ENFILE) (503).
@@ -56,7 +57,8 @@ impl ServeError {
     }
 
     /// Classifies an error of opening or stat-ing a file under the root.
-    /// `EXDEV` and `ELOOP` (openat2 refused to leave the root or to follow
+    /// `ENXIO` and `ENODEV` (a socket or a device without its driver,
+    /// opened for reading) are not regular files, 403. `EXDEV` and `ELOOP` (openat2 refused to leave the root or to follow
     /// a symlink out of it) are 404 like a missing file: the server does
     /// not tell what exists outside its root.
     pub fn from_open(e: io::Error) -> Self {
@@ -65,6 +67,8 @@ impl ServeError {
                 ServeError::NotFound
             }
             Some(libc::EACCES | libc::EPERM) => ServeError::Forbidden,
+            // opening for reading: a socket, or a device without its driver
+            Some(libc::ENXIO | libc::ENODEV) => ServeError::NotRegular,
             Some(libc::EMFILE | libc::ENFILE) => ServeError::Exhausted(e),
             _ if e.kind() == io::ErrorKind::NotFound => ServeError::NotFound,
             _ if e.kind() == io::ErrorKind::PermissionDenied => ServeError::Forbidden,
@@ -103,6 +107,12 @@ mod tests {
         assert_eq!(s(libc::EIO), 500);
         assert_eq!(s(libc::ENOMEM), 500);
         assert_eq!(ServeError::NotRegular.status(), 403);
+        // a socket opened for reading, a device without its driver: refused, not the server's trouble
+        for errno in [libc::ENXIO, libc::ENODEV] {
+            let e = ServeError::from_open(io::Error::from_raw_os_error(errno));
+            assert!(matches!(e, ServeError::NotRegular), "{errno}: {e:?}");
+            assert!(!e.is_server_side());
+        }
         assert!(ServeError::from_open(io::Error::from_raw_os_error(libc::EIO)).is_server_side());
         assert!(!ServeError::NotFound.is_server_side());
         assert!(ServeError::Body.closes() && !ServeError::Method.closes());

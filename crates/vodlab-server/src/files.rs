@@ -1,5 +1,13 @@
 //! Opening files under the root without leaving it, and their metadata for
 //! the planner. The only file-system I/O of a request before its body.
+//!
+//! The root is held open and opened again when it is replaced (`held.rs`);
+//! only regular files are served: anything else (a directory, a socket, a
+//! FIFO, a device, a symlink to one inside the root) is
+//! [`ServeError::NotRegular`], 403, whether it opens (a FIFO, a device:
+//! `fstat` tells) or not (a socket: `ENXIO`).
+
+mod held;
 
 use std::fs::File;
 use std::io;
@@ -7,57 +15,71 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use crate::error::ServeError;
 use crate::plan::{FileKind, FileMeta};
 use crate::request::{content_type, inside_root};
+use held::{Held, Opened};
 
-/// The root directory, held open.
+pub use held::ROOT_RECHECK;
+
+/// The root directory, held open (and opened again when replaced).
 pub struct Root {
     /// The root as configured.
     pub path: std::path::PathBuf,
-    /// Its canonical form (for the fallback check).
-    pub canonical: std::path::PathBuf,
-    fd: File,
+    held: Held,
     no_openat2: AtomicBool,
 }
 
 impl Root {
     /// Opens the root directory.
     pub fn open(path: &Path) -> io::Result<Self> {
-        let canonical = std::fs::canonicalize(path)?;
-        let fd = File::open(&canonical)?;
-        if !canonical.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", path.display()),
-            ));
-        }
+        Self::open_rechecking(path, ROOT_RECHECK)
+    }
+
+    /// Opens the root directory, its path looked up again every `every`.
+    pub(crate) fn open_rechecking(path: &Path, every: Duration) -> io::Result<Self> {
         Ok(Self {
             path: path.to_path_buf(),
-            canonical,
-            fd,
+            held: Held::open(path, every)?,
             no_openat2: AtomicBool::new(false),
         })
+    }
+
+    /// How many times the root was opened again because its path came to
+    /// name another directory (the statistics' `root_reopens`).
+    pub fn reopens(&self) -> u64 {
+        self.held.reopens()
     }
 
     /// Opens `path` (a path under the root, from
     /// [`crate::request::resolve_target`]) so that neither `..` nor a
     /// symlink can leave the root: openat2(RESOLVE_BENEATH) relative to the
     /// root directory, one syscall; where the kernel lacks it, open and
-    /// check the canonical path. Returns the file and its metadata.
+    /// check the canonical path. A missing file looks the root's path up
+    /// and, when the root was replaced, is looked for once more in the new
+    /// one. Returns the file and its metadata; anything but a regular
+    /// file is [`ServeError::NotRegular`].
     pub fn open_file(&self, path: &Path) -> Result<(File, FileMeta), ServeError> {
-        let file = self.open_beneath(path).map_err(ServeError::from_open)?;
+        let mut root = self.held.current();
+        let mut opened = self.open_beneath(&root, path);
+        if let Err(e) = &opened {
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENOENT | libc::ENOTDIR | libc::ESTALE)
+            ) {
+                if let Some(newer) = self.held.refresh(&root) {
+                    root = newer;
+                    opened = self.open_beneath(&root, path);
+                }
+            }
+        }
+        let file = opened.map_err(|e| self.refusal(&root, path, e))?;
         let meta = file.metadata().map_err(ServeError::Io)?;
-        let ft = meta.file_type();
-        let kind = if ft.is_file() {
-            FileKind::Regular
-        } else if ft.is_dir() {
-            FileKind::Directory
-        } else {
-            FileKind::Other
-        };
+        if !meta.file_type().is_file() {
+            return Err(ServeError::NotRegular);
+        }
         let mtime = meta
             .modified()
             .ok()
@@ -66,65 +88,61 @@ impl Root {
         let fm = FileMeta {
             size: meta.len(),
             mtime,
-            kind,
+            kind: FileKind::Regular,
             key: meta.dev().rotate_left(32) ^ meta.ino(),
             content_type: content_type(path),
         };
         Ok((file, fm))
     }
 
-    fn open_beneath(&self, path: &Path) -> io::Result<File> {
-        use std::os::unix::ffi::OsStrExt;
+    /// The refusal for an open that failed with `e`: [`ServeError::from_open`],
+    /// except that an error it leaves unexplained (500) on a file that
+    /// is not a regular one (a device whose driver refused the open) is
+    /// [`ServeError::NotRegular`], looked at without opening it.
+    fn refusal(&self, root: &Opened, path: &Path, e: io::Error) -> ServeError {
+        let err = ServeError::from_open(e);
+        if !matches!(err, ServeError::Io(_)) {
+            return err;
+        }
+        match self.kind_beneath(root, path) {
+            Some(ft) if !ft.is_file() => ServeError::NotRegular,
+            _ => err,
+        }
+    }
+
+    /// What `path` is, looked up as [`Root::open_file`] would, without
+    /// opening it for reading (an `O_PATH` descriptor and `fstat`).
+    fn kind_beneath(&self, root: &Opened, path: &Path) -> Option<std::fs::FileType> {
+        if self.no_openat2.load(Ordering::Relaxed) {
+            let m = std::fs::metadata(path).ok()?;
+            return inside_root(&root.canonical, path).then(|| m.file_type());
+        }
+        let f = openat2_beneath(root, &self.path, path, libc::O_PATH).ok()?;
+        f.metadata().ok().map(|m| m.file_type())
+    }
+
+    fn open_beneath(&self, root: &Opened, path: &Path) -> io::Result<File> {
         let not_found = || io::Error::from_raw_os_error(libc::ENOENT);
+        // O_NONBLOCK: opening a FIFO without a writer must not block the
+        // worker thread (and every connection behind it); O_NOCTTY: a
+        // terminal device in the root must not become the server's
+        // controlling terminal
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
         if !self.no_openat2.load(Ordering::Relaxed) {
-            let rel = path.strip_prefix(&self.path).map_err(|_| not_found())?;
-            let c = std::ffi::CString::new(rel.as_os_str().as_bytes()).map_err(|_| not_found())?;
-            #[repr(C)]
-            struct OpenHow {
-                flags: u64,
-                mode: u64,
-                resolve: u64,
+            match openat2_beneath(root, &self.path, path, flags) {
+                Ok(f) => return Ok(f),
+                Err(e) if !matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
+                    return Err(e); // ENOENT, EXDEV (escape attempt), ELOOP, EACCES, ENXIO, EMFILE ...
+                }
+                Err(_) => self.no_openat2.store(true, Ordering::Relaxed),
             }
-            let how = OpenHow {
-                // O_NONBLOCK: opening a FIFO without a writer must not block
-                // the worker thread (and every connection behind it)
-                flags: (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64,
-                mode: 0,
-                resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
-            };
-            // an empty relative path names the root itself
-            let c = if rel.as_os_str().is_empty() {
-                std::ffi::CString::new(".").expect("no NUL")
-            } else {
-                c
-            };
-            // SAFETY: openat2 reads the path and `how`, both live; on success we own the fd
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_openat2,
-                    self.fd.as_raw_fd(),
-                    c.as_ptr(),
-                    &how as *const OpenHow,
-                    std::mem::size_of::<OpenHow>(),
-                )
-            };
-            if fd >= 0 {
-                // SAFETY: a fresh descriptor owned by nobody else
-                return Ok(unsafe { File::from_raw_fd(fd as i32) });
-            }
-            let err = io::Error::last_os_error();
-            let errno = err.raw_os_error();
-            if errno != Some(libc::ENOSYS) && errno != Some(libc::EPERM) {
-                return Err(err); // ENOENT, EXDEV (escape attempt), ELOOP, EACCES, EMFILE ...
-            }
-            self.no_openat2.store(true, Ordering::Relaxed);
         }
         use std::os::unix::fs::OpenOptionsExt;
         let f = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(path)?;
-        if inside_root(&self.canonical, path) {
+        if inside_root(&root.canonical, path) {
             Ok(f)
         } else {
             Err(not_found())
@@ -132,49 +150,47 @@ impl Root {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn open_errors_keep_their_status() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("a.mp4"), b"hello").unwrap();
-        std::fs::create_dir(d.path().join("dir")).unwrap();
-        let root = Root::open(d.path()).unwrap();
-        let (_, m) = root.open_file(&d.path().join("a.mp4")).unwrap();
-        assert_eq!(
-            (m.size, m.kind, m.content_type),
-            (5, FileKind::Regular, "video/mp4")
-        );
-        assert!(m.mtime.is_some());
-        let (_, m) = root.open_file(&d.path().join("dir")).unwrap();
-        assert_eq!(m.kind, FileKind::Directory);
-        let e = root.open_file(&d.path().join("missing")).unwrap_err();
-        assert_eq!(e.status(), 404);
-        let e = root.open_file(&d.path().join("a.mp4/x")).unwrap_err();
-        assert_eq!(e.status(), 404);
-        // a FIFO without a writer: opened at once (O_NONBLOCK) and refused as not regular
-        let fifo = d.path().join("fifo.mp4");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a live NUL-terminated path
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
-        let t = std::time::Instant::now();
-        let (_, m) = root.open_file(&fifo).unwrap();
-        assert_eq!(m.kind, FileKind::Other);
-        assert!(t.elapsed() < std::time::Duration::from_secs(1));
-        root.no_openat2.store(true, Ordering::Relaxed); // the fallback path too
-        let (_, m) = root.open_file(&fifo).unwrap();
-        assert_eq!(m.kind, FileKind::Other);
-        root.no_openat2.store(false, Ordering::Relaxed);
-        // unreadable: 403, unless we are root (who reads anything)
-        let p = d.path().join("secret.mp4");
-        std::fs::write(&p, b"x").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
-        // SAFETY: geteuid has no preconditions
-        if unsafe { libc::geteuid() } != 0 {
-            assert_eq!(root.open_file(&p).unwrap_err().status(), 403);
-        }
+/// openat2(`flags`, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) of `path`
+/// (under `configured`, the root's configured path) relative to the
+/// opened `root`: one syscall that cannot leave that directory.
+fn openat2_beneath(root: &Opened, configured: &Path, path: &Path, flags: i32) -> io::Result<File> {
+    use std::os::unix::ffi::OsStrExt;
+    let not_found = || io::Error::from_raw_os_error(libc::ENOENT);
+    let rel = path.strip_prefix(configured).map_err(|_| not_found())?;
+    // an empty relative path names the root itself
+    let c = if rel.as_os_str().is_empty() {
+        std::ffi::CString::new(".").expect("no NUL")
+    } else {
+        std::ffi::CString::new(rel.as_os_str().as_bytes()).map_err(|_| not_found())?
+    };
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: openat2 reads the path and `how`, both live; on success we own the fd
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root.fd.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: a fresh descriptor owned by nobody else
+        Ok(unsafe { File::from_raw_fd(fd as i32) })
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -76,7 +76,9 @@ pub enum SettingsError {
 #[derive(Debug)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct ServeArgs {
-    /// Directory to serve (e.g. a `vodlab fileset create` root).
+    /// Directory to serve (e.g. a `vodlab fileset create` root). It may be
+    /// replaced while the server runs (re-created, renamed over, a symlink
+    /// retargeted): the new tree is served within 100 ms, without a restart.
     #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
     pub root: PathBuf,
     /// Address to listen on.

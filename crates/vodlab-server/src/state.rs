@@ -59,6 +59,11 @@ pub struct Counters {
     pub next_object_refused: AtomicU64,
     /// Requests refused with 4xx/5xx.
     pub errors: AtomicU64,
+    /// Of those, 4xx: the request refused (malformed, missing, forbidden,
+    /// not a regular file).
+    pub refused: AtomicU64,
+    /// Of those, 5xx: the server's own trouble (logged on stderr).
+    pub server_errors: AtomicU64,
     /// Clients that went away mid-response.
     pub aborted: AtomicU64,
     /// Connections closed for a slow or missing request head.
@@ -154,8 +159,15 @@ pub struct StatsView {
     /// Prefetch reads stopped part-way because their connection went away
     /// (the sum of the devices' `stopped`).
     pub prefetch_stopped: u64,
-    /// Error responses.
+    /// Error responses (4xx and 5xx).
     pub errors: u64,
+    /// Error responses 4xx: refusals (a missing file, one not regular, ...).
+    pub refused: u64,
+    /// Error responses 5xx: the server's own trouble.
+    pub server_errors: u64,
+    /// Times the root was opened again because its path came to name
+    /// another directory (`crate::files::Root::reopens`).
+    pub root_reopens: u64,
     /// Responses cut by the client.
     pub aborted: u64,
     /// Slow or missing heads.
@@ -290,6 +302,9 @@ impl State {
             next_object_resident: c.next_object_resident.load(Ordering::Relaxed),
             next_object_refused: c.next_object_refused.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            server_errors: c.server_errors.load(Ordering::Relaxed),
+            root_reopens: self.root.reopens(),
             aborted: c.aborted.load(Ordering::Relaxed),
             header_timeouts: c.header_timeouts.load(Ordering::Relaxed),
             send_timeouts: c.send_timeouts.load(Ordering::Relaxed),
