@@ -165,9 +165,11 @@ impl FromStr for PolicyArg {
                     k: None,
                 }
             }
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "--pace-policy {s}: give fixed, fixed:K, cmcd, sammy or sammy:EMPTY,FULL,SECONDS"
-            )),
+            ))
+            }
         };
         arg.policy
             .validate()

@@ -463,6 +463,17 @@ impl Player {
         &self.played
     }
 
+    /// The viewer has every segment it came for and leaves at `now` (ms):
+    /// what it holds is played out, as at the end of a title — it is
+    /// downloaded, so without a stall — and counted in the session's time,
+    /// so the QoE's played time and time-average bit rate cover the media
+    /// the viewer watched, not only the time until its last download.
+    pub fn leave(&mut self, now: f64) {
+        self.advance(now);
+        self.buffer.drain();
+        self.state = State::Done;
+    }
+
     /// Stall episodes so far as (media position, duration), ms: the
     /// source of the P.1203 input's `I23` and of the run's rendition
     /// timelines.

@@ -777,3 +777,31 @@ fn a_bitrate_cap_lowers_the_choice_and_lifting_it_restores_it() {
     // the records say what was fetched
     assert!(p.records()[8..13].iter().all(|r| r.quality == 1));
 }
+
+#[test]
+fn a_viewer_that_leaves_after_its_segments_is_counted_until_its_buffer_is_played() {
+    // 10 segments of 1 s at 100 kbit/s, each downloaded in 10 ms: the
+    // viewer came for 4 and leaves when the 4th arrives, holding ~4 s
+    let movie = Arc::new(Movie::constant(1000.0, &[100.0], 10));
+    let mut p = Player::new(movie, cfg(AbrRule::Throughput)).unwrap();
+    let mut now = 0.0;
+    while p.played().len() < 4 {
+        let Some(Action::Fetch { .. }) = p.poll_action(now) else {
+            panic!("a fetch")
+        };
+        now += 10.0;
+        p.handle(now, Event::Completed { timing: None });
+    }
+    p.leave(now);
+    let q = p.qoe();
+    assert_eq!(q.segments, 4);
+    assert_eq!(q.rebuffer_count, 0);
+    // session = start-up + the 4 s it watched, not the 40 ms of downloads
+    assert!(
+        (q.session_ms - (q.startup_delay_ms + 4000.0)).abs() < 1e-6,
+        "{q:?}"
+    );
+    // the time-average bit rate cannot exceed the only rendition's
+    assert!(q.time_average_bitrate_kbps <= 100.0, "{q:?}");
+    assert_eq!(p.poll_action(now + 5000.0), None, "done");
+}

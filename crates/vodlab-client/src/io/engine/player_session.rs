@@ -717,7 +717,9 @@ async fn play(
                             t.segment(r, player.buffer_ms(), segment_ms);
                         }
                         if player.played().len() >= n {
-                            // the viewer's last segment arrived: it leaves
+                            // the viewer's last segment arrived: it plays
+                            // what it holds and leaves
+                            player.leave(now);
                             break Ok(());
                         }
                     }
