@@ -87,6 +87,19 @@ pub enum RunError {
     /// The results could not be written.
     #[error(transparent)]
     Write(#[from] crate::out::results::WriteError),
+    /// The run ended but a file of its results could not be written (no
+    /// space left on the device, say): the file keeps its previous
+    /// content, and the run's last checkpoint, if it wrote one, stays.
+    #[error("the run ended but its results could not be written: {source}{}", checkpoint.as_ref().map_or_else(String::new, |c| format!("; this run's last checkpoint is {}", c.display())))]
+    NotWritten {
+        /// What the run measured (the caller can still show it).
+        results: Box<Results>,
+        /// This run's last checkpoint, when it is there.
+        checkpoint: Option<PathBuf>,
+        /// Why.
+        #[source]
+        source: crate::out::results::WriteError,
+    },
 }
 
 /// A [`SettingsError::Flag`] as a [`RunError`].
@@ -392,8 +405,17 @@ pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunE
     let (results, dump) = rt.block_on(crate::run_parts(work, cfg, live.clone(), cancel_rx))?;
     live.done.store(true, Ordering::Relaxed);
     observer.finished();
-    results.write(&out_dir)?;
-    dump.write(&out_dir)?;
+    // each file is replaced atomically; the checkpoint goes only once all
+    // three are written, so a failure here (a full disk) leaves it
+    if let Err(source) = results.write(&out_dir).and_then(|()| dump.write(&out_dir)) {
+        let ckpt = out_dir.join(crate::CHECKPOINT_FILE);
+        rt.shutdown_timeout(Duration::from_millis(100));
+        return Err(RunError::NotWritten {
+            results: Box::new(results),
+            checkpoint: ckpt.exists().then_some(ckpt),
+            source,
+        });
+    }
     // the results are written: the last checkpoint is superseded
     let _ = std::fs::remove_file(out_dir.join(crate::CHECKPOINT_FILE));
     rt.shutdown_timeout(Duration::from_millis(100));

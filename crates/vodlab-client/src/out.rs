@@ -1,9 +1,11 @@
-//! What a run writes and how runs combine: [`metrics`] (bounded
+//! What a run writes and how runs combine: [`atomic`] (the one writer of
+//! result files: temporary file, fsync, rename, fsync), [`metrics`] (bounded
 //! HdrHistograms and time bins, mergeable), [`results`] (`results.json`),
 //! [`shard`] (the parts a sharded run writes and their exact merge),
 //! [`codec`] (the dump's exact encoding) and [`thresholds`] (`--fail-on`
 //! rules over any result file).
 
+pub mod atomic;
 pub mod codec;
 pub mod metrics;
 pub mod results;

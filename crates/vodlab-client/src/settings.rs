@@ -215,8 +215,10 @@ pub struct RunSettings {
     pub only_class: Option<String>,
     /// Write checkpoint.json (the results so far, exact for `vodlab merge`)
     /// every this many seconds, so a process killed mid-run (SIGKILL, the
-    /// OOM killer, a lost pod) leaves what it measured; removed when the run
-    /// writes its results. 0: never. Default: 10 with --shard, else 0.
+    /// OOM killer, a lost pod) leaves what it measured; replaced atomically
+    /// (a kill or a full disk leaves the last one whole); removed once the
+    /// run has written its results. 0: never. Default: 10 with --shard,
+    /// else 0.
     #[cfg_attr(feature = "cli", arg(long, value_name = "DURATION", value_parser = vodlab_units::seconds_arg))]
     pub checkpoint: Option<f64>,
     /// Time compression k: replay the workload k times faster (pacing,

@@ -10,7 +10,7 @@ use thiserror::Error;
 /// A capacity.json or compare.json that cannot be read or written.
 #[derive(Debug, Error)]
 pub enum FileError {
-    /// Reading or writing failed.
+    /// Reading failed.
     #[error("{}: {source}", path.display())]
     Io {
         /// The file.
@@ -18,6 +18,10 @@ pub enum FileError {
         /// The error.
         source: std::io::Error,
     },
+    /// Writing failed (the file keeps its previous content unless the
+    /// error says otherwise).
+    #[error("{0}")]
+    Write(#[from] vodlab_client::out::atomic::AtomicWriteError),
     /// Not JSON at all.
     #[error("not JSON: {0}")]
     Json(serde_json::Error),
@@ -63,7 +67,7 @@ impl FileError {
     /// The error, naming the file it came from.
     pub fn at(self, path: &Path) -> Self {
         match self {
-            e @ (Self::Io { .. } | Self::In { .. }) => e,
+            e @ (Self::Io { .. } | Self::In { .. } | Self::Write(_)) => e,
             e => Self::In {
                 path: path.to_path_buf(),
                 source: Box::new(e),
@@ -123,12 +127,15 @@ pub(crate) fn read_with<T>(
     parse(&text).map_err(|e| e.at(path))
 }
 
-/// Writes `v` as pretty JSON with a final newline.
+/// Writes `v` as pretty JSON with a final newline, atomically
+/// ([`vodlab_client::out::atomic::write`]).
 pub(crate) fn write_pretty(path: &Path, v: &impl Serialize) -> Result<(), FileError> {
     let mut text = serde_json::to_string_pretty(v).map_err(FileError::Json)?;
     text.push('\n');
-    std::fs::write(path, text).map_err(|source| FileError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(vodlab_client::out::atomic::write(path, text.as_bytes())?)
+}
+
+/// Writes `text` to `path` atomically ([`vodlab_client::out::atomic::write`]).
+pub(crate) fn write_text(path: &Path, text: impl AsRef<[u8]>) -> Result<(), FileError> {
+    Ok(vodlab_client::out::atomic::write(path, text.as_ref())?)
 }

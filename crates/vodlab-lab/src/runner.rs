@@ -494,18 +494,16 @@ impl PointRunner {
     }
 }
 
-/// Writes results.json and summary.txt of a run into `dir`.
+/// Writes results.json and summary.txt of a run into `dir`, each
+/// atomically ([`vodlab_client::out::atomic::write`]).
 pub fn write_results(dir: &Path, r: &Results) -> Result<(), RunnerError> {
-    let io = |path: PathBuf| move |source| RunnerError::Io { path, source };
-    let json = dir.join("results.json");
-    let mut text = serde_json::to_string_pretty(r).map_err(|e| RunnerError::Io {
-        path: json.clone(),
-        source: e.into(),
-    })?;
-    text.push('\n');
-    std::fs::write(&json, text).map_err(io(json.clone()))?;
-    let summary = dir.join("summary.txt");
-    std::fs::write(&summary, r.table()).map_err(io(summary.clone()))
+    r.write(dir).map_err(|e| match e {
+        vodlab_client::out::results::WriteError::Write(w) => RunnerError::File(w.into()),
+        vodlab_client::out::results::WriteError::Json(source) => RunnerError::Io {
+            path: dir.join("results.json"),
+            source: source.into(),
+        },
+    })
 }
 
 /// `GET /vodlab/stats` from a `vodlab serve` (`None` for other servers, on

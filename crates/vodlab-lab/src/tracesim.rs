@@ -49,6 +49,10 @@ pub enum TraceError {
         #[source]
         source: std::io::Error,
     },
+    /// A result file could not be written (it keeps its previous
+    /// content).
+    #[error("{0}")]
+    Write(#[from] vodlab_client::out::atomic::AtomicWriteError),
     /// A log, workload or event file has bad content.
     #[error("{0}")]
     Input(String),
@@ -452,12 +456,13 @@ pub fn run(a: &TraceSettings, obs: &mut impl TraceObserver) -> Result<TraceRun, 
     })
 }
 
-/// Writes `results.json` and `results.csv` (docs/simulate.md) into `dir`.
+/// Writes `results.json` and `results.csv` (docs/simulate.md) into `dir`,
+/// each atomically ([`vodlab_client::out::atomic::write`]).
 pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), TraceError> {
     std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
     let p = dir.join("results.json");
     let json = serde_json::to_string_pretty(rows).expect("rows serialize") + "\n";
-    std::fs::write(&p, json).map_err(io(format!("writing {}", p.display())))?;
+    vodlab_client::out::atomic::write(&p, json.as_bytes())?;
     let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains,mean_memory_bytes,mech_peak_utilisation,mech_mean_utilisation,decisions,hits,evictions,evicted_bytes,peak_cache_bytes,max_wait_s,auto_final_bytes,spec\n");
     for r in rows {
         let s = &r.result;
@@ -492,8 +497,7 @@ pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), TraceError> {
             r.spec
         ));
     }
-    let p = dir.join("results.csv");
-    std::fs::write(&p, csv).map_err(io(format!("writing {}", p.display())))?;
+    vodlab_client::out::atomic::write(&dir.join("results.csv"), csv.as_bytes())?;
     Ok(())
 }
 

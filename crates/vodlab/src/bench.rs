@@ -17,7 +17,7 @@ pub use vodlab_lab::bench::BenchArgs;
 /// Writes `out/report.html` of the results in `out`.
 fn report(out: &Path) -> anyhow::Result<()> {
     let html = crate::report::render(&[out.to_path_buf()], "vodlab bench", 20_000)?;
-    std::fs::write(out.join("report.html"), html)?;
+    vodlab_client::out::atomic::write(&out.join("report.html"), html.as_bytes())?;
     Ok(())
 }
 

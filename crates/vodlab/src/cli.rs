@@ -59,6 +59,8 @@ pub enum Command {
     /// script over persistent connections with pacing, per-request timeouts and
     /// its client class's emulated access link. A session fails when a request
     /// misses its deadline. Results: results.json (docs/run.md, schema docs/results.schema.json), summary.txt.
+    /// Each result file is replaced atomically; one that cannot be written (a
+    /// full disk) keeps its previous content and the run exits 4 (docs/results.md).
     ///
     /// Examples:
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --rate 10 -o results/yt-10

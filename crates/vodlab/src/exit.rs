@@ -8,6 +8,7 @@
 //! | 1 | ran, and a check failed: a `--fail-on` rule, no session succeeded, `--strict` |
 //! | 2 | bad usage or input (a flag, a spec, a file) |
 //! | 3 | could not run: the server unreachable, a peer program missing |
+//! | 4 | ran, but a result file could not be written (no space left on the device, a read-only or missing directory); that file keeps its previous content |
 //! | 130 | interrupted by SIGINT (143: SIGTERM); the results so far are written |
 
 use std::process::ExitCode;
@@ -22,6 +23,10 @@ pub const CHECK_FAILED: u8 = 1;
 pub const USAGE: u8 = 2;
 /// Could not run.
 pub const COULD_NOT_RUN: u8 = 3;
+/// Ran, but a result file could not be written
+/// ([`vodlab_client::out::atomic::AtomicWriteError`] anywhere in the
+/// error's chain).
+pub const NOT_WRITTEN: u8 = 4;
 /// Interrupted by SIGINT (128 + 2).
 pub const INTERRUPTED: u8 = 130;
 /// Stopped by SIGTERM (128 + 15).
@@ -46,10 +51,17 @@ pub fn could_not_run(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// The exit status of a failed command: 3 for [`CouldNotRun`] anywhere in
-/// the chain, else 2.
+/// the chain, 4 for a result file that could not be written
+/// ([`vodlab_client::out::atomic::AtomicWriteError`]), else 2.
 pub fn status_of(e: &anyhow::Error) -> u8 {
+    use vodlab_client::out::atomic::AtomicWriteError;
     if e.chain().any(|c| c.downcast_ref::<CouldNotRun>().is_some()) {
         COULD_NOT_RUN
+    } else if e
+        .chain()
+        .any(|c| c.downcast_ref::<AtomicWriteError>().is_some())
+    {
+        NOT_WRITTEN
     } else {
         USAGE
     }

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 pub use vodlab_lab::report::ReportArgs;
 
 /// Renders the inputs into a page (used by `report` and `bench`), naming
@@ -23,7 +22,7 @@ pub fn render(inputs: &[PathBuf], title: &str, max_dots: usize) -> anyhow::Resul
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let html = render(&a.inputs, &a.title, a.max_dots)?;
     let out = &a.output;
-    std::fs::write(out, &html).with_context(|| format!("writing {}", out.display()))?;
+    vodlab_client::out::atomic::write(out, html.as_bytes())?;
     println!("report: {} ({} KiB)", out.display(), html.len() / 1024);
     Ok(ExitCode::SUCCESS)
 }

@@ -16,10 +16,19 @@ use vodlab_client::{Live, Results};
 pub use vodlab_client::settings::RunSettings as RunArgs;
 
 /// A library error with its exit status: [`RunError::CouldNotRun`] is
-/// [`crate::exit::could_not_run`] (3).
+/// [`crate::exit::could_not_run`] (3); [`RunError::NotWritten`] is
+/// [`crate::exit::NOT_WRITTEN`] (4), found by `status_of` in its chain,
+/// and its summary is printed first: what was measured is not lost from
+/// sight.
 fn status(e: RunError) -> anyhow::Error {
     match e {
         RunError::CouldNotRun(msg) => crate::exit::could_not_run(msg),
+        RunError::NotWritten { ref results, .. } => {
+            let _ = std::io::stdout()
+                .lock()
+                .write_all(results.table().as_bytes());
+            e.into()
+        }
         e => e.into(),
     }
 }

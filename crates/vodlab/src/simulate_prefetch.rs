@@ -31,9 +31,9 @@ pub fn replay_events(a: &PrefetchSimArgs, file: &Path) -> anyhow::Result<bool> {
     std::io::stdout().lock().write_all(text.as_bytes())?;
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(
-            dir.join("replay.json"),
-            serde_json::to_string_pretty(&r)? + "\n",
+        vodlab_client::out::atomic::write(
+            &dir.join("replay.json"),
+            (serde_json::to_string_pretty(&r)? + "\n").as_bytes(),
         )?;
     }
     Ok(r.mismatches.is_empty())

@@ -1,6 +1,7 @@
 //! The README's exit-status table, row by row, for `vodlab run` (and the
 //! usage row for every subcommand): 0 ran and passed, 1 ran and a check
-//! failed, 2 bad usage or input, 3 could not run, 130/143 interrupted
+//! failed, 2 bad usage or input, 3 could not run, 4 a result file not
+//! written, 130/143 interrupted
 //! (tests/run_cli.rs). The server is the ground-truth server, whose
 //! behaviour the test scripts.
 
@@ -161,6 +162,33 @@ fn run_exits_by_the_table() {
         "errors in words: {summary}"
     );
 
+    // 4: ran, but results.json could not be written (something that is
+    // not a file holds its name: the rename fails, as a full disk fails
+    // the write, tests/results_survive.rs); it is named, the summary is
+    // printed anyway, and what held the name is untouched
+    let out = t.path().join("unwritable");
+    fs::create_dir_all(out.join("results.json").join("kept")).unwrap();
+    let o = run(&w, &url, &out, &[]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("replacing {}", out.join("results.json").display())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("run against"));
+    assert!(out.join("results.json").join("kept").is_dir());
+    // and for merge
+    let merged = t.path().join("merged");
+    fs::create_dir_all(merged.join("results.json")).unwrap();
+    let o = common::vodlab(&[
+        "merge",
+        t.path().join("ok").to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(stderr(&o).contains("results.json"), "{}", stderr(&o));
+
     // 3: nothing listens there
     let port = common::free_port();
     let started = Instant::now();
@@ -258,6 +286,21 @@ fn capacity_and_compare_judge_their_results_with_fail_on() {
     let o = common::vodlab(&args);
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
+    // 4: the search ran, capacity.json could not be written
+    fs::create_dir_all(t.path().join("c-unwritable").join("capacity.json")).unwrap();
+    let o = capacity("c-unwritable", "answer.capacity<1");
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "replacing {}",
+            t.path()
+                .join("c-unwritable")
+                .join("capacity.json")
+                .display()
+        )),
+        "{}",
+        stderr(&o)
+    );
     let o = capacity("c-typo", "answer.capacty<1");
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(

@@ -745,20 +745,15 @@ pub enum WriteError {
     /// The results could not be serialised.
     #[error("{0}")]
     Json(#[from] serde_json::Error),
-    /// A file could not be written.
-    #[error("writing {}", path.display())]
-    Write {
-        /// The file.
-        path: std::path::PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file could not be written (it keeps its previous content unless
+    /// the error says otherwise).
+    #[error("{0}")]
+    Write(#[from] crate::out::atomic::AtomicWriteError),
 }
 
-/// Writes `text` to `path`.
+/// Writes `text` to `path` atomically ([`crate::out::atomic::write`]).
 pub(crate) fn write_file(path: std::path::PathBuf, text: &str) -> Result<(), WriteError> {
-    std::fs::write(&path, text).map_err(|source| WriteError::Write { path, source })
+    Ok(crate::out::atomic::write(&path, text.as_bytes())?)
 }
 
 impl Results {

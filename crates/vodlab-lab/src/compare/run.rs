@@ -355,7 +355,7 @@ impl Compare {
         file.complete = true;
         file.duration_s = Some(unix_now() - started);
         file.write(&out.join("compare.json"))?;
-        std::fs::write(out.join("summary.txt"), &text)?;
+        crate::files::write_text(&out.join("summary.txt"), &text)?;
         Ok(CompareRun { file, text, out })
     }
 }
@@ -422,7 +422,7 @@ fn seqread(
         )));
     }
     let printed = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    std::fs::write(out.join("seqread.txt"), &printed)?;
+    crate::files::write_text(&out.join("seqread.txt"), &printed)?;
     let u1 = box_usage(&b)?;
     let dev_read = match (dev.and_then(|d| d.stat().ok()), d0) {
         (Some(a), Some(b)) => a.since(&b).read_bytes,
@@ -546,9 +546,9 @@ fn seqread_disk(
         )));
     }
     let printed = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    std::fs::write(out.join("seqread.txt"), &printed)?;
-    std::fs::write(
-        out.join("seqread-disk.json"),
+    crate::files::write_text(&out.join("seqread.txt"), &printed)?;
+    crate::files::write_text(
+        &out.join("seqread-disk.json"),
         serde_json::to_vec_pretty(&r)?,
     )?;
     let model_s = secs * d.time_compression;
@@ -660,8 +660,8 @@ fn one_server_disk(
             add_disk_figures(&mut o.extra, secs, d.time_compression, &r);
             crate::capacity::add_viewer_figures(&mut o.extra, &m.results);
             if let Some(rel) = &o.extra.results {
-                std::fs::write(
-                    sdir.join(rel).join("disk.json"),
+                crate::files::write_text(
+                    &sdir.join(rel).join("disk.json"),
                     serde_json::to_vec_pretty(&r)?,
                 )?;
             }

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 pub use vodlab_testkit::*;
 
+pub mod restartable;
+
 /// Runs `vodlab` with arguments.
 pub fn vodlab(args: &[&str]) -> std::process::Output {
     vodlab_at(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)

@@ -1,6 +1,8 @@
 //! Periodic checkpoints of a run: what it has measured so far, written
 //! every few seconds as one file (`checkpoint.json`: the results and the
-//! exact `metrics.json` state) replaced atomically. A process that is
+//! exact `metrics.json` state) replaced atomically and durably
+//! ([`crate::out::atomic::write`]: a kill or a full disk leaves the last
+//! checkpoint whole, never a part of the next). A process that is
 //! killed mid-run (SIGKILL, the OOM killer, a lost pod) cannot write its
 //! results; `vodlab merge` then takes its last checkpoint and marks the
 //! merged run incomplete, naming the shard (docs/scale-out.md).
@@ -83,16 +85,27 @@ impl Checkpointer {
     }
 
     /// Writes a checkpoint of `m` at `now` and schedules the next one. A
-    /// failed write is reported once on stderr and does not stop the run.
+    /// failed write does not stop the run and leaves the last checkpoint
+    /// as it was; the first failure is reported on stderr, and so is the
+    /// first success after failures.
     pub(super) fn write(&mut self, ctx: &Ctx, m: &RunMetrics, now: Instant) {
         while self.next <= now {
             self.next += self.cfg.every;
         }
-        if let Err(e) = self.try_write(ctx, m, now) {
-            if !self.failed {
-                eprintln!("vodlab: could not write a checkpoint: {e}");
+        match self.try_write(ctx, m, now) {
+            Err(e) => {
+                if !self.failed {
+                    eprintln!(
+                        "vodlab run: could not write a checkpoint: {e}; the run goes on, the last checkpoint written stays"
+                    );
+                }
+                self.failed = true;
             }
-            self.failed = true;
+            Ok(()) if self.failed => {
+                eprintln!("vodlab run: checkpoints are written again");
+                self.failed = false;
+            }
+            Ok(()) => {}
         }
     }
 
@@ -153,9 +166,7 @@ impl Checkpointer {
             metrics: dump,
         };
         let text = serde_json::to_vec(&c).map_err(|e| e.to_string())?;
-        let path = self.cfg.dir.join(CHECKPOINT_FILE);
-        let tmp = self.cfg.dir.join(format!("{CHECKPOINT_FILE}.tmp"));
-        std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("renaming to {}: {e}", path.display()))
+        crate::out::atomic::write(&self.cfg.dir.join(CHECKPOINT_FILE), &text)
+            .map_err(|e| e.to_string())
     }
 }
