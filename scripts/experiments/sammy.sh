@@ -75,7 +75,7 @@ echo "# $(date -u +%FT%TZ) sammy.sh: bottleneck $BOTTLENECK (htb, server egress)
   "x $SEGMENTS segments, policies: $POLICIES, $REPS reps; load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/README.txt"
 
 run_one() { # policy rep
-  local pol=$1 rep=$2 dir="$OUT/$1-r$2" args=()
+  local pol=$1 rep=$2 dir="$OUT/${1//:/-}-r$2" args=()
   mkdir -p "$dir"
   [ "$pol" != off ] && args=(--pace-policy "$pol" --pace-burst 0)
   "${SRV[@]}" "$V" serve --root "$WORK/root" --listen 10.77.0.1:8080 --stats-interval 1 \
@@ -110,25 +110,30 @@ for rep in $(seq "$REPS"); do
 done
 
 python3 - "$OUT" $POLICIES <<'EOF' | tee "$OUT/summary.txt"
-import json, os, re, statistics, sys
+import gzip, json, os, re, statistics, sys
 out, pols = sys.argv[1], sys.argv[2:]
 def runs(pol):
-    return sorted(d for d in os.listdir(out) if d.startswith(pol + "-r"))
+    return sorted(d for d in os.listdir(out) if d.startswith(pol.replace(":", "-") + "-r"))
+def lines(path):
+    # the committed runs keep their logs gzipped
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt")
+    return open(path)
 def one(d):
     p = os.path.join(out, d)
     tput = []
-    for line in open(os.path.join(p, "access.log")):
+    for line in lines(os.path.join(p, "access.log")):
         f = line.split()
         if len(f) >= 9 and f[3].endswith(".m4s") and f[6] in ("200", "206") and int(f[8]) > 0:
             tput.append(int(f[7]) * 8 / (int(f[8]) / 1e6) / 1e6)  # Mbit/s while sending
     # the bulk flow's line (written when curl is stopped): bytes over service time
     bulk = []
-    for line in open(os.path.join(p, "access.log")):
+    for line in lines(os.path.join(p, "access.log")):
         f = line.split()
         if len(f) >= 9 and f[3] == "/bulk.bin" and int(f[8]) > 0:
             bulk = [int(f[7]) / (int(f[8]) / 1e6)]
     rtts = [float(m) for m in re.findall(r"time=([0-9.]+) ms", open(os.path.join(p, "ping.txt")).read())]
-    r = json.load(open(os.path.join(p, "run", "results.json")))
+    r = json.loads("".join(lines(os.path.join(p, "run", "results.json"))))
     # the client's view: a segment's nominal size (bit rate x 4 s) over its
     # download time (request to last byte), media segments after the first
     ctput = [seg["bitrate_kbps"] * 4 / seg["download_ms"]
