@@ -192,9 +192,14 @@ impl Scan {
             std::thread::sleep(Duration::from_millis(100));
         };
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        // testssl.sh exits with the number of failed checks' problems, not 0,
-        // on a finished scan; its JSON is the outcome, so only a missing or
-        // unreadable file is an error here
+        // testssl.sh's exit status on a finished scan is the sum of its checks'
+        // return values, not 0 when something was found (the JSON says what);
+        // 242 and above are its own errors (connect problem, bad options...)
+        assert!(
+            status.code().is_some_and(|c| c < 242),
+            "testssl.sh {} failed ({status}):\n{log}",
+            self.what
+        );
         let text = std::fs::read_to_string(&self.json).unwrap_or_else(|e| {
             panic!(
                 "testssl.sh {} ({status}) wrote no {}: {e}\n{log}",
