@@ -6,7 +6,7 @@
 //!
 //! Three scans run side by side against one server (testssl.sh spends most
 //! of its time waiting on its own sockets, so in parallel the test takes
-//! ~50 s rather than ~80 s): protocols, cipher categories, forward secrecy
+//! 27-41 s here rather than ~80 s): protocols, cipher categories, forward secrecy
 //! and the suites per protocol (`-p -s -f -E`); the server's defaults and
 //! certificate (`-S`); the vulnerability checks (`-U`). Loopback only: the
 //! target is given as `--ip 127.0.0.1` with `--nodns none` (no DNS query)
