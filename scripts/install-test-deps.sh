@@ -15,6 +15,7 @@
 #                   conformance and flood probes of scripts/h2probe (tests/h2_serve.rs, h2_floods.rs);
 #                   nghttp2-client's nghttp and h2load are the h2 peers
 #   python3-venv    makes the virtual environment of step 2
+#   testssl.sh      the TLS scanner tests/tls_scan.rs runs against vodlab serve (loopback, no DNS)
 #   ffmpeg          encodes real media (`vodlab fileset create --media real`; ffprobe in tests)
 #   chromium        the headless browser `vodlab record` drives (dash.js over DevTools)
 #   While it installs missing packages, and only then, a /usr/sbin/policy-rc.d that
@@ -86,7 +87,7 @@ install_packages() {
   trap - EXIT INT TERM
 }
 
-packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2 python3-venv ffmpeg chromium)
+packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2 python3-venv testssl.sh ffmpeg chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

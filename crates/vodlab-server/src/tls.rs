@@ -74,6 +74,29 @@ pub fn alpn(s: &TlsSettings) -> Vec<Vec<u8>> {
     v
 }
 
+/// How long a generated certificate is valid from its start: a year, under
+/// the 398 days that browsers (and testssl.sh) accept for a leaf certificate;
+/// rcgen's default runs to the year 4096, which testssl.sh rates HIGH.
+pub const SELF_SIGNED_VALIDITY: time::Duration = time::Duration::days(365);
+
+/// How far before its generation a generated certificate starts: a day, for
+/// clients whose clocks lag the server's.
+pub const SELF_SIGNED_BACKDATE: time::Duration = time::Duration::days(1);
+
+/// The parameters of the certificate `--tls-self-signed` generates at `now`:
+/// for `localhost`, 127.0.0.1 and ::1, valid from [`SELF_SIGNED_BACKDATE`]
+/// before `now` for [`SELF_SIGNED_VALIDITY`].
+pub fn self_signed_params(now: time::OffsetDateTime) -> Result<rcgen::CertificateParams, TlsError> {
+    let mut p = rcgen::CertificateParams::new(vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ])?;
+    p.not_before = now - SELF_SIGNED_BACKDATE;
+    p.not_after = p.not_before + SELF_SIGNED_VALIDITY;
+    Ok(p)
+}
+
 /// The rustls server configuration: certificate (loaded or generated),
 /// ALPN, the fixed record size. ring as the crypto provider, chosen
 /// explicitly so that another crate enabling a second provider does not
@@ -102,21 +125,18 @@ pub fn server_config(s: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
             (certs, key)
         }
         _ => {
-            let ck = rcgen::generate_simple_self_signed(vec![
-                "localhost".to_string(),
-                "127.0.0.1".to_string(),
-                "::1".to_string(),
-            ])?;
+            let key_pair = rcgen::KeyPair::generate()?;
+            let cert =
+                self_signed_params(time::OffsetDateTime::now_utc())?.self_signed(&key_pair)?;
             if let Some(out) = &s.self_signed_out {
-                std::fs::write(out, ck.cert.pem())?;
+                std::fs::write(out, cert.pem())?;
             }
-            let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der()).map_err(|e| {
-                TlsError::File {
+            let key =
+                PrivateKeyDer::try_from(key_pair.serialize_der()).map_err(|e| TlsError::File {
                     path: PathBuf::from("(generated)"),
                     why: e.to_string(),
-                }
-            })?;
-            (vec![ck.cert.der().clone()], key)
+                })?;
+            (vec![cert.der().clone()], key)
         }
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -258,5 +278,21 @@ mod tests {
             ..s
         };
         assert_eq!(alpn(&s), vec![b"http/1.1".to_vec()]);
+    }
+
+    #[test]
+    fn a_generated_certificate_is_valid_for_a_year_from_yesterday() {
+        let now = time::OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let p = self_signed_params(now).unwrap();
+        assert_eq!(now - p.not_before, time::Duration::days(1));
+        assert_eq!(p.not_after - p.not_before, time::Duration::days(365));
+        assert!(p.not_after - p.not_before <= time::Duration::days(398));
+        let names: Vec<String> = p
+            .subject_alt_names
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert!(names[0].contains("localhost"), "{names:?}");
     }
 }
