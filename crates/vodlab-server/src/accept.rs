@@ -74,27 +74,50 @@ async fn peek_protocol(sock: &TcpStream) -> Result<Sniffed, Early> {
 
 /// Whether a connection just accepted from `peer` is served: not when
 /// its address is banned or over its probation rate
-/// ([`crate::penalty`]); such a connection is reset (`SO_LINGER` 0: no
-/// FIN handshake, no TIME_WAIT) and counted here. Costs an atomic load
-/// while no address is remembered.
+/// ([`crate::penalty`]), nor when it is over `--conn-rate-per-address`
+/// ([`crate::conn_rate`], which also bans it); such a connection is reset
+/// (`SO_LINGER` 0: no FIN handshake, no TIME_WAIT) and counted here. Costs
+/// an atomic load while no address is remembered and no rate is set.
 pub(crate) fn admit(st: &State, sock: &TcpStream, peer: IpAddr, now: Instant) -> bool {
     let p = &st.counters.proto;
-    if p.penalty_addresses.load(Ordering::Relaxed) == 0 {
-        return true;
+    if p.penalty_addresses.load(Ordering::Relaxed) != 0 {
+        let verdict = {
+            let mut b = st.penalty.lock().expect("lock");
+            let v = b.admit(peer, now);
+            p.penalty_addresses.store(b.len() as u64, Ordering::Relaxed);
+            v
+        };
+        match verdict {
+            crate::penalty::Admit::Yes => {}
+            crate::penalty::Admit::Banned => {
+                p.refused_banned.fetch_add(1, Ordering::Relaxed);
+                crate::conn_io::reset_on_close(sock);
+                return false;
+            }
+            crate::penalty::Admit::Throttled => {
+                p.refused_throttled.fetch_add(1, Ordering::Relaxed);
+                crate::conn_io::reset_on_close(sock);
+                return false;
+            }
+        }
     }
-    let verdict = {
-        let mut b = st.penalty.lock().expect("lock");
-        let v = b.admit(peer, now);
-        p.penalty_addresses.store(b.len() as u64, Ordering::Relaxed);
-        v
-    };
-    match verdict {
-        crate::penalty::Admit::Yes => return true,
-        crate::penalty::Admit::Banned => p.refused_banned.fetch_add(1, Ordering::Relaxed),
-        crate::penalty::Admit::Throttled => p.refused_throttled.fetch_add(1, Ordering::Relaxed),
-    };
-    crate::conn_io::reset_on_close(sock);
-    false
+    // a banned address was refused above, so its excess does not escalate
+    // its ban again
+    if let Some(rate) = &st.conn_rate {
+        if !rate.lock().expect("lock").admit(peer, now) {
+            p.conn_rate_exceeded.fetch_add(1, Ordering::Relaxed);
+            st.abused(
+                peer,
+                &format_args!(
+                    "{peer}: over {} new connections a second",
+                    st.cfg.h2.abuse_conn_rate
+                ),
+            );
+            crate::conn_io::reset_on_close(sock);
+            return false;
+        }
+    }
+    true
 }
 
 /// Serves one accepted connection in whatever it speaks.

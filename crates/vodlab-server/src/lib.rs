@@ -30,6 +30,7 @@ pub mod cmsd;
 pub mod config;
 mod conn;
 mod conn_io;
+pub mod conn_rate;
 pub mod error;
 pub mod files;
 pub mod flood;

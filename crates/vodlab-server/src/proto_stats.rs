@@ -66,6 +66,9 @@ pub struct ProtoCounters {
     pub syn_filter_addresses: AtomicU64,
     /// Times the SYN filter was rebuilt (a ban began or ended).
     pub syn_filter_updates: AtomicU64,
+    /// Connections reset at accept for their address's connection rate
+    /// (`--conn-rate-per-address`; each also reported as abuse).
+    pub conn_rate_exceeded: AtomicU64,
 }
 
 /// TLS statistics.
@@ -128,6 +131,8 @@ pub struct H2Stats {
     pub syn_filter_addresses: u64,
     /// Times the SYN filter was rebuilt.
     pub syn_filter_updates: u64,
+    /// Connections reset at accept for their address's connection rate.
+    pub conn_rate_exceeded: u64,
 }
 
 impl ProtoCounters {
@@ -163,6 +168,7 @@ impl ProtoCounters {
                 penalty_addresses: g(&self.penalty_addresses),
                 syn_filter_addresses: g(&self.syn_filter_addresses),
                 syn_filter_updates: g(&self.syn_filter_updates),
+                conn_rate_exceeded: g(&self.conn_rate_exceeded),
             },
         )
     }

@@ -122,6 +122,8 @@ impl Server {
             .then(|| tokio::spawn(crate::pacing::drive(pacing.clone(), counters.bytes.clone())));
         let state = Arc::new(State {
             penalty: Mutex::new(crate::penalty::PenaltyBox::new(cfg.h2.penalty())),
+            conn_rate: (cfg.h2.abuse_conn_rate > 0)
+                .then(|| Mutex::new(crate::conn_rate::ConnRate::new(cfg.h2.abuse_conn_rate))),
             syn_filter_wake: tokio::sync::Notify::new(),
             syn_filter_used: std::sync::atomic::AtomicBool::new(false),
             tls,

@@ -219,6 +219,8 @@ pub struct State {
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     /// Addresses closed for abuse, refused at accept (`crate::penalty`).
     pub(crate) penalty: Mutex<crate::penalty::PenaltyBox>,
+    /// Per-address connection rates (`--conn-rate-per-address`), if limited.
+    pub(crate) conn_rate: Option<Mutex<crate::conn_rate::ConnRate>>,
     /// Wakes the SYN filter's task when a ban begins.
     pub(crate) syn_filter_wake: tokio::sync::Notify,
     /// Set once a SYN filter has been attached: accepted sockets may

@@ -215,3 +215,45 @@ fn a_banned_address_syns_are_dropped_in_the_kernel_until_the_ban_ends() {
     let got = probe(port, &["--bind", "127.0.0.2", "server_settings"]);
     assert!(got[0].1, "served after the ban: {}", got[0].3);
 }
+
+#[test]
+fn an_address_over_its_connection_rate_is_banned_and_others_are_served() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = root_with_files();
+    let s = Running::start(root.path(), |c| {
+        c.h2.abuse_conn_rate = 50;
+        c.h2.abuse_ban_ms = 3_000;
+        c.h2.abuse_max_ban_ms = 3_000;
+    });
+    let port = s.addr.port();
+    // bare connections from 127.0.0.2 as fast as they go: the first
+    // second's 50 pass, the next is over the rate and bans the address
+    let mut opened = 0;
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) && opened < 1_000 {
+        if connect_from("127.0.0.2", port, Duration::from_millis(300)).is_err() {
+            break; // the SYN filter: no answer
+        }
+        opened += 1;
+    }
+    wait_until("the ban", Duration::from_secs(2), || {
+        stats(&s)["h2"]["syn_filter_addresses"] == 1
+    });
+    let st = stats(&s)["h2"].clone();
+    assert!(st["conn_rate_exceeded"].as_u64().unwrap() >= 1, "{st}");
+    assert_eq!(
+        st["abuse_bans"], 1,
+        "one ban, not one per excess connection: {st}"
+    );
+    // the kernel completes a handshake before the server accepts it, so
+    // the burst's 50 and at least the one over the rate connected; the
+    // filter then stopped the rest
+    assert!(opened > 50, "{opened} connects before the ban");
+    let e = connect_from("127.0.0.2", port, Duration::from_millis(400)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    // another address is served
+    let got = probe(port, &["--bind", "127.0.0.3", "server_settings"]);
+    assert!(got[0].1, "{}", got[0].3);
+    let (b, w) = curl(&["--http2-prior-knowledge", &s.url("/seg.m4s")]);
+    assert_eq!(w, "2 200", "{}", b.len());
+}

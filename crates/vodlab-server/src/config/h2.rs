@@ -108,6 +108,9 @@ pub struct H2Settings {
     /// filter (`crate::synfilter`), so its attempts never become
     /// connections; off: they are accepted and reset.
     pub abuse_drop_syn: bool,
+    /// New connections a second from one address before it is banned as
+    /// abusive (`crate::conn_rate`; burst one second's worth); 0 = no limit.
+    pub abuse_conn_rate: u32,
 }
 
 impl Default for H2Settings {
@@ -133,6 +136,7 @@ impl Default for H2Settings {
             abuse_probation_per_s: defaults::ABUSE_PROBATION_PER_S,
             abuse_table: defaults::ABUSE_TABLE,
             abuse_drop_syn: true,
+            abuse_conn_rate: 0,
         }
     }
 }

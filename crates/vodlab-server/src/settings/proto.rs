@@ -73,6 +73,13 @@ pub struct ProtoArgs {
     /// resets each one (counted in the statistics' `h2.refused_banned`).
     #[cfg_attr(feature = "cli", arg(long, value_name = "WHERE", default_value = "syn", value_parser = ["syn", "accept"]))]
     pub h2_abuse_refuse: String,
+    /// New connections a second from one address (IPv4 whole, IPv6 by /64;
+    /// a burst of one second's worth) before the address is banned like a
+    /// flood's (--h2-abuse-ban, and its SYNs dropped): the lever against a
+    /// flood of bare connections. 0 (default) = no limit: load generators
+    /// and NATs open many connections from one address. E.g. 200.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = 0))]
+    pub conn_rate_per_address: u32,
     /// HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE (also bounds CONTINUATION).
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = crate::h2::defaults::MAX_HEADER_LIST as u64, value_parser = vodlab_units::parse_size))]
     pub h2_max_header_list: u64,
@@ -111,6 +118,7 @@ impl ProtoArgs {
             abuse_ban_ms: self.h2_abuse_ban,
             abuse_max_ban_ms: crate::h2::defaults::ABUSE_MAX_BAN_MS.max(self.h2_abuse_ban),
             abuse_drop_syn: self.h2_abuse_refuse != "accept",
+            abuse_conn_rate: self.conn_rate_per_address,
             ..crate::h2::H2Settings::default()
         };
         Ok((tls, h2))
