@@ -95,7 +95,17 @@ pub(crate) fn admit(st: &State, sock: &TcpStream, peer: IpAddr, now: Instant) ->
                 return false;
             }
             crate::penalty::Admit::Throttled => {
+                // over its probation rate: abuse again, so the ban comes
+                // back (doubled) and the SYN filter with it, instead of
+                // an accept and a reset per attempt while it keeps on
                 p.refused_throttled.fetch_add(1, Ordering::Relaxed);
+                st.abused(
+                    peer,
+                    &format_args!(
+                        "{peer}: over its probation rate of {} new connections a second",
+                        st.cfg.h2.abuse_probation_per_s
+                    ),
+                );
                 crate::conn_io::reset_on_close(sock);
                 return false;
             }
