@@ -25,12 +25,16 @@
 //!   previous one is read (so the disk works while the socket drains), never
 //!   two at once. The helpers' queues hold at most one prefetch per
 //!   connection.
-//! - **A connection that goes away cancels its prefetch.** While it waits
-//!   for a read the connection watches its socket: a client that closes it
-//!   (FIN or reset, as nginx takes a client's EOF while it waits for an
-//!   upstream) ends the response, and the prefetch is dropped from the
-//!   queue unread or stopped at its next piece (`cancelled`, `stopped` in
-//!   the device statistics). So does a client that goes away mid-send.
+//! - **A connection that goes away cancels its prefetch.** A client gone
+//!   before its prefetch is queued (it hung up right after the request)
+//!   gets none. While it waits for a read the connection watches its
+//!   socket: a client that closes it (FIN or reset, as nginx takes a
+//!   client's EOF while it waits for an upstream) ends the response, and
+//!   the prefetch is dropped from the queue unread or stopped after the
+//!   piece being read (`cancelled`, `stopped` in the device statistics;
+//!   the helper watches the socket too, and reads with the kernel's
+//!   read-ahead off, so nothing reads on for it). So does a client that
+//!   goes away mid-send.
 //! - **The sink is a connection or an HTTP/2 stream** (`Sink`): bytes go
 //!   out with sendfile (plain TCP), through TLS, or as DATA on an h2
 //!   stream; for a stream, "went away" is the client's RST_STREAM.
@@ -125,6 +129,7 @@ impl RangeIo<'_, '_> {
         from: u64,
         end: u64,
         chain: Option<&str>,
+        watch: bool,
     ) -> Result<Flight, u64> {
         let bound = self.st.cfg.max_prefetch;
         if let Some(chain) = chain {
@@ -133,14 +138,14 @@ impl RangeIo<'_, '_> {
                 return Err(end - from);
             }
             if let Some((o, n)) = clip(decision, f.size).filter(|&(o, _)| o == from) {
-                return Ok(self.start(f, o, n.min(bound)));
+                return Ok(self.start(f, o, n.min(bound), watch));
             }
         }
         let n = (end - from).min(bound);
         if self.st.prober.resident(f.file, from, n) {
             Err(n)
         } else {
-            Ok(self.start(f, from, n))
+            Ok(self.start(f, from, n, watch))
         }
     }
 
@@ -214,9 +219,13 @@ impl RangeIo<'_, '_> {
         (resident, d.head, d.decision)
     }
 
-    fn start(&self, f: &FileCtx<'_>, start: u64, len: u64) -> Flight {
+    /// Queues a prefetch, its client's socket watched by the helper while
+    /// the connection takes the client's end of sending as its going away
+    /// (`watch`: no pipelined request seen).
+    fn start(&self, f: &FileCtx<'_>, start: u64, len: u64, watch: bool) -> Flight {
+        let client = watch.then(|| self.sink.client_fd());
         Flight {
-            pending: self.st.helpers.prefetch(f.file.clone(), start, len),
+            pending: self.st.helpers.prefetch(f.file.clone(), start, len, client),
             start,
             len,
         }
@@ -261,13 +270,25 @@ impl RangeIo<'_, '_> {
         let mut pos = off;
         // bytes from `pos` known to be in the page cache end here
         let mut ready = ready.clamp(off, end);
-        let mut flight = clip(decision, f.size).map(|(o, n)| self.start(f, o, n.min(bound)));
+        let mut flight = match clip(decision, f.size) {
+            // a client that hung up right after its request: nothing queued for it
+            Some(_) if self.sink.gone_now() => {
+                st.helpers.gone_before_queued(f.file);
+                return Err(gone_while_read());
+            }
+            Some((o, n)) => Some(self.start(f, o, n.min(bound), true)),
+            None => None,
+        };
         // watch the socket for the client going away while it waits, until
-        // it sends something else (a pipelined request)
+        // it sends something else (a pipelined request); so does the helper
         let mut watch_gone = true;
         loop {
             if let Some(fl) = &flight {
                 let pr = fl.pending.progress();
+                if pr.client_gone {
+                    // the helper saw the socket close before this task did
+                    return Err(gone_while_read());
+                }
                 if fl.start <= ready {
                     ready = ready.max(fl.start + pr.read);
                 }
@@ -288,7 +309,7 @@ impl RangeIo<'_, '_> {
             if avail > pos {
                 if flight.is_none() && ready < end {
                     // the next part of a large range: read while this one is sent
-                    match self.next_read(f, ready, end, open_chain) {
+                    match self.next_read(f, ready, end, open_chain, watch_gone) {
                         Ok(fl) => flight = Some(fl),
                         Err(n) => ready += n,
                     }
@@ -308,24 +329,30 @@ impl RangeIo<'_, '_> {
                             ready = end;
                         },
                         r = sink.gone(), if watch_gone => match r {
-                            Ok(true) => {
-                                return Err(io::Error::new(
-                                    io::ErrorKind::ConnectionAborted,
-                                    "the client went away while its range was read",
-                                ));
+                            Ok(true) => return Err(gone_while_read()),
+                            Ok(false) => {
+                                watch_gone = false;
+                                fl.pending.unwatch_client();
                             }
-                            Ok(false) => watch_gone = false,
                             Err(e) => return Err(e),
                         },
                     }
                 }
-                None => match self.next_read(f, pos, end, open_chain) {
+                None => match self.next_read(f, pos, end, open_chain, watch_gone) {
                     Ok(fl) => flight = Some(fl),
                     Err(n) => ready = pos + n,
                 },
             }
         }
     }
+}
+
+/// The error of a range whose client went away before it was read.
+fn gone_while_read() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the client went away while its range was read",
+    )
 }
 
 /// A next object a request's CMCD names (`nor`, with `nrr`).

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 use crate::body_pool::{self, BODY_BUFFER};
 use crate::config::h2::defaults as h2_defaults;
 use crate::config::IoMode;
+use crate::prefetch::socket_closed;
 use crate::server::State;
 use crate::transport::Transport;
 
@@ -26,8 +27,9 @@ use crate::transport::Transport;
 pub(crate) enum Sink<'a> {
     /// The connection's byte stream (sendfile on plain TCP).
     Conn(&'a mut Transport),
-    /// An HTTP/2 stream's DATA, and the file bytes sent on it.
-    H2(&'a mut SendStream<Bytes>, &'a mut u64),
+    /// An HTTP/2 stream's DATA, the file bytes sent on it, and its
+    /// connection's TCP socket.
+    H2(&'a mut SendStream<Bytes>, &'a mut u64, RawFd),
 }
 
 impl Sink<'_> {
@@ -42,7 +44,33 @@ impl Sink<'_> {
     ) -> io::Result<()> {
         match self {
             Sink::Conn(t) => send_file(t, st, file, off, len).await,
-            Sink::H2(out, sent) => send_range(st, out, file, off, len, false, sent, false).await,
+            Sink::H2(out, sent, _) => send_range(st, out, file, off, len, false, sent, false).await,
+        }
+    }
+
+    /// Whether the client has gone away already, without waiting: as
+    /// [`Sink::gone`] would resolve `Ok(true)` now (the socket's read side
+    /// closed or errored, `poll(2)` with `POLLRDHUP`; the h2 stream reset).
+    pub(crate) fn gone_now(&mut self) -> bool {
+        match self {
+            Sink::Conn(t) => socket_closed(t.tcp().as_raw_fd()),
+            // nothing of this stream waits for the waker (it runs here, not
+            // parked): a later wait registers its own
+            Sink::H2(out, _, fd) => {
+                socket_closed(*fd)
+                    || out
+                        .poll_reset(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+                        .is_ready()
+            }
+        }
+    }
+
+    /// The client's TCP socket (for an h2 stream its connection's), which
+    /// the prefetch helper watches ([`crate::prefetch::socket_closed`]).
+    pub(crate) fn client_fd(&self) -> RawFd {
+        match self {
+            Sink::Conn(t) => t.tcp().as_raw_fd(),
+            Sink::H2(_, _, fd) => *fd,
         }
     }
 
@@ -56,7 +84,7 @@ impl Sink<'_> {
                 let r = t.tcp().ready(Interest::READABLE).await?;
                 Ok(r.is_read_closed() || r.is_error())
             }
-            Sink::H2(out, _) => match std::future::poll_fn(|cx| out.poll_reset(cx)).await {
+            Sink::H2(out, _, _) => match std::future::poll_fn(|cx| out.poll_reset(cx)).await {
                 Ok(_) => Ok(true),
                 Err(_) => Ok(true),
             },

@@ -28,6 +28,7 @@
 
 use std::future::Future;
 use std::io;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -37,7 +38,6 @@ use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use vodlab_http::server::Head;
 
@@ -51,6 +51,7 @@ use crate::plan::{Body, ResponsePlan};
 use crate::prepare::{prepare, FrontEnd};
 use crate::request::chain_of;
 use crate::server::State;
+use crate::transport::Transport;
 use vodlab_prefetch::SessionState;
 
 mod gather;
@@ -83,16 +84,17 @@ fn classify(e: &h2::Error, last: (u8, bool)) -> Option<&'static str> {
 }
 
 /// Serves one HTTP/2 connection (the preface not yet read) to its end.
-pub(crate) async fn serve<T>(
-    io: T,
+pub(crate) async fn serve(
+    io: Transport,
     peer: std::net::IpAddr,
     id: u64,
     st: Arc<State>,
     mut stop: watch::Receiver<bool>,
     accepted: Instant,
-) where
-    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
+) {
+    // the prefetch helper watches it for the client leaving; open until
+    // the streams (and their prefetches) are dropped, below
+    let client = io.tcp().as_raw_fd();
     let cfg = &st.cfg.h2;
     let signal = Arc::new(FloodSignal::default());
     // the h2 crate flushes after each DATA frame: gather its frames into
@@ -157,7 +159,7 @@ pub(crate) async fn serve<T>(
                     let st2 = st.clone();
                     let session = session.clone();
                     streams.push(Box::pin(async move {
-                        stream(&st2, id, &session, req, resp).await
+                        stream(&st2, (id, client), &session, req, resp).await
                     }));
                 }
                 Some(Err(e)) => {
@@ -294,6 +296,8 @@ pub(crate) fn to_response(p: &ResponsePlan) -> http::Response<()> {
 struct StreamCtx<'a> {
     st: &'a State,
     conn: u64,
+    /// The connection's TCP socket.
+    client: RawFd,
     session: &'a tokio::sync::Mutex<SessionState>,
     head: &'a Head,
     /// The response's file, with the request's bit rate.
@@ -306,7 +310,7 @@ struct StreamCtx<'a> {
 /// open, plan, rates), then the response on the stream.
 async fn stream(
     st: &State,
-    conn: u64,
+    (conn, client): (u64, RawFd),
     session: &tokio::sync::Mutex<SessionState>,
     req: http::Request<h2::RecvStream>,
     mut resp: SendResponse<Bytes>,
@@ -329,6 +333,7 @@ async fn stream(
     let sc = StreamCtx {
         st,
         conn,
+        client,
         session,
         head: &head,
         file: prep.file_ctx(&head),
@@ -434,7 +439,7 @@ async fn send_file_part(
     }
     let mut session = sc.session.lock().await;
     let mut io = RangeIo {
-        sink: Sink::H2(out, sent),
+        sink: Sink::H2(out, sent, sc.client),
         st: sc.st,
         session: &mut session,
         conn: sc.conn,

@@ -1,18 +1,31 @@
 //! ASAP: page-cache probes and serialized per-device prefetching.
 //!
-//! Before a range is sent, [`probe`] asks whether it is in the page cache
-//! (`cachestat(2)`, else `preadv2(RWF_NOWAIT)` one byte per 128 KiB). On a
-//! miss the connection queues a prefetch with its device's [`Helpers`]: a
-//! FIFO served by N threads (1 = serialized, the thesis's ASAP), each reading
-//! one prefetch at a time into the page cache, then waking the connection
-//! with the read's size and duration ([`ReadReport`]). How much to read is
-//! decided by a prefetch controller ([`crate::controller`]), which is pure.
+//! Before a range is sent, [`Prober::resident`] asks whether it is in the
+//! page cache (`cachestat(2)`, else `preadv2(RWF_NOWAIT)` one byte per
+//! 128 KiB). On a miss the connection queues a prefetch with its device's
+//! [`Helpers`]: a FIFO served by N threads (1 = serialized, the thesis's
+//! ASAP), each reading one prefetch at a time into the page cache, then
+//! waking the connection with the read's size and duration
+//! ([`ReadReport`]). How much to read is decided by a prefetch controller
+//! (`vodlab_prefetch::controller`), which is pure.
+//!
+//! A helper reads exactly its prefetch: through a descriptor of its own
+//! with the kernel's read-ahead off ([`own_descriptor`]), in pieces
+//! ([`FIRST_PIECE`], then [`PIECE`]s), checking between two whether the
+//! prefetch was cancelled or its client's socket closed
+//! ([`socket_closed`]: the helper sees a client leave without waiting for
+//! the connection's task to run). So a prefetch whose client has gone
+//! stops after the piece it is reading, and no read-ahead the kernel
+//! started on its behalf runs on past it (this VM's disk has an 8 MiB
+//! read-ahead: four clients hanging up after their first bytes made the
+//! disk read 14 MiB for 4.5 MiB of pieces, a 256 KiB range's 4 MiB
+//! prefetch read 15 MiB).
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::os::unix::io::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::os::unix::io::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -131,15 +144,96 @@ impl Prober {
 /// whole prefetch.
 pub const FIRST_PIECE: u64 = 128 * 1024;
 /// Bytes of each later read of a prefetch; between two, the helper reports
-/// progress and checks whether the prefetch was cancelled.
+/// progress and checks whether the prefetch was cancelled or its client
+/// gone. A client that leaves costs at most the piece being read then.
+/// (Smaller pieces would cost a throttled device more operations per
+/// prefetch: `vodlab box` charges each read one of its IOPS.)
 pub const PIECE: u64 = 1 << 20;
+
+/// A descriptor of `file`'s own, for the helper to read through, with the
+/// kernel's read-ahead off (`POSIX_FADV_RANDOM`): each read then brings in
+/// exactly its bytes (a 1 MiB read is one 1 MiB request on a disk whose
+/// `max_sectors_kb` allows it), and no read-ahead window the kernel opened
+/// for the helper goes on reading past a piece after the prefetch was
+/// cancelled or past the prefetch's end. The request's own descriptor
+/// keeps its read-ahead for its `sendfile`s. Reopened through
+/// `/proc/self/fd`, so it is the same file whatever became of its path;
+/// `None` where that cannot be opened (no `/proc`).
+pub fn own_descriptor(file: &File) -> Option<File> {
+    let own = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+    // SAFETY: an advisory call on an open descriptor
+    let rc = unsafe { libc::posix_fadvise(own.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    (rc == 0).then_some(own)
+}
+
+/// Whether the client has closed or reset the TCP socket `fd`, without
+/// waiting (`poll(2)`: `POLLRDHUP`, `POLLHUP` or `POLLERR`). A connection
+/// takes its client's end of sending as its going away while it waits for
+/// a read (as nginx takes a client's EOF while it waits for an upstream).
+pub fn socket_closed(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one pollfd over a live local, no wait; on a descriptor that
+    // is not a socket, or no longer open, poll reports no hang-up
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// What a prefetch's handle and its helper share.
+#[derive(Debug)]
+struct Control {
+    /// Set when the handle is dropped (or cancelled) unfinished.
+    cancelled: AtomicBool,
+    /// The client's socket, polled before each piece; -1 when not watched.
+    /// The descriptor is open while the handle lives (a connection drops
+    /// its prefetch before its socket), and the helper polls it only after
+    /// finding the prefetch not cancelled: should the connection end in
+    /// between and the number be reused, the answer is for a prefetch
+    /// cancelled anyway (stopped one piece sooner or later), and polling
+    /// any descriptor is harmless.
+    client: AtomicI32,
+}
+
+/// Why a helper reads no (more) of a prefetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Abandoned {
+    /// Its handle was dropped: its connection has ended the response.
+    Cancelled,
+    /// Its client's socket is closed or reset (the connection may not know
+    /// yet): told to the handle ([`Progress::client_gone`]).
+    ClientGone,
+}
+
+impl Control {
+    fn new(client: Option<RawFd>) -> Arc<Self> {
+        Arc::new(Self {
+            cancelled: AtomicBool::new(false),
+            client: AtomicI32::new(client.unwrap_or(-1)),
+        })
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    fn abandoned(&self) -> Option<Abandoned> {
+        if self.cancelled() {
+            return Some(Abandoned::Cancelled);
+        }
+        let fd = self.client.load(Ordering::Relaxed);
+        (fd >= 0 && socket_closed(fd)).then_some(Abandoned::ClientGone)
+    }
+}
 
 struct Job {
     file: Arc<File>,
     offset: u64,
     len: u64,
     progress: watch::Sender<Progress>,
-    cancelled: Arc<AtomicBool>,
+    ctl: Arc<Control>,
 }
 
 /// A completed prefetch read, as the helper timed it.
@@ -158,6 +252,9 @@ pub struct Progress {
     pub read: u64,
     /// The report once the read is over.
     pub done: Option<ReadReport>,
+    /// The helper found the client's socket closed or reset and read no
+    /// further: nobody will take the rest.
+    pub client_gone: bool,
 }
 
 /// Why a prefetch ended without a report.
@@ -167,11 +264,13 @@ pub struct Lost;
 
 /// A queued or running prefetch. Dropping it before its read is done
 /// cancels it: the helper drops it from the queue, or stops a read it has
-/// begun at the next piece ([`PIECE`]). Awaiting it waits for the report.
+/// begun at the next piece ([`PIECE`]). So does the client's socket
+/// closing while it is watched ([`Progress::client_gone`]). Awaiting it
+/// waits for the report.
 #[derive(Debug)]
 pub struct Pending {
     rx: watch::Receiver<Progress>,
-    cancelled: Arc<AtomicBool>,
+    ctl: Arc<Control>,
     offset: u64,
     len: u64,
 }
@@ -201,14 +300,25 @@ impl Pending {
     /// Cancels the prefetch (also done by dropping it unfinished).
     pub fn cancel(&self) {
         if self.rx.borrow().done.is_none() {
-            self.cancelled.store(true, Ordering::Relaxed);
+            self.ctl.cancelled.store(true, Ordering::Relaxed);
         }
     }
 
-    /// Waits for the report.
+    /// Stops the helper watching the client's socket: its connection no
+    /// longer takes the client's end of sending as its going away (it has
+    /// sent a pipelined request).
+    pub fn unwatch_client(&self) {
+        self.ctl.client.store(-1, Ordering::Relaxed);
+    }
+
+    /// Waits for the report; `Err` also when the client went away first.
     pub async fn finished(mut self) -> Result<ReadReport, Lost> {
         loop {
-            if let Some(r) = self.progress().done {
+            let pr = self.progress();
+            if pr.client_gone {
+                return Err(Lost);
+            }
+            if let Some(r) = pr.done {
                 return Ok(r);
             }
             self.changed().await?;
@@ -251,10 +361,15 @@ pub struct DeviceStats {
     /// Seconds the helpers spent reading, in all (reads of connections that
     /// went away included).
     pub busy_s: f64,
-    /// Queued prefetches dropped unread because their connection had gone.
+    /// Prefetches dropped unread because their connection had gone: taken
+    /// off the queue, or never queued (the client had gone before).
     pub cancelled: u64,
     /// Prefetch reads stopped part-way because their connection went away.
     pub stopped: u64,
+    /// Prefetches read through the request's own descriptor, the kernel's
+    /// read-ahead on, because the helper could not open one of its own
+    /// ([`own_descriptor`]: no `/proc`).
+    pub readahead_fallbacks: u64,
 }
 
 #[derive(Default)]
@@ -267,6 +382,7 @@ struct Queue {
     stop: bool,
     cancelled: u64,
     stopped: u64,
+    readahead_fallbacks: u64,
 }
 
 struct Device {
@@ -309,30 +425,45 @@ impl Helpers {
             .clone()
     }
 
-    /// Queues a prefetch of `[offset, offset + len)`. The handle follows
-    /// its progress (the first [`FIRST_PIECE`] bytes are reported before
-    /// the rest is read) and, awaited, gives the read's report when the
-    /// data is in the page cache (or the read failed). Dropping the handle
-    /// unfinished cancels the prefetch.
-    pub fn prefetch(&self, file: Arc<File>, offset: u64, len: u64) -> Pending {
+    /// Queues a prefetch of `[offset, offset + len)` for the client on the
+    /// TCP socket `client` (watched before each piece: [`socket_closed`];
+    /// `None`: not watched). The handle follows its progress (the first
+    /// [`FIRST_PIECE`] bytes are reported before the rest is read) and,
+    /// awaited, gives the read's report when the data is in the page cache
+    /// (or the read failed). Dropping the handle unfinished cancels the
+    /// prefetch.
+    pub fn prefetch(
+        &self,
+        file: Arc<File>,
+        offset: u64,
+        len: u64,
+        client: Option<RawFd>,
+    ) -> Pending {
         let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
         let (tx, rx) = watch::channel(Progress::default());
-        let cancelled = Arc::new(AtomicBool::new(false));
+        let ctl = Control::new(client);
         let d = self.device(dev);
         d.queue.lock().expect("lock").jobs.push_back(Job {
             file,
             offset,
             len,
             progress: tx,
-            cancelled: cancelled.clone(),
+            ctl: ctl.clone(),
         });
         d.cv.notify_one();
         Pending {
             rx,
-            cancelled,
+            ctl,
             offset,
             len,
         }
+    }
+
+    /// Counts a prefetch of `file` not queued because its client had gone
+    /// before it could be (with the device's `cancelled`).
+    pub fn gone_before_queued(&self, file: &File) {
+        let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
+        self.device(dev).queue.lock().expect("lock").cancelled += 1;
     }
 
     /// Queues a prefetch of `[offset, offset + len)` nobody waits for (a
@@ -348,7 +479,7 @@ impl Helpers {
             offset,
             len,
             progress: tx,
-            cancelled: Arc::new(AtomicBool::new(false)),
+            ctl: Control::new(None),
         });
         d.cv.notify_one();
     }
@@ -376,11 +507,7 @@ impl Helpers {
                     } else {
                         0.0
                     },
-                    queue_length: q
-                        .jobs
-                        .iter()
-                        .filter(|j| !j.cancelled.load(Ordering::Relaxed))
-                        .count() as u64,
+                    queue_length: q.jobs.iter().filter(|j| !j.ctl.cancelled()).count() as u64,
                     busy_fraction: if wall > 0.0 {
                         (busy / wall / self.per_device as f64).min(1.0)
                     } else {
@@ -388,6 +515,7 @@ impl Helpers {
                     },
                     cancelled: q.cancelled,
                     stopped: q.stopped,
+                    readahead_fallbacks: q.readahead_fallbacks,
                     busy_s: busy,
                 }
             })
@@ -412,38 +540,54 @@ fn helper(d: Arc<Device>) {
             let mut q = d.queue.lock().expect("lock");
             loop {
                 match q.jobs.pop_front() {
-                    // its connection has gone: nobody will send what it reads
-                    Some(j) if j.cancelled.load(Ordering::Relaxed) => q.cancelled += 1,
-                    Some(j) => break j,
+                    // its client has gone: nobody will send what it reads
+                    Some(j) => match j.ctl.abandoned() {
+                        None => break j,
+                        Some(why) => {
+                            q.cancelled += 1;
+                            if why == Abandoned::ClientGone {
+                                j.progress.send_modify(|p| p.client_gone = true);
+                            }
+                        }
+                    },
                     None if q.stop => return,
                     None => q = d.cv.wait(q).expect("lock"),
                 }
             }
         };
-        let (report, stopped) = read_job(&job, &mut buf);
+        let own = own_descriptor(&job.file);
+        let fallback = own.is_none();
+        let (report, stop) = read_job(&job, own.as_ref().unwrap_or(&job.file), &mut buf);
+        drop(own);
         {
             let mut q = d.queue.lock().expect("lock");
             q.first.get_or_insert(Instant::now() - report.duration);
             q.reads += 1;
             q.bytes += report.bytes;
             q.busy_ns += report.duration.as_nanos();
-            q.stopped += u64::from(stopped);
+            q.stopped += u64::from(stop.is_some());
+            q.readahead_fallbacks += u64::from(fallback);
         }
-        job.progress.send_modify(|p| p.done = Some(report));
+        job.progress.send_modify(|p| {
+            p.done = Some(report);
+            p.client_gone = stop == Some(Abandoned::ClientGone);
+        });
     }
 }
 
-/// Reads a job piece by piece into the page cache, publishing progress
-/// after each piece; stops early when the job is cancelled. Returns the
-/// report and whether it stopped early.
-fn read_job(job: &Job, buf: &mut [u8]) -> (ReadReport, bool) {
+/// Reads a job piece by piece ([`FIRST_PIECE`], then [`PIECE`]s) into the
+/// page cache through `via` (a descriptor of the job's file), publishing
+/// progress after each piece; stops early when the job is abandoned
+/// (cancelled, or its client gone). Returns the report and why it stopped
+/// early.
+fn read_job(job: &Job, via: &File, buf: &mut [u8]) -> (ReadReport, Option<Abandoned>) {
     let t0 = Instant::now();
     let mut off = job.offset;
     let end = job.offset + job.len;
-    let mut stopped = false;
+    let mut stopped = None;
     while off < end {
-        if job.cancelled.load(Ordering::Relaxed) {
-            stopped = true;
+        stopped = job.ctl.abandoned();
+        if stopped.is_some() {
             break;
         }
         let piece = if off == job.offset {
@@ -455,7 +599,7 @@ fn read_job(job: &Job, buf: &mut [u8]) -> (ReadReport, bool) {
         let mut failed = false;
         while off < piece_end {
             let n = ((piece_end - off) as usize).min(buf.len());
-            match job.file.read_at(&mut buf[..n], off) {
+            match via.read_at(&mut buf[..n], off) {
                 Ok(0) | Err(_) => {
                     failed = true;
                     break;
@@ -488,18 +632,28 @@ mod tests {
     }
 
     fn queue(d: &Device, file: &Arc<File>, offset: u64, len: u64) -> Pending {
+        queue_for(d, file, offset, len, None)
+    }
+
+    fn queue_for(
+        d: &Device,
+        file: &Arc<File>,
+        offset: u64,
+        len: u64,
+        client: Option<RawFd>,
+    ) -> Pending {
         let (tx, rx) = watch::channel(Progress::default());
-        let cancelled = Arc::new(AtomicBool::new(false));
+        let ctl = Control::new(client);
         d.queue.lock().unwrap().jobs.push_back(Job {
             file: file.clone(),
             offset,
             len,
             progress: tx,
-            cancelled: cancelled.clone(),
+            ctl: ctl.clone(),
         });
         Pending {
             rx,
-            cancelled,
+            ctl,
             offset,
             len,
         }
@@ -548,15 +702,90 @@ mod tests {
         let mut buf = vec![0u8; PIECE as usize];
         // taken off the queue (started), then its connection goes
         drop(h);
-        let (report, stopped) = read_job(&job, &mut buf);
-        assert!(stopped);
+        let (report, stopped) = read_job(&job, &job.file, &mut buf);
+        assert_eq!(stopped, Some(Abandoned::Cancelled));
         assert_eq!(report.bytes, 0);
-        // not cancelled: every piece published, the first one short
+        // not cancelled: every piece published, through a descriptor of the helper's own
         let h = queue(&d, &f, 0, 4 << 20);
         let job = d.queue.lock().unwrap().jobs.pop_front().unwrap();
-        let (report, stopped) = read_job(&job, &mut buf);
-        assert!(!stopped);
+        let own = own_descriptor(&job.file).expect("/proc/self/fd reopens the file");
+        let (report, stopped) = read_job(&job, &own, &mut buf);
+        assert_eq!(stopped, None);
         assert_eq!(report.bytes, 4 << 20);
         assert_eq!(h.progress().read, 4 << 20);
+    }
+
+    /// The helper watches the client's socket itself, so a client that
+    /// leaves stops its prefetch even before its connection (which drops
+    /// the handle) has noticed: queued, it is dropped unread and its handle
+    /// told (`client_gone`); begun, it stops before the next piece. One
+    /// whose connection stopped watching (a pipelined request) is read.
+    #[test]
+    fn a_prefetch_whose_client_closed_its_socket_is_not_read_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; 2 << 20]).unwrap();
+        let f = Arc::new(File::open(&p).unwrap());
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (conn, _) = l.accept().unwrap();
+        let fd = Some(conn.as_raw_fd());
+        let d = device();
+        d.queue.lock().unwrap().stop = true;
+        // the client is there: read in full
+        let live = queue_for(&d, &f, 0, 1 << 20, fd);
+        helper(d.clone());
+        assert!(!socket_closed(conn.as_raw_fd()));
+        let gone = queue_for(&d, &f, 0, 2 << 20, fd);
+        let unwatched = queue_for(&d, &f, 1 << 20, 1 << 20, fd);
+        unwatched.unwatch_client();
+        let begun = queue_for(&d, &f, 0, 2 << 20, fd);
+        drop(client);
+        let t0 = Instant::now();
+        while !socket_closed(conn.as_raw_fd()) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the close never arrived"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // taken off the queue by a helper before the client left, read now
+        let job = d.queue.lock().unwrap().jobs.pop_back().unwrap();
+        let mut buf = vec![0u8; PIECE as usize];
+        let (report, why) = read_job(&job, &job.file, &mut buf);
+        assert_eq!((report.bytes, why), (0, Some(Abandoned::ClientGone)));
+        drop(begun);
+        helper(d.clone());
+        let q = d.queue.lock().unwrap();
+        assert_eq!(
+            (q.reads, q.bytes, q.cancelled, q.stopped),
+            (2, 2 << 20, 1, 0)
+        );
+        drop(q);
+        assert_eq!(live.progress().done.map(|r| r.bytes), Some(1 << 20));
+        assert_eq!(unwatched.progress().done.map(|r| r.bytes), Some(1 << 20));
+        assert!(!live.progress().client_gone && !unwatched.progress().client_gone);
+        let pr = gone.progress();
+        assert!(
+            pr.client_gone && pr.done.is_none() && pr.read == 0,
+            "{pr:?}"
+        );
+    }
+
+    /// The helper's descriptor is the same file as the request's, even
+    /// once its path is gone, and reads its bytes.
+    #[test]
+    fn the_helpers_own_descriptor_reads_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = File::open(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        let own = own_descriptor(&f).unwrap();
+        assert_ne!(own.as_raw_fd(), f.as_raw_fd());
+        let mut got = vec![0u8; 1000];
+        own.read_exact_at(&mut got, 299_000).unwrap();
+        assert_eq!(got, data[299_000..]);
     }
 }
