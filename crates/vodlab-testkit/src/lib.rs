@@ -300,3 +300,19 @@ pub const ONE_POINT: [&str; 15] = [
     "--late-threshold-ms",
     "1000",
 ];
+
+/// The median of `v` (the upper middle of an even count), as the benchmarks
+/// report their rounds. Panics on an empty `v`.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A benchmark's count from the environment variable `name`, else `default`
+/// (a value that is not a number is `default` too).
+pub fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

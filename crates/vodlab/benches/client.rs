@@ -19,23 +19,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vodlab_testkit::{require, results, run_unpaced_at, vodlab_at_ok, Nginx};
+use vodlab_testkit::{env_count, median, require, results, run_unpaced_at, vodlab_at_ok, Nginx};
 
 /// Runs this package's `vodlab` and asserts success, returning stdout.
 fn vodlab_ok(args: &[&str]) -> String {
     vodlab_at_ok(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)
-}
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn threads() -> usize {
@@ -88,7 +76,7 @@ fn main() {
     let root = t.path().join("root");
     fs::create_dir_all(&root).unwrap();
     // (b)'s workload and its file set first: `fileset create` wants an empty root
-    let sessions = env("BENCH_SESSIONS", 10_000);
+    let sessions = env_count("BENCH_SESSIONS", 10_000);
     let spec = t.path().join("many.toml");
     fs::write(
         &spec,
@@ -140,9 +128,9 @@ delay_ms = 20.0
 
     // (a) throughput, pacing and shaping off
     let (rounds, conns, requests) = (
-        env("BENCH_ROUNDS", 5),
-        env("BENCH_CONNS", 16),
-        env("BENCH_REQUESTS", 32000),
+        env_count("BENCH_ROUNDS", 5),
+        env_count("BENCH_CONNS", 16),
+        env_count("BENCH_REQUESTS", 32000),
     );
     let per = requests / conns;
     let script = t.path().join("a.vsl");

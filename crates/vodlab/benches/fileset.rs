@@ -15,16 +15,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use vodlab_testkit::vodlab_at_ok;
+use vodlab_testkit::{median, vodlab_at_ok};
 
 /// Runs this package's `vodlab` and asserts success, returning stdout.
 fn vodlab_ok(args: &[&str]) -> String {
     vodlab_at_ok(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn dir_bytes(p: &Path) -> u64 {

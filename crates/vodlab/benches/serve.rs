@@ -12,16 +12,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use vodlab_client::io::engine::cpu_seconds_of;
-use vodlab_testkit::{free_port, run_unpaced_at, vodlab_at_ok, Nginx};
+use vodlab_testkit::{free_port, median, run_unpaced_at, vodlab_at_ok, Nginx};
 
 /// Runs this package's `vodlab` and asserts success, returning stdout.
 fn vodlab_ok(args: &[&str]) -> String {
     vodlab_at_ok(Path::new(env!("CARGO_BIN_EXE_vodlab")), args)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Runs the client; returns (bytes/s, server CPU cores used).

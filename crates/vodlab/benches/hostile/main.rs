@@ -48,7 +48,7 @@ mod setup;
 
 use attack::{Attack, AttackCounts, RemoteAttack};
 use setup::Setup;
-use vodlab_testkit::{free_port, raise_nofile, require};
+use vodlab_testkit::{env_count, free_port, median, raise_nofile, require};
 
 const SMALL: &str = "/1m.bin";
 const BIG: &str = "/256m.bin";
@@ -59,18 +59,6 @@ const DRIBBLE: Duration = Duration::from_secs(2);
 /// A slow reader's receive buffer, and what it reads each second.
 const READER_RCVBUF: u32 = 4096;
 const READER_BYTES: usize = 8;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 /// A `/proc/PID/status` field in KiB (VmRSS, VmHWM).
 fn status_kib(pid: u32, field: &str) -> u64 {
@@ -329,18 +317,18 @@ fn main() {
         "separated" => vec!["separated"],
         other => panic!("BENCH_SETUP={other:?}: give shared, separated or both"),
     };
-    let n_slowloris = env("BENCH_SLOWLORIS", 10_000);
-    let n_readers = env("BENCH_SLOW_READERS", 1_000);
+    let n_slowloris = env_count("BENCH_SLOWLORIS", 10_000);
+    let n_readers = env_count("BENCH_SLOW_READERS", 1_000);
     let attackers = n_slowloris + n_readers;
     let cfg = Cfg {
-        rounds: env("BENCH_ROUNDS", 3).max(1),
-        requests: env("BENCH_REQUESTS", 30_000),
+        rounds: env_count("BENCH_ROUNDS", 3).max(1),
+        requests: env_count("BENCH_REQUESTS", 30_000),
         n_slowloris,
         n_readers,
-        header_timeout: env("BENCH_HEADER_TIMEOUT", 10),
-        send_timeout: env("BENCH_SEND_TIMEOUT", 10),
+        header_timeout: env_count("BENCH_HEADER_TIMEOUT", 10),
+        send_timeout: env_count("BENCH_SEND_TIMEOUT", 10),
         lowat: std::env::var("BENCH_NOTSENT_LOWAT").ok(),
-        nice: env("BENCH_ATTACKER_NICE", 0).min(19) as i32,
+        nice: env_count("BENCH_ATTACKER_NICE", 0).min(19) as i32,
         cap: attackers + attackers / 10 + 1_000,
         h2: require("h2load", "nghttp2-client"),
     };
