@@ -8,10 +8,10 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, require, sparse_fileset, vodlab_ok};
+use common::{require, sparse_fileset, vodlab_ok};
 use vodlab_cmcd::cmsd::{CmsdDynamic, CmsdStatic, DYNAMIC, STATIC};
 use vodlab_cmcd::{ObjectType, StreamType};
 use vodlab_manifest::MPD_NAME;
@@ -22,42 +22,7 @@ use vodlab_workload::Catalog;
 /// (235, 750, 1750, 3000, 4300, 5800).
 const MB: u64 = 1750;
 
-/// A `vodlab serve` child, stopped by SIGTERM (its PID) on drop.
-struct Serve {
-    child: Child,
-    port: u16,
-}
-
-impl Serve {
-    fn start(root: &Path, extra: &[&str]) -> Self {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
-            .args(["serve", "--root", root.to_str().unwrap()])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--stats-interval", "0"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        common::wait_until("vodlab serve listening", Duration::from_secs(10), || {
-            common::listening(port)
-        });
-        Self { child, port }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        // SAFETY: signalling the child we started, by its PID
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
+use common::ServeChild as Serve;
 
 /// A `dash-vod` workload of 8 sessions over 4 titles with a sparse file set
 /// and its manifests: (workload, root).

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vodlab_testkit::{free_port, require};
+use vodlab_testkit::require;
 
 /// Protocols and what testssl.sh must find for each (`-p`): the start of
 /// the finding (TLS 1.3 reads "offered with final").
@@ -107,39 +107,6 @@ const BAD: [&str; 3] = ["MEDIUM", "HIGH", "CRITICAL"];
 struct Finding {
     severity: String,
     finding: String,
-}
-
-/// A `vodlab serve` child with a generated certificate, stopped by SIGTERM
-/// (its PID) on drop.
-struct Serve {
-    child: Child,
-    port: u16,
-}
-
-impl Serve {
-    fn start(root: &Path) -> Self {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
-            .args(["serve", "--root", root.to_str().unwrap()])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--stats-interval", "0", "--tls-self-signed"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        common::wait_until("vodlab serve listening", Duration::from_secs(10), || {
-            common::listening(port)
-        });
-        Self { child, port }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        // SAFETY: signalling the child we started, by its PID
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
 }
 
 /// A running testssl.sh scan: its child, its JSON file and its log.
@@ -236,7 +203,7 @@ fn testssl_finds_only_tls12_and_tls13_with_aead_forward_secret_suites() {
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
     std::fs::write(root.join("index.html"), "vodlab\n").unwrap();
-    let server = Serve::start(&root);
+    let server = common::ServeChild::start(&root, &["--tls-self-signed"]);
 
     let t0 = Instant::now();
     let scans = [

@@ -27,7 +27,7 @@ pub const ROOT_RECHECK: Duration = Duration::from_millis(100);
 
 /// The coarsest tick of [`coarse_now_us`] (HZ=100), by which periodic
 /// look-ups come early so that a swap is always seen within [`ROOT_RECHECK`].
-const COARSE_TICK_US: u64 = 10_000;
+pub(crate) const COARSE_TICK_US: u64 = 10_000;
 
 /// One opening of the root directory.
 pub(crate) struct Opened {
@@ -95,8 +95,14 @@ impl Held {
     /// The opening to serve from now; the first caller after a
     /// look-up's interval has passed looks the path up first.
     pub(crate) fn current(&self) -> Arc<Opened> {
+        self.current_at(coarse_now_us())
+    }
+
+    /// [`Self::current`] at `now_us` (a [`coarse_now_us`] reading): the
+    /// look-up's schedule without the clock, so its interval is tested in
+    /// virtual time.
+    pub(crate) fn current_at(&self, now_us: u64) -> Arc<Opened> {
         let held = self.now.read().clone();
-        let now_us = coarse_now_us();
         let due = self.next_check_us.load(Ordering::Relaxed);
         if now_us >= due
             && self

@@ -3,6 +3,7 @@ use std::io::Read;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 fn cstr(p: &Path) -> std::ffi::CString {
     std::ffi::CString::new(p.to_str().unwrap()).unwrap()
@@ -230,4 +231,39 @@ fn a_request_racing_swaps_gets_one_tree_and_never_leaves_it() {
         done.store(true, Ordering::Relaxed);
     });
     assert!(root.reopens() > 0);
+}
+
+/// The periodic look-up's schedule in virtual time: a root renamed over is
+/// served from its old tree until the interval (less a coarse tick) has
+/// passed since the last look-up, and from the new one from then on.
+#[test]
+fn a_renamed_root_is_seen_at_the_first_request_after_the_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    std::fs::write(b.join("new.mp4"), b"new").unwrap();
+    let every = Duration::from_millis(100);
+    let held = super::held::Held::open(&a, every).unwrap();
+    let t0 = 1_000_000u64; // µs of the coarse clock
+    let first = held.current_at(t0); // the first request looks up at once
+                                     // the swap: b renamed over a
+    std::fs::remove_dir(&a).unwrap();
+    std::fs::rename(&b, &a).unwrap();
+    let due = t0 + every.as_micros() as u64 - super::held::COARSE_TICK_US;
+    let before = held.current_at(due - 1);
+    assert!(
+        Arc::ptr_eq(&first, &before),
+        "looked up before its interval"
+    );
+    assert_eq!(held.reopens(), 0);
+    let after = held.current_at(due);
+    assert!(
+        !Arc::ptr_eq(&first, &after),
+        "not looked up at its interval"
+    );
+    assert_eq!(held.reopens(), 1);
+    // and the next look-up is a whole interval (less a tick) later again
+    let again = held.current_at(due + 1);
+    assert!(Arc::ptr_eq(&after, &again));
 }

@@ -173,3 +173,45 @@ pub fn run_dash_players(
     vodlab_ok(&args);
     results(out)
 }
+
+/// A `vodlab serve` child of this package's binary on a free loopback port
+/// (`--stats-interval 0` and `extra`), waited for until it listens and
+/// stopped by SIGTERM (its PID) on drop.
+pub struct ServeChild {
+    child: std::process::Child,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl ServeChild {
+    /// Starts it on `root`.
+    pub fn start(root: &Path, extra: &[&str]) -> Self {
+        let port = free_port();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_vodlab"))
+            .args(["serve", "--root", root.to_str().unwrap()])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--stats-interval", "0"])
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until("vodlab serve listening", Duration::from_secs(10), || {
+            listening(port)
+        });
+        Self { child, port }
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for ServeChild {
+    fn drop(&mut self) {
+        // SAFETY: signalling the child we started, by its PID
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
