@@ -14,15 +14,20 @@
 #     robust to other processes on the machine (they slow the round but do
 #     not add server CPU per benign byte);
 #   - the server's peak RSS (VmHWM of /proc/PID/status, reset before the
-#     round by writing 5 to /proc/PID/clear_refs).
+#     round by writing 5 to /proc/PID/clear_refs);
+#   - the benign requests' p99 latency (h2load --log-file: each request's
+#     microseconds from its start to the end of its response).
 # Reported per flood: medians (MB/s and CPU/GB) alone and under the flood,
-# their ratios, the largest peak RSS of each kind of round, the attacker's
+# their ratios, the median of the rounds' p99 latencies alone and under the
+# flood and their ratio, the largest peak RSS of each kind of round, the attacker's
 # connections/s, the server's extra CPU per attacker connection (median over
 # the flood rounds of (CPU - DATA bytes x median alone CPU/byte) / (the
 # attacker's connections/s x the round's duration)), and how many flood
 # connections the server closed. `connect_only` (connect, preface and
 # SETTINGS, close: no flood) is the floor any attack on new connections
-# pays.
+# pays. `placebo` (FLOODS="placebo ...") starts the attacker's process and
+# sends nothing: its "loss" is the measurement's own resolution (on a 2-CPU
+# machine the attacker shares the benign client's CPU).
 #
 # The attacker connects from ATTACK_BIND (127.0.0.2; loopback takes all of
 # 127/8) and h2load from 127.0.0.1, so the server's per-address penalty
@@ -70,7 +75,7 @@ case "$setup" in
 esac
 # an unknown flood name would leave the attacker dead and the round "alone"
 for f in $floods; do
-  if [ "$f" != connect_only ] && ! grep -q "^def flood_$f(" "$here/scripts/h2probe/h2probe.py"; then
+  if [ "$f" != connect_only ] && [ "$f" != placebo ] && ! grep -q "^def flood_$f(" "$here/scripts/h2probe/h2probe.py"; then
     echo "h2-flood-cost: unknown flood '$f'; floods: connect_only" \
       "$(sed -n 's/^def flood_\([a-z_]*\)(enc, a):.*/\1/p' "$here/scripts/h2probe/h2probe.py" | tr '\n' ' ')" >&2
     exit 2
@@ -126,25 +131,41 @@ stop_server() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$spid/stat"; }
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$spid/status"; }
 
-# one h2load run on CLIENT_CPU: "<MB/s> <DATA bytes> <server CPU s> <peak RSS kB>"
+# the p99 of h2load's per-request log (its third column: microseconds from
+# the request's start to the end of its response), in ms, nearest rank
+p99_ms() { awk '{print $3}' "$1" | sort -g | awk '{a[NR]=$1} END {r=int(NR*0.99+0.999); if (r<1) r=1; printf "%.2f\n", (NR ? a[r] : 0)/1000}'; }
+# one h2load run on CLIENT_CPU:
+# "<MB/s> <DATA bytes> <server CPU s> <peak RSS kB> <requests ok> <p99 ms>"
 round() {
   echo 5 >"/proc/$spid/clear_refs"
   local t0 out t1
+  rm -f "$work/lat"
   t0=$(cpu_ticks)
-  out=$("${in_cli[@]}" taskset -c "$ccpu" h2load -n "$n" -c "$c" -m "$m" -p h2c "http://$host:$port/seg.m4s" 2>&1)
+  out=$("${in_cli[@]}" taskset -c "$ccpu" h2load -n "$n" -c "$c" -m "$m" -p h2c --log-file "$work/lat" \
+    "http://$host:$port/seg.m4s" 2>&1)
   t1=$(cpu_ticks)
-  awk -v cpu="$(((t1 - t0)))" -v hz="$hz" -v hwm="$(hwm_kb)" '
+  awk -v cpu="$(((t1 - t0)))" -v hz="$hz" -v hwm="$(hwm_kb)" -v p99="$(p99_ms "$work/lat")" '
     /^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else sub(/s$/,"",v); s=v}
     /^traffic:/ {d=$0; sub(/.*\(/,"",d); sub(/\) data.*/,"",d)}
     /^requests:/ {ok=$8}
-    END {printf "%.1f %d %.2f %d %d\n", d/s/1e6, d, cpu/hz, hwm, ok}' <<<"$out"
+    END {printf "%.1f %d %.2f %d %d %s\n", d/s/1e6, d, cpu/hz, hwm, ok, p99}' <<<"$out"
 }
 # the attacker's address: ATTACK_BIND on loopback, its own host in the lab
 bind_args() { [ "$setup" = shared ] && echo --bind "$abind"; true; }
+# `placebo`: the attacker's process, started, placed and stopped as for a
+# flood (the same interpreter and imports), that sends nothing: the
+# difference between "alone" and "flood" rounds that no attack causes
+placebo_py='import hpack, json, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: (print(json.dumps({"flood": "placebo", "connections_per_s": 0.0}), flush=True), sys.exit(0)))
+time.sleep(3600)'
 attack_start() {
-  # shellcheck disable=SC2046
-  "${in_atk[@]}" taskset -c "$acpu" $py "$here/scripts/h2probe/h2probe.py" "$host" "$port" \
-    $(bind_args) --loop 3600 --threads "$athreads" "$1" >>"$work/attack" 2>/dev/null &
+  if [ "$1" = placebo ]; then
+    "${in_atk[@]}" taskset -c "$acpu" $py -c "$placebo_py" >>"$work/attack" 2>/dev/null &
+  else
+    # shellcheck disable=SC2046
+    "${in_atk[@]}" taskset -c "$acpu" $py "$here/scripts/h2probe/h2probe.py" "$host" "$port" \
+      $(bind_args) --loop 3600 --threads "$athreads" "$1" >>"$work/attack" 2>/dev/null &
+  fi
   apid=$!
   [ -n "$cg" ] && echo "$apid" >"$cg/cgroup.procs"
   sleep 0.3
@@ -160,6 +181,7 @@ if [ -n "${ATTACK_ONLY:-}" ]; then
   echo "# $(date -u +%FT%TZ) attacker alone ${ATTACK_ONLY} s per flood, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   start_server
   for f in $floods; do
+    [ "$f" = placebo ] && continue # sends nothing: nothing to measure alone
     t0=$(cpu_ticks)
     # shellcheck disable=SC2046
     out=$("${in_atk[@]}" taskset -c "$acpu" $py "$here/scripts/h2probe/h2probe.py" "$host" "$port" \
@@ -175,8 +197,8 @@ fi
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# set-up $setup; server on CPU $scpu (--threads 1), h2load on CPU $ccpu, attacker on CPU $acpu$([ "$setup" = separated ] && echo " capped at $acores cores"); $pairs ABBA pairs;" \
   "h2load -n $n -c $c -m $m -p h2c 1 MiB; attacker: 1 Python process, $athreads threads"
-printf '%-20s %9s %9s %6s %11s %11s %6s %9s %9s %9s %8s %8s %8s\n' flood alone_MB/s flood_MB/s ratio \
-  cpu_s/GB_a cpu_s/GB_f B/cpu kB_rss_a kB_rss_f atk_conn/s us/conn closed refused
+printf '%-20s %9s %9s %6s %8s %8s %6s %11s %11s %6s %9s %9s %9s %8s %8s %8s\n' flood alone_MB/s flood_MB/s ratio \
+  p99ms_a p99ms_f p99_x cpu_s/GB_a cpu_s/GB_f B/cpu kB_rss_a kB_rss_f atk_conn/s us/conn closed refused
 for f in $floods; do
   start_server
   : >"$work/alone"
@@ -200,15 +222,18 @@ for f in $floods; do
   f_mbs=$(awk '{print $1}' "$work/flood" | median)
   a_cpu=$(awk '{print $3 / ($2 / 1e9)}' "$work/alone" | median)
   f_cpu=$(awk '{print $3 / ($2 / 1e9)}' "$work/flood" | median)
+  a_p99=$(awk '{print $6}' "$work/alone" | median)
+  f_p99=$(awk '{print $6}' "$work/flood" | median)
   a_rss=$(awk '$4 > m {m = $4} END {print m}' "$work/alone")
   f_rss=$(awk '$4 > m {m = $4} END {print m}' "$work/flood")
   atk=$($py -c 'import json,sys; v=sorted(json.loads(l)["connections_per_s"] for l in sys.stdin if l.strip()); print(v[len(v)//2] if v else "?")' <"$work/attack")
   us=$($py -c 'import json,sys; print("\n".join(str(json.loads(l)["connections_per_s"]) for l in open(sys.argv[1]) if l.strip()))' "$work/attack" |
     paste -d' ' "$work/flood" - |
-    awk -v a="$a_cpu" '{x = $3 - $2 / 1e9 * a; k = $6 * $2 / ($1 * 1e6); if (k > 0) print x / k * 1e6}' | median)
-  printf '%-20s %9.1f %9.1f %6.3f %11.3f %11.3f %6.3f %9d %9d %9s %8.0f %8s %8s\n' "$f" "$a_mbs" "$f_mbs" \
-    "$(awk -v a="$a_mbs" -v b="$f_mbs" 'BEGIN{print b/a}')" "$a_cpu" "$f_cpu" \
+    awk -v a="$a_cpu" '{x = $3 - $2 / 1e9 * a; k = $7 * $2 / ($1 * 1e6); if (k > 0) print x / k * 1e6}' | median)
+  printf '%-20s %9.1f %9.1f %6.3f %8.2f %8.2f %6.2f %11.3f %11.3f %6.3f %9d %9d %9s %8.0f %8s %8s\n' "$f" "$a_mbs" "$f_mbs" \
+    "$(awk -v a="$a_mbs" -v b="$f_mbs" 'BEGIN{print b/a}')" "$a_p99" "$f_p99" \
+    "$(awk -v a="$a_p99" -v b="$f_p99" 'BEGIN{print (a > 0) ? b/a : 0}')" "$a_cpu" "$f_cpu" \
     "$(awk -v a="$a_cpu" -v b="$f_cpu" 'BEGIN{print a/b}')" "$a_rss" "$f_rss" "$atk" "${us:-0}" "$closed" "$refused"
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# ratio = flood/alone benign MB/s; B/cpu = benign bytes per server CPU-second, flood/alone"
+echo "# ratio = flood/alone benign MB/s; p99_x = flood/alone median of the rounds' benign p99 latency; B/cpu = benign bytes per server CPU-second, flood/alone"

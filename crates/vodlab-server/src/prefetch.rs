@@ -11,7 +11,7 @@
 //!
 //! A helper reads exactly its prefetch: through a descriptor of its own
 //! with the kernel's read-ahead off ([`own_descriptor`]), in pieces
-//! ([`FIRST_PIECE`], then [`PIECE`]s), checking between two whether the
+//! ([`FIRST_PIECE`], then up to each multiple of [`PIECE`]), checking between two whether the
 //! prefetch was cancelled or its client's socket closed
 //! ([`socket_closed`]: the helper sees a client leave without waiting for
 //! the connection's task to run). So a prefetch whose client has gone
@@ -143,9 +143,11 @@ impl Prober {
 /// the helper reads on, so a range starts after this much, not after the
 /// whole prefetch.
 pub const FIRST_PIECE: u64 = 128 * 1024;
-/// Bytes of each later read of a prefetch; between two, the helper reports
-/// progress and checks whether the prefetch was cancelled or its client
-/// gone. A client that leaves costs at most the piece being read then.
+/// Bytes of each later read of a prefetch (the second one is the rest of
+/// the first [`PIECE`]: see `piece_end_from`); between two, the helper
+/// reports progress and checks whether the prefetch was cancelled or its
+/// client gone. A client that leaves costs at most the piece being read
+/// then.
 /// (Smaller pieces would cost a throttled device more operations per
 /// prefetch: `vodlab box` charges each read one of its IOPS.)
 pub const PIECE: u64 = 1 << 20;
@@ -575,8 +577,23 @@ fn helper(d: Arc<Device>) {
     }
 }
 
-/// Reads a job piece by piece ([`FIRST_PIECE`], then [`PIECE`]s) into the
-/// page cache through `via` (a descriptor of the job's file), publishing
+/// Where the piece that starts `done` bytes into a prefetch ends, from the
+/// prefetch's offset: the first piece is [`FIRST_PIECE`] bytes, each later
+/// one ends at the next multiple of [`PIECE`]. So the first two together
+/// are one [`PIECE`], and a client that leaves before its first [`PIECE`]
+/// has been read costs the disk at most that, its first piece included
+/// (with a [`PIECE`] after the first, a client gone at its first bytes cost
+/// 1.125 MiB).
+fn piece_end_from(done: u64) -> u64 {
+    if done == 0 {
+        FIRST_PIECE
+    } else {
+        (done / PIECE + 1) * PIECE
+    }
+}
+
+/// Reads a job piece by piece ([`FIRST_PIECE`], then up to each multiple
+/// of [`PIECE`]) into the page cache through `via` (a descriptor of the job's file), publishing
 /// progress after each piece; stops early when the job is abandoned
 /// (cancelled, or its client gone). Returns the report and why it stopped
 /// early.
@@ -590,12 +607,7 @@ fn read_job(job: &Job, via: &File, buf: &mut [u8]) -> (ReadReport, Option<Abando
         if stopped.is_some() {
             break;
         }
-        let piece = if off == job.offset {
-            FIRST_PIECE
-        } else {
-            PIECE
-        };
-        let piece_end = end.min(off + piece);
+        let piece_end = end.min(job.offset + piece_end_from(off - job.offset));
         let mut failed = false;
         while off < piece_end {
             let n = ((piece_end - off) as usize).min(buf.len());
@@ -623,6 +635,22 @@ fn read_job(job: &Job, via: &File, buf: &mut [u8]) -> (ReadReport, Option<Abando
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_two_pieces_make_one_piece_and_later_ones_are_aligned() {
+        assert_eq!(piece_end_from(0), FIRST_PIECE);
+        assert_eq!(piece_end_from(FIRST_PIECE), PIECE);
+        assert_eq!(piece_end_from(PIECE), 2 * PIECE);
+        // a piece cut short by a failed read resumes to the same boundary
+        assert_eq!(piece_end_from(PIECE + 4096), 2 * PIECE);
+        let mut done = 0;
+        let mut ends = Vec::new();
+        while done < 3 * PIECE {
+            done = piece_end_from(done);
+            ends.push(done);
+        }
+        assert_eq!(ends, [FIRST_PIECE, PIECE, 2 * PIECE, 3 * PIECE]);
+    }
 
     fn device() -> Arc<Device> {
         Arc::new(Device {
