@@ -24,12 +24,16 @@
 #     rebuffering, start-up delay, switches.
 # Each policy runs REPS times (interleaved: policy order rotates per rep);
 # the summary gives the median and the range over reps, and each policy's
-# chunk throughput and QoE against `off` measured in the same rep.
+# chunk throughput and QoE against `off` measured in the same rep: the
+# median of those ratios, and their mean with a 95 % t-interval over the
+# reps (Student's t, n - 1 degrees of freedom; the rep is the unit: a
+# rep's policies ran back to back on one machine state).
 #
 #   scripts/experiments/sammy.sh [OUT_DIR]
 #   env: VODLAB (target/release/vodlab), BOTTLENECK (50mbit), PLAYERS (4),
 #        SEGMENTS (15 per player: 60 s of content), ABR (dynamic),
-#        POLICIES ("off sammy fixed:1.5 fixed:3"), REPS (3), LAB (sammy)
+#        POLICIES ("off sammy fixed:1.5 fixed:3"), REPS (3), LAB (sammy),
+#        SUMMARY_ONLY=1 (no runs: summarise the runs already in OUT_DIR)
 #
 # Needs root (network namespaces), iproute2, curl, ping (iputils-ping) and
 # python3 (the summary). Everything runs inside the lab; it is removed at
@@ -45,71 +49,8 @@ ABR=${ABR:-dynamic}
 POLICIES=${POLICIES:-"off sammy fixed:1.5 fixed:3"}
 REPS=${REPS:-3}
 LAB=${LAB:-sammy}
-[ "$(id -u)" = 0 ] || { echo "sammy.sh: needs root (network namespaces)" >&2; exit 2; }
-for p in curl ping python3; do
-  command -v $p >/dev/null || { echo "sammy.sh: needs $p" >&2; exit 2; }
-done
-[ -x "$VODLAB" ] || cargo build --release -q -p vodlab
-WORK=$(mktemp -d /var/tmp/vodlab-sammy.XXXXXX)
-spid=""
-cleanup() {
-  [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
-  "$VODLAB" lab down --name "$LAB" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-mkdir -p "$OUT"
-V=$WORK/vodlab
-cp "$VODLAB" "$V"
-SRV=(ip netns exec "vl-$LAB-srv")
-C0=(ip netns exec "vl-$LAB-c0")
-C1=(ip netns exec "vl-$LAB-c1")
-
-# the workload: dash-vod's ladder and manifests, PLAYERS sessions of 4 titles
-"$V" gen --show-preset dash-vod | sed -E 's/ramp_(up|down)_sessions = [0-9]+/ramp_\1_sessions = 0/' >"$WORK/spec.toml"
-"$V" gen --spec "$WORK/spec.toml" --seed 1 --sessions "$PLAYERS" --titles 4 -o "$WORK/w" >/dev/null
-"$V" fileset create --root "$WORK/root" "$WORK/w" >/dev/null
-head -c $((512 << 20)) /dev/zero >"$WORK/root/bulk.bin"
-"$V" lab up --name "$LAB" --clients 2 --server-egress "$BOTTLENECK" >/dev/null
-echo "# $(date -u +%FT%TZ) sammy.sh: bottleneck $BOTTLENECK (htb, server egress), $PLAYERS $ABR players" \
-  "x $SEGMENTS segments, policies: $POLICIES, $REPS reps; load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/README.txt"
-
-run_one() { # policy rep
-  local pol=$1 rep=$2 dir="$OUT/${1//:/-}-r$2" args=()
-  mkdir -p "$dir"
-  [ "$pol" != off ] && args=(--pace-policy "$pol" --pace-burst 0)
-  "${SRV[@]}" "$V" serve --root "$WORK/root" --listen 10.77.0.1:8080 --stats-interval 1 \
-    --access-log "$dir/access.log" "${args[@]}" 2>"$dir/serve.err" &
-  spid=$!
-  for _ in $(seq 100); do "${C0[@]}" bash -c 'exec 3<>/dev/tcp/10.77.0.1/8080' 2>/dev/null && break; sleep 0.1; done
-  # the competing flow and its RTT, for as long as the players run
-  "${C1[@]}" curl -s -o /dev/null --max-time 600 http://10.77.0.1:8080/bulk.bin &
-  local cpid=$!
-  "${C1[@]}" ping -i 0.2 -n 10.77.0.1 >"$dir/ping.txt" 2>&1 &
-  local ppid=$!
-  sleep 2 # the bulk flow fills the queue first
-  "${C0[@]}" "$V" run "$WORK/w" --target http://10.77.0.1:8080 --player dash --abr "$ABR" \
-    --allow-remote --rate 2 --arrivals constant --ramp-up 0 --ramp-down 0 --no-shaping --check-bytes 0 \
-    --max-segments "$SEGMENTS" --player-timelines "$PLAYERS" --quiet -o "$dir/run" >"$dir/run.txt" 2>&1 || true
-  kill -INT "$ppid" 2>/dev/null || true
-  kill "$cpid" 2>/dev/null || true
-  wait "$ppid" "$cpid" 2>/dev/null || true
-  kill "$spid" 2>/dev/null || true
-  wait "$spid" 2>/dev/null || true
-  spid=""
-  echo "$pol rep $rep done"
-}
-
-set -- $POLICIES
-n=$#
-for rep in $(seq "$REPS"); do
-  # rotate the order so no policy always runs first
-  i=0
-  for pol in $POLICIES; do order[$(( (i + rep - 1) % n ))]=$pol; i=$((i + 1)); done
-  for pol in "${order[@]}"; do run_one "$pol" "$rep"; done
-done
-
-python3 - "$OUT" $POLICIES <<'EOF' | tee "$OUT/summary.txt"
+summarise() {
+  python3 - "$OUT" $POLICIES <<'EOF' | tee "$OUT/summary.txt"
 import gzip, json, os, re, statistics, sys
 out, pols = sys.argv[1], sys.argv[2:]
 def runs(pol):
@@ -184,4 +125,93 @@ if "off" in res:
                  if isinstance(a.get(k), (int, float)) and isinstance(b.get(k), (int, float)) and b.get(k)]
             cells.append("%s %.2f" % (k, statistics.median(v)) if v else "%s -" % k)
         print("  %-10s " % pol + ", ".join(cells))
+    # Student's t at 0.975 for 1..10 degrees of freedom
+    T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
+    print("\nagainst off in the same rep (ratio, mean and 95 % t-interval over reps):")
+    for pol in pols:
+        if pol == "off":
+            continue
+        cells = []
+        for k in ["chunk_mbps_median", "client_chunk_mbps_median", "bulk_mbps", "rtt_ms_p95",
+                  "mean_bitrate_kbps", "startup_ms_mean", "switches_per_session"]:
+            v = [a.get(k) / b.get(k) for a, b in zip(res[pol], res["off"])
+                 if isinstance(a.get(k), (int, float)) and isinstance(b.get(k), (int, float)) and b.get(k)]
+            if len(v) >= 2:
+                m = statistics.mean(v)
+                h = T975[min(len(v) - 1, len(T975)) - 1] * statistics.stdev(v) / len(v) ** 0.5
+                cells.append("%s %.3f [%.3f, %.3f]" % (k, m, m - h, m + h))
+            else:
+                cells.append("%s -" % k)
+        print("  %-10s " % pol + ", ".join(cells))
 EOF
+}
+if [ -n "${SUMMARY_ONLY:-}" ]; then
+  [ -d "$OUT" ] || { echo "sammy.sh: SUMMARY_ONLY: no runs in $OUT" >&2; exit 2; }
+  summarise
+  exit 0
+fi
+[ "$(id -u)" = 0 ] || { echo "sammy.sh: needs root (network namespaces)" >&2; exit 2; }
+for p in curl ping python3; do
+  command -v $p >/dev/null || { echo "sammy.sh: needs $p" >&2; exit 2; }
+done
+[ -x "$VODLAB" ] || cargo build --release -q -p vodlab
+WORK=$(mktemp -d /var/tmp/vodlab-sammy.XXXXXX)
+spid=""
+cleanup() {
+  [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+  "$VODLAB" lab down --name "$LAB" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$OUT"
+V=$WORK/vodlab
+cp "$VODLAB" "$V"
+SRV=(ip netns exec "vl-$LAB-srv")
+C0=(ip netns exec "vl-$LAB-c0")
+C1=(ip netns exec "vl-$LAB-c1")
+
+# the workload: dash-vod's ladder and manifests, PLAYERS sessions of 4 titles
+"$V" gen --show-preset dash-vod | sed -E 's/ramp_(up|down)_sessions = [0-9]+/ramp_\1_sessions = 0/' >"$WORK/spec.toml"
+"$V" gen --spec "$WORK/spec.toml" --seed 1 --sessions "$PLAYERS" --titles 4 -o "$WORK/w" >/dev/null
+"$V" fileset create --root "$WORK/root" "$WORK/w" >/dev/null
+head -c $((512 << 20)) /dev/zero >"$WORK/root/bulk.bin"
+"$V" lab up --name "$LAB" --clients 2 --server-egress "$BOTTLENECK" >/dev/null
+echo "# $(date -u +%FT%TZ) sammy.sh: bottleneck $BOTTLENECK (htb, server egress), $PLAYERS $ABR players" \
+  "x $SEGMENTS segments, policies: $POLICIES, $REPS reps; load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/README.txt"
+
+run_one() { # policy rep
+  local pol=$1 rep=$2 dir="$OUT/${1//:/-}-r$2" args=()
+  mkdir -p "$dir"
+  [ "$pol" != off ] && args=(--pace-policy "$pol" --pace-burst 0)
+  "${SRV[@]}" "$V" serve --root "$WORK/root" --listen 10.77.0.1:8080 --stats-interval 1 \
+    --access-log "$dir/access.log" "${args[@]}" 2>"$dir/serve.err" &
+  spid=$!
+  for _ in $(seq 100); do "${C0[@]}" bash -c 'exec 3<>/dev/tcp/10.77.0.1/8080' 2>/dev/null && break; sleep 0.1; done
+  # the competing flow and its RTT, for as long as the players run
+  "${C1[@]}" curl -s -o /dev/null --max-time 600 http://10.77.0.1:8080/bulk.bin &
+  local cpid=$!
+  "${C1[@]}" ping -i 0.2 -n 10.77.0.1 >"$dir/ping.txt" 2>&1 &
+  local ppid=$!
+  sleep 2 # the bulk flow fills the queue first
+  "${C0[@]}" "$V" run "$WORK/w" --target http://10.77.0.1:8080 --player dash --abr "$ABR" \
+    --allow-remote --rate 2 --arrivals constant --ramp-up 0 --ramp-down 0 --no-shaping --check-bytes 0 \
+    --max-segments "$SEGMENTS" --player-timelines "$PLAYERS" --quiet -o "$dir/run" >"$dir/run.txt" 2>&1 || true
+  kill -INT "$ppid" 2>/dev/null || true
+  kill "$cpid" 2>/dev/null || true
+  wait "$ppid" "$cpid" 2>/dev/null || true
+  kill "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+  spid=""
+  echo "$pol rep $rep done"
+}
+
+set -- $POLICIES
+n=$#
+for rep in $(seq "$REPS"); do
+  # rotate the order so no policy always runs first
+  i=0
+  for pol in $POLICIES; do order[$(( (i + rep - 1) % n ))]=$pol; i=$((i + 1)); done
+  for pol in "${order[@]}"; do run_one "$pol" "$rep"; done
+done
+
+summarise
