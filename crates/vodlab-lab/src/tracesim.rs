@@ -463,7 +463,7 @@ pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), TraceError> {
     let p = dir.join("results.json");
     let json = serde_json::to_string_pretty(rows).expect("rows serialize") + "\n";
     vodlab_client::out::atomic::write(&p, json.as_bytes())?;
-    let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains,mean_memory_bytes,mech_peak_utilisation,mech_mean_utilisation,decisions,hits,evictions,evicted_bytes,peak_cache_bytes,max_wait_s,auto_final_bytes,spec\n");
+    let mut csv = String::from("policy,size_bytes,peak_utilisation,mean_utilisation,peak_memory_bytes,device_bytes,wasted_bytes,prefetches,chains,mean_memory_bytes,mech_peak_utilisation,mech_mean_utilisation,decisions,hits,evictions,evicted_bytes,peak_cache_bytes,max_wait_s,auto_final_bytes,next_object_reads,next_object_bytes,spec\n");
     for r in rows {
         let s = &r.result;
         let (mp, mm) = r
@@ -476,7 +476,7 @@ pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), TraceError> {
                 )
             });
         csv.push_str(&format!(
-            "{},{},{:.6},{:.6},{},{},{},{},{},{},{mp},{mm},{},{},{},{},{},{:.6},{},\"{}\"\n",
+            "{},{},{:.6},{:.6},{},{},{},{},{},{},{mp},{mm},{},{},{},{},{},{:.6},{},{},{},\"{}\"\n",
             r.policy,
             r.size,
             s.peak_utilisation,
@@ -494,6 +494,8 @@ pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), TraceError> {
             s.peak_cache_bytes,
             s.max_wait_s,
             s.auto_final_bytes.map_or(String::new(), |b| b.to_string()),
+            s.next_object_reads,
+            s.next_object_bytes,
             r.spec
         ));
     }

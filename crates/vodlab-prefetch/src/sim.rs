@@ -42,6 +42,18 @@
 //! found missing by its session's next range, reported to the controller
 //! ([`crate::controller::PrefetchController::on_evicted`]) and read again.
 //!
+//! **Next object** (`next_object: Some(cap)`, `vodlab serve
+//! --prefetch-next-object`): when a chain's first range is served, the
+//! session's next chain of another file (the next object it will ask for,
+//! as a player's CMCD `nor` names it) has its first `cap` bytes from its
+//! offset read into the page-cache model unless resident
+//! ([`crate::next_object::decide`], as `serve` decides), on that file's
+//! drive. The trace's own next object stands for `nor`: an announcement
+//! that is always right (a player that switches rendition announces the
+//! old one's next segment), so this is the most next-object prefetch can
+//! do. As on the server the read is beside the policy: its controller is
+//! not told of it, the drive's totals are.
+//!
 //! **Figures**, per `bucket_s` (60 s) bucket as the thesis:
 //! - *disk*: utilisation = (bytes/s) / `transfer_bytes_per_s` + (seeks/s) /
 //!   `seeks_per_s` per drive, at the reads' issue times; the peak over
@@ -132,6 +144,9 @@ pub struct SimConfig {
     pub tick_s: f64,
     /// Most bytes one read reads (the server's `max_prefetch`).
     pub max_prefetch: u64,
+    /// Next-object prefetch's size, bytes (`vodlab serve
+    /// --prefetch-next-object`); `None`: off. See the module note.
+    pub next_object: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -143,6 +158,7 @@ impl Default for SimConfig {
             page_cache: None,
             tick_s: defaults::TICK.as_secs_f64(),
             max_prefetch: defaults::MAX_PREFETCH,
+            next_object: None,
         }
     }
 }
@@ -171,6 +187,9 @@ impl SimConfig {
         }
         if self.page_cache == Some(0) {
             return Err("page cache: must be > 0 bytes".into());
+        }
+        if self.next_object == Some(0) {
+            return Err("next object: must be > 0 bytes".into());
         }
         Ok(())
     }
@@ -220,6 +239,12 @@ pub struct SimResult {
     /// the read), seconds: a viewer waits this long at worst.
     #[serde(default)]
     pub max_wait_s: f64,
+    /// Next-object reads issued (included in `prefetches`).
+    #[serde(default)]
+    pub next_object_reads: u64,
+    /// Bytes of those (included in `device_bytes`).
+    #[serde(default)]
+    pub next_object_bytes: u64,
     /// The automatic size at the end, bytes (`auto` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_final_bytes: Option<u64>,
@@ -424,6 +449,9 @@ struct Read {
     /// Bytes of it inside the range that caused it.
     used: u64,
     service: Duration,
+    /// A next-object read for `chain` (not its own: no range waits for
+    /// it and its controller is not told).
+    next_object: bool,
 }
 
 /// A chain's state while it runs.
@@ -493,6 +521,9 @@ struct Sim<'c> {
     live: usize,
     /// Scratch for an ask's reads (no allocation per ask).
     pending_reads: Vec<(u64, u64)>,
+    /// Per chain, the session's next chain of another file (with
+    /// `next_object` only).
+    next_of: Vec<Option<u32>>,
 }
 
 impl<'c> Sim<'c> {
@@ -524,6 +555,7 @@ impl<'c> Sim<'c> {
             names: Vec::new(),
             live: 0,
             pending_reads: Vec::new(),
+            next_of: Vec::new(),
         }
     }
 
@@ -578,6 +610,9 @@ impl<'c> Sim<'c> {
             first = first.min(t);
             self.live += 1;
             self.push(t, Ev::Ask(i as u32));
+        }
+        if self.cfg.next_object.is_some() {
+            self.next_of = next_chains(self.chains);
         }
         if first != u64::MAX {
             self.push(first, Ev::Tick);
@@ -689,9 +724,38 @@ impl<'c> Sim<'c> {
         }
     }
 
+    /// With next-object prefetch, chain `i`'s first range names its
+    /// session's next object: once it is served, the next object's first
+    /// bytes are read unless resident.
+    fn next_object(&mut self, t: u64, i: u32) {
+        let (Some(cap), Some(Some(j))) = (self.cfg.next_object, self.next_of.get(i as usize))
+        else {
+            return;
+        };
+        let j = *j;
+        let c = &self.chains[j as usize];
+        let scope = self.scope(j);
+        let cache = &mut self.cache;
+        let size = c.file_size.max(c.offset + c.bytes);
+        let d = crate::next_object::decide(size, Some((c.offset, None)), cap, |o, n| {
+            cache.probe(scope, c.file, o, n, t)
+        });
+        if let crate::next_object::NextRead::Read { offset, len } = d {
+            self.result.next_object_reads += 1;
+            self.result.next_object_bytes += len;
+            self.issue_read(t, j, offset, len, None);
+        }
+    }
+
     /// Issues a read of `[o, o + n)` for chain `i`, whose range is
     /// `[a, b)`.
     fn issue(&mut self, t: u64, i: u32, o: u64, n: u64, a: u64, b: u64) {
+        self.issue_read(t, i, o, n, Some((a, b)));
+    }
+
+    /// Issues a read of `[o, o + n)` of chain `i`'s file: for its range
+    /// `[a, b)`, or (`None`) a next-object read ahead of its start.
+    fn issue_read(&mut self, t: u64, i: u32, o: u64, n: u64, range: Option<(u64, u64)>) {
         let c = &self.chains[i as usize];
         let end = c.offset + c.bytes;
         let t_s = t as f64 / 1e9;
@@ -731,8 +795,9 @@ impl<'c> Sim<'c> {
             chain: i,
             start: o,
             len: n,
-            used: (o + n).min(b).saturating_sub(o.max(a)),
+            used: range.map_or(0, |(a, b)| (o + n).min(b).saturating_sub(o.max(a))),
             service,
+            next_object: range.is_none(),
         };
         let r = match self.free_reads.pop() {
             Some(r) => {
@@ -744,7 +809,9 @@ impl<'c> Sim<'c> {
                 (self.reads.len() - 1) as u32
             }
         };
-        self.runs[i as usize].pending += 1;
+        if range.is_some() {
+            self.runs[i as usize].pending += 1;
+        }
         self.push(done, Ev::Done(r));
     }
 
@@ -767,6 +834,11 @@ impl<'c> Sim<'c> {
         let c = &self.chains[i as usize];
         self.device_total.0 += rd.len;
         self.device_total.1 += rd.service;
+        if rd.next_object && self.runs[i as usize].done && self.cfg.page_cache.is_none() {
+            // its chain came and went before it was read: its own cache
+            // scope is gone, and nobody else can find it there
+            return;
+        }
         self.cache.insert(Block {
             scope: self.scope(i),
             file: c.file,
@@ -775,6 +847,9 @@ impl<'c> Sim<'c> {
             used: t,
         });
         self.result.peak_cache_bytes = self.cache.peak;
+        if rd.next_object {
+            return;
+        }
         let now = self.at(t);
         let run = &mut self.runs[i as usize];
         self.core.read_done(
@@ -798,6 +873,10 @@ impl<'c> Sim<'c> {
 
     /// The chain's range is served at `t`: ask the next one, or end.
     fn next(&mut self, t: u64, i: u32) {
+        if self.runs[i as usize].asked == 1 && !self.runs[i as usize].done {
+            // as serve queues it: once the response naming it is sent
+            self.next_object(t, i);
+        }
         let c = &self.chains[i as usize];
         let end = c.offset + c.bytes;
         let now = self.at(t);
@@ -857,6 +936,29 @@ impl<'c> Sim<'c> {
         }
         (r, self.kept.unwrap_or_default())
     }
+}
+
+/// Per chain, the index of its session's next chain (by start) when that
+/// one reads another file: the next object a player would name.
+fn next_chains(chains: &[SimChain]) -> Vec<Option<u32>> {
+    let mut order: Vec<u32> = (0..chains.len() as u32)
+        .filter(|&i| chains[i as usize].bytes > 0)
+        .collect();
+    order.sort_by(|&x, &y| {
+        let (a, b) = (&chains[x as usize], &chains[y as usize]);
+        a.session
+            .cmp(&b.session)
+            .then(a.start_s.total_cmp(&b.start_s))
+            .then(x.cmp(&y))
+    });
+    let mut next = vec![None; chains.len()];
+    for w in order.windows(2) {
+        let (a, b) = (&chains[w[0] as usize], &chains[w[1] as usize]);
+        if a.session == b.session && a.file != b.file {
+            next[w[0] as usize] = Some(w[1]);
+        }
+    }
+    next
 }
 
 #[cfg(test)]

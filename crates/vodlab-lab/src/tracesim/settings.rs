@@ -86,6 +86,14 @@ pub struct PrefetchSimArgs {
     /// decision is read in pieces of this size.
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = vodlab_prefetch::defaults::MAX_PREFETCH, value_parser = vodlab_units::parse_size))]
     pub max_prefetch: u64,
+    /// Next-object prefetch beside every policy, as `vodlab serve
+    /// --prefetch-next-object[=SIZE]` (default 4M): when a viewer's first
+    /// range of an object is served, the first SIZE bytes of its session's
+    /// next object (the trace's next chain of another file, standing for
+    /// CMCD `nor`) are read unless resident. Pays off with one file per
+    /// segment, where chains are one segment long.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", num_args = 0..=1, require_equals = true, default_missing_value = "4M", value_parser = vodlab_units::parse_size))]
+    pub prefetch_next_object: Option<u64>,
     /// Instead of a trace: replay the events a live `vodlab serve
     /// --prefetch-events FILE` recorded into a fresh controller of the one
     /// --policy (the server's), and compare its decisions with the
@@ -154,6 +162,7 @@ impl PrefetchSimArgs {
                 model,
                 page_cache: self.page_cache,
                 max_prefetch: self.max_prefetch,
+                next_object: self.prefetch_next_object,
                 ..SimConfig::default()
             },
             disk: DiskChoice::parse(&self.disk)?,

@@ -39,6 +39,18 @@ impl TraceRun {
                 s.sim.bucket_s
             );
         }
+        if let Some(n) = s.sim.next_object {
+            let _ = writeln!(
+                out,
+                "  next object: each session's next object's first {} read beside the policy (hit %: ranges found resident)",
+                vodlab_units::format_size(n)
+            );
+        }
+        let next_head = if s.sim.next_object.is_some() {
+            format!(" {:>9} {:>9} {:>6}", "next objs", "next GB", "hit %")
+        } else {
+            String::new()
+        };
         let mech_head = if self.mechanical.is_some() {
             format!(" {:>9} {:>9} {:>8}", "mech peak", "mech mean", "svc ms")
         } else {
@@ -46,7 +58,7 @@ impl TraceRun {
         };
         let _ = writeln!(
             out,
-            "  {:<14} {:>10}  {:>9} {:>9} {:>11} {:>11} {:>12} {:>10} {:>9} {:>8}{mech_head}",
+            "  {:<14} {:>10}  {:>9} {:>9} {:>11} {:>11} {:>12} {:>10} {:>9} {:>8}{mech_head}{next_head}",
             "policy",
             "size MB",
             "peak util",
@@ -68,9 +80,19 @@ impl TraceRun {
                 ),
                 None => String::new(),
             };
+            let next = if s.sim.next_object.is_some() {
+                format!(
+                    " {:>9} {:>9.3} {:>5.1}%",
+                    r.result.next_object_reads,
+                    r.result.next_object_bytes as f64 / 1e9,
+                    100.0 * r.result.hits as f64 / r.result.decisions.max(1) as f64
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "  {:<14} {:>10.3}  {:>8.1}% {:>8.1}% {:>11.3} {:>11.3} {:>12.3} {:>10} {:>9} {:>8}{mech}",
+                "  {:<14} {:>10.3}  {:>8.1}% {:>8.1}% {:>11.3} {:>11.3} {:>12.3} {:>10} {:>9} {:>8}{mech}{next}",
                 r.policy,
                 r.size as f64 / 1e6,
                 100.0 * r.result.peak_utilisation,

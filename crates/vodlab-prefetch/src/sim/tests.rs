@@ -291,3 +291,127 @@ fn a_shared_cache_holds_a_page_once_however_often_it_is_read() {
     assert!(sum > union, "the reads overlap: {reads:?}");
     assert_eq!(r.peak_cache_bytes, union, "{r:?}");
 }
+
+/// One session's `n` segments of `seg` bytes, each its own file, one
+/// request each, `every` seconds apart (a DASH player's segment files).
+fn segments(session: u64, n: u64, seg: u64, every: f64) -> Vec<SimChain> {
+    (0..n)
+        .map(|k| SimChain {
+            session,
+            file: session * 1000 + k,
+            drive: 0,
+            file_size: seg,
+            offset: 0,
+            bytes: seg,
+            requests: 1,
+            start_s: k as f64 * every,
+            end_s: k as f64 * every + every,
+            bitrate_bps: Some(2_000_000),
+            open_ended: false,
+        })
+        .collect()
+}
+
+#[test]
+fn the_next_chain_of_a_session_is_its_next_object() {
+    let mut c = segments(1, 3, 1_000_000, 4.0);
+    c.extend(segments(2, 2, 1_000_000, 4.0));
+    // a session's later chain of the same file is no next object
+    let mut same = c[0].clone();
+    same.start_s = 20.0;
+    c.push(same);
+    // listed out of order: the order is by start within a session
+    c.swap(0, 2);
+    let next = next_chains(&c);
+    assert_eq!(next[2], Some(1), "segment 0 → 1");
+    assert_eq!(next[1], Some(0), "segment 1 → 2");
+    assert_eq!(
+        next[0],
+        Some(5),
+        "segment 2 → segment 0 again, a later chain"
+    );
+    assert_eq!(next[5], None, "the session's last");
+    assert_eq!((next[3], next[4]), (Some(4), None));
+}
+
+#[test]
+fn next_object_prefetch_makes_each_next_segment_a_hit() {
+    // one viewer of 5 one-request segments of 1 MB, 4 s apart: without
+    // next-object every segment misses; with it every segment after the
+    // first was read while the previous one played
+    let chains = segments(1, 5, 1_000_000, 4.0);
+    for cache in [None, Some(1 << 30)] {
+        let base = SimConfig {
+            page_cache: cache,
+            ..SimConfig::default()
+        };
+        let off = run(&base, Box::new(Fixed(4_000_000)), &chains);
+        assert_eq!((off.decisions, off.hits), (5, 0), "{cache:?}: {off:?}");
+        assert_eq!(off.next_object_reads, 0);
+        let on = run(
+            &SimConfig {
+                next_object: Some(4 << 20),
+                ..base
+            },
+            Box::new(Fixed(4_000_000)),
+            &chains,
+        );
+        assert_eq!((on.decisions, on.hits), (5, 4), "{cache:?}: {on:?}");
+        // four next objects, clipped at their 1 MB files; the drive read
+        // each segment once
+        assert_eq!((on.next_object_reads, on.next_object_bytes), (4, 4_000_000));
+        assert_eq!(on.device_bytes, 5_000_000, "{cache:?}: {on:?}");
+        assert_eq!(on.prefetches, 5);
+        assert_eq!(on.wasted_bytes, 0);
+    }
+}
+
+#[test]
+fn a_next_object_read_is_capped_and_its_unused_bytes_are_waste() {
+    // segments of 10 MB files of which the viewer reads 1 MB each: the
+    // next-object read of 2 MB wastes 1 MB a segment
+    let mut chains = segments(1, 3, 1_000_000, 4.0);
+    for c in &mut chains {
+        c.file_size = 10_000_000;
+    }
+    let r = run(
+        &SimConfig {
+            next_object: Some(2_000_000),
+            page_cache: Some(1 << 30),
+            ..SimConfig::default()
+        },
+        Box::new(Fixed(1_000_000)),
+        &chains,
+    );
+    assert_eq!((r.next_object_reads, r.next_object_bytes), (2, 4_000_000));
+    assert_eq!(r.wasted_bytes, 2_000_000, "{r:?}");
+    assert_eq!(r.hits, 2);
+}
+
+#[test]
+fn the_controller_does_not_hear_of_next_object_reads() {
+    // the same decisions with and without next-object prefetch, apart from
+    // the hits it makes: its reads are beside the policy, as on the server
+    let chains = segments(1, 4, 1_000_000, 4.0);
+    let calls = |next_object| {
+        let seen = Arc::new(Mutex::new(0usize));
+        let s2 = seen.clone();
+        simulate_recorded(
+            &SimConfig {
+                next_object,
+                ..SimConfig::default()
+            },
+            Box::new(Fixed(4_000_000)),
+            &chains,
+            Box::new(move |e: &Event| {
+                if matches!(e, Event::ReadDone { .. }) {
+                    *s2.lock().unwrap() += 1;
+                }
+            }),
+        );
+        let n = *seen.lock().unwrap();
+        n
+    };
+    // four misses read and reported without; one (the first) with
+    assert_eq!((calls(None), calls(Some(4 << 20))), (4, 1));
+}
