@@ -216,6 +216,7 @@ pub enum Command {
     /// Examples:
     ///   vodlab record --root /srv/tiny --duration 30s --down-kbps 3500 --latency-ms 20 -o rec
     ///   vodlab record --player hls --root /srv/tiny --duration 30s --down-kbps 3500 -o rec-hls
+    ///   vodlab record --root /srv/tiny --cmcd header --duration 30s -o rec-cmcd   # dash.js's CMCD on
     ///   vodlab record --netns vl-lab-c0 --target http://10.77.0.1:8080 --manifest /t00000/manifest.mpd -o rec-lab
     ///   vodlab run rec/recording.vsl --target http://127.0.0.1:8080 --check-bytes 0 --late-pacing burst
     #[command(verbatim_doc_comment)]
