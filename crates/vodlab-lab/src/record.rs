@@ -77,6 +77,7 @@ impl RecordPlayer {
         }
     }
 }
+
 /// How dash.js sends its CMCD (`vodlab record --cmcd`; dash.js's
 /// `streaming.cmcd.mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

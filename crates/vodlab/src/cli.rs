@@ -306,6 +306,25 @@ mod tests {
     }
 
     #[test]
+    fn record_cmcd_is_off_query_when_bare_or_the_mode_named() {
+        use vodlab_lab::record::RecordCmcd;
+        let cmcd = |extra: &[&str]| {
+            let mut a = vec!["record", "--root", "."];
+            a.extend_from_slice(extra);
+            a.extend_from_slice(&["-o", "d"]);
+            let Command::Record(r) = parse(&a) else {
+                panic!()
+            };
+            r.cmcd
+        };
+        assert_eq!(cmcd(&[]), None);
+        assert_eq!(cmcd(&["--cmcd"]), Some(RecordCmcd::Query));
+        assert_eq!(cmcd(&["--cmcd", "query"]), Some(RecordCmcd::Query));
+        assert_eq!(cmcd(&["--cmcd", "header"]), Some(RecordCmcd::Header));
+        assert!(long_help(&["record"]).contains("--cmcd [<query|header>]"));
+    }
+
+    #[test]
     fn renamed_flags_keep_their_old_names_hidden() {
         for old in [
             ["--seconds", "45"],

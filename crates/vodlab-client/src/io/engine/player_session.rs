@@ -800,7 +800,7 @@ mod tests {
     use super::{cmsd_cap, cmsd_etp};
 
     #[test]
-    fn the_cap_is_the_nearest_hops_mb() {
+    fn the_cap_and_the_etp_are_the_nearest_hops() {
         assert_eq!(cmsd_cap("\"vodlab\";etp=900;mb=1500;rd=2"), Some(1500));
         assert_eq!(cmsd_cap("\"origin\";mb=3000,\"edge\";mb=800"), Some(800));
         assert_eq!(cmsd_cap("\"origin\";mb=3000,\"edge\";etp=5"), Some(3000));
