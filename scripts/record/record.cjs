@@ -8,7 +8,8 @@
 // usage: NODE_PATH=<dir>/node_modules node record.cjs CONFIG.json
 // CONFIG: { chromium, origin, manifest, player: "dash"|"hls", player_js,
 //           settings (dash.js updateSettings object / hls.js config, or null),
-//           seconds, down_kbps, up_kbps, latency_ms, out, no_sandbox }
+//           cmcd (null, or { mode: "query"|"header", sid, cid }: dash.js's own
+//           CMCD turned on), seconds, down_kbps, up_kbps, latency_ms, out, no_sandbox }
 'use strict';
 const fs = require('fs');
 const puppeteer = require('puppeteer-core');
@@ -45,12 +46,15 @@ function page(body) {
 ${body}</body></html>`;
 }
 
-function dash_page(mpd, settings) {
+function dash_page(mpd, settings, cmcd) {
   return page(`<script src="${PREFIX}player.js"></script>
 <script>
 ${COMMON}
 const p = dashjs.MediaPlayer().create();
 p.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING } });
+const cmcd = ${JSON.stringify(cmcd || null)};
+// dash.js's own CMCD (its streaming.cmcd); --player-settings may override
+if (cmcd) p.updateSettings({ streaming: { cmcd: { enabled: true, mode: cmcd.mode, sid: cmcd.sid, cid: cmcd.cid } } });
 const settings = ${JSON.stringify(settings || null)};
 if (settings) p.updateSettings(settings);
 m.settings = p.getSettings().streaming;
@@ -123,7 +127,9 @@ h.attachMedia(v);
 async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const player_js = fs.readFileSync(cfg.player_js);
-  const html = cfg.player === 'hls' ? hls_page(cfg.manifest, cfg.settings) : dash_page(cfg.manifest, cfg.settings);
+  // dash.js gets the MPD's absolute URL: its CMCD query mode adds the
+  // parameter with `new URL(url)`, which leaves a relative URL as it is
+  const html = cfg.player === 'hls' ? hls_page(cfg.manifest, cfg.settings) : dash_page(new URL(cfg.manifest, cfg.origin).href, cfg.settings, cfg.cmcd);
   const args = ['--autoplay-policy=no-user-gesture-required', '--mute-audio', '--disable-gpu',
     '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check',
     '--disable-background-networking', '--disable-component-update'];
@@ -144,6 +150,9 @@ async function main() {
     page.on('pageerror', err => out.console.push('pageerror: ' + err.message));
     const cdp = await page.createCDPSession();
     const reqs = new Map();
+    // the CMCD-* headers the player set (XHR setRequestHeader), as sent
+    const cmcd_of = h => Object.entries(h || {}).filter(([k, v]) => /^cmcd-/i.test(k) && v !== '')
+      .map(([k, v]) => k + ': ' + v);
     cdp.on('Network.requestWillBeSent', e => {
       if (!e.request.url.startsWith(cfg.origin) || e.request.url.includes(PREFIX)) return;
       // the player's own requests (XHR/fetch): not the browser's favicon
@@ -152,12 +161,14 @@ async function main() {
       const range = h.Range || h.range || null;
       reqs.set(e.requestId, { url: e.request.url, method: e.request.method, range,
         t_s: e.timestamp, wall_s: e.wallTime, type: e.type || null,
-        status: null, bytes: null, body_bytes: null, end_s: null, failed: null });
+        status: null, bytes: null, body_bytes: null, end_s: null, failed: null,
+        cmcd_headers: cmcd_of(h) });
     });
     cdp.on('Network.requestWillBeSentExtraInfo', e => {
       const r = reqs.get(e.requestId);
       const h = e.headers || {};
       if (r && !r.range) r.range = h.Range || h.range || null;
+      if (r && r.cmcd_headers.length === 0) r.cmcd_headers = cmcd_of(h);
     });
     cdp.on('Network.responseReceived', e => {
       const r = reqs.get(e.requestId);

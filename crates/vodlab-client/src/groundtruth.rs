@@ -51,6 +51,9 @@ pub struct Behaviour {
     pub informational_first: bool,
     /// Send the head, then close (no body at all).
     pub close_after_head: bool,
+    /// Extra response header fields (name, value), on every answer to the
+    /// path, e.g. a scripted `CMSD-Dynamic`.
+    pub headers: Vec<(String, String)>,
 }
 
 /// What the server did with one request.
@@ -405,6 +408,9 @@ async fn serve_conn(
                 "Content-Range: bytes {start}-{}/{total}\r\n",
                 start + len - 1
             ));
+        }
+        for (n, v) in &b.headers {
+            h.push_str(&format!("{n}: {v}\r\n"));
         }
         h.push_str("\r\n");
         sock.write_all(h.as_bytes()).await?;

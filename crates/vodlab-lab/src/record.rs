@@ -77,6 +77,29 @@ impl RecordPlayer {
         }
     }
 }
+
+/// How dash.js sends its CMCD (`vodlab record --cmcd`; dash.js's
+/// `streaming.cmcd.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum RecordCmcd {
+    /// One `CMCD` query parameter appended to each request's URL (dash.js's
+    /// default mode).
+    Query,
+    /// The `CMCD-Object`, `-Request`, `-Status` and `-Session` headers.
+    Header,
+}
+
+impl RecordCmcd {
+    /// dash.js's name of the mode (`query`, `header`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordCmcd::Query => "query",
+            RecordCmcd::Header => "header",
+        }
+    }
+}
+
 /// `vodlab record` arguments.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
@@ -111,6 +134,26 @@ pub struct RecordArgs {
     /// default: the player's own defaults.
     #[cfg_attr(feature = "cli", arg(long, value_name = "JSON"))]
     pub player_settings: Option<String>,
+    /// Turn on dash.js's own CMCD (CTA-5004 version 1; its
+    /// `streaming.cmcd` settings: `enabled`, `mode`, `sid`
+    /// `vodlab-record-{unix ms}`, `cid` the title): `query` (a bare
+    /// `--cmcd`; dash.js's default) appends `?CMCD=...` to each request,
+    /// `header` sends the `CMCD-*` headers. The recording keeps each
+    /// request's CMCD as sent (the query in its path, the headers in
+    /// `cmcd_headers`), the script replays it, and `vodlab serve`'s access
+    /// log (`access.log` under --out) shows it parsed. Default: off.
+    /// `--player dash` only (docs/record.md "CMCD").
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            value_enum,
+            value_name = "query|header",
+            num_args = 0..=1,
+            default_missing_value = "query"
+        )
+    )]
+    pub cmcd: Option<RecordCmcd>,
     /// Run the browser in this network namespace (`ip netns exec`), e.g. a
     /// `vodlab lab` client host `vl-NAME-c0`, so that it reaches --target
     /// over the lab's kernel-shaped link; give no --down-kbps/--latency-ms
@@ -142,7 +185,8 @@ pub struct RecordArgs {
     #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
     pub record_dir: Option<PathBuf>,
     /// Output directory: recording.vsl, recording.h2load.txt, requests.json,
-    /// dashjs-metrics.json (hlsjs-metrics.json with --player hls), raw.json.
+    /// dashjs-metrics.json (hlsjs-metrics.json with --player hls), raw.json,
+    /// and with --root the server's serve.log and access.log.
     /// (`--output` is an older name.)
     #[cfg_attr(
         feature = "cli",
@@ -223,7 +267,10 @@ impl Recording {
     /// download rate, and the player's switches, stalls and errors.
     pub fn summary(&self) -> String {
         let (rec, raw) = (&self.requests, &self.raw);
-        let media: Vec<&Recorded> = rec.iter().filter(|r| r.path.ends_with(".m4s")).collect();
+        let media: Vec<&Recorded> = rec
+            .iter()
+            .filter(|r| r.path.split('?').next().unwrap_or("").ends_with(".m4s"))
+            .collect();
         let bytes: u64 = rec.iter().filter_map(|r| r.bytes).sum();
         let rate = mean(media.iter().filter_map(|r| {
             let (b, d) = (r.bytes? as f64, r.duration_ms?);
@@ -231,12 +278,18 @@ impl Recording {
         }));
         let n = |k: &str| raw.metrics[k].as_array().map_or(0, |v| v.len());
         let errors = n("errors");
+        let cmcd = rec.iter().filter(|r| r.has_cmcd()).count();
         format!(
-            "{}: {} requests ({} media segments, {} failed or cancelled), {:.1} MiB; segment download rate {} kbit/s; {}: {} rendition switches, {} stalls, {} errors ({})",
+            "{}: {} requests ({} media segments, {} failed or cancelled{}), {:.1} MiB; segment download rate {} kbit/s; {}: {} rendition switches, {} stalls, {} errors ({})",
             self.output.display(),
             rec.len(),
             media.len(),
             rec.iter().filter(|r| r.failed.is_some()).count(),
+            if cmcd > 0 {
+                format!(", {cmcd} with CMCD")
+            } else {
+                String::new()
+            },
             bytes as f64 / 1048576.0,
             rate.map_or("-".into(), |r| format!("{r:.0}")),
             raw.metrics["player"].as_str().unwrap_or(self.player.name()),
@@ -280,6 +333,9 @@ pub fn run(
             Err(e) => return bad(format!("--player-settings: not JSON: {e}")),
         },
     };
+    if a.cmcd.is_some() && a.player != RecordPlayer::Dash {
+        return bad("--cmcd: dash.js's CMCD only (--player dash); hls.js's is not wired up".into());
+    }
     // a target is checked before anything is looked for or started
     let target = a
         .target
@@ -329,6 +385,16 @@ pub fn run(
         (None, Some(root)) => first_manifest(root, a.player.manifest_name())?,
         (None, None) => return bad("--target needs --manifest PATH".into()),
     };
+    let cmcd = a.cmcd.map(|m| {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        serde_json::json!({
+            "mode": m.name(),
+            "sid": format!("vodlab-record-{ms}"),
+            "cid": title_of(&mpd),
+        })
+    });
     let raw_path = a.output.join("raw.json");
     let _ = std::fs::remove_file(&raw_path);
     let js = a.output.join(".record.cjs");
@@ -340,6 +406,7 @@ pub fn run(
         "player": a.player.name(),
         "player_js": player_js,
         "settings": settings,
+        "cmcd": cmcd,
         "seconds": a.seconds,
         "down_kbps": a.down_kbps,
         "up_kbps": a.up_kbps.unwrap_or(a.down_kbps),
@@ -403,6 +470,7 @@ pub fn run(
             "manifest": mpd,
             "player": raw.metrics.get("player").cloned().unwrap_or(a.player.name().into()),
             "player_settings": settings,
+            "cmcd": cmcd,
             "chromium": raw.chromium,
             "netns": a.netns,
             "emulation": if emulated {

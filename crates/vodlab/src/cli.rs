@@ -216,6 +216,7 @@ pub enum Command {
     /// Examples:
     ///   vodlab record --root /srv/tiny --duration 30s --down-kbps 3500 --latency-ms 20 -o rec
     ///   vodlab record --player hls --root /srv/tiny --duration 30s --down-kbps 3500 -o rec-hls
+    ///   vodlab record --root /srv/tiny --cmcd header --duration 30s -o rec-cmcd   # dash.js's CMCD on
     ///   vodlab record --netns vl-lab-c0 --target http://10.77.0.1:8080 --manifest /t00000/manifest.mpd -o rec-lab
     ///   vodlab run rec/recording.vsl --target http://127.0.0.1:8080 --check-bytes 0 --late-pacing burst
     #[command(verbatim_doc_comment)]
@@ -302,6 +303,25 @@ mod tests {
             assert!(h.contains("-o, --out <"), "{cmd:?}: {h}");
             assert!(!h.contains("--output <"), "{cmd:?} shows the old name: {h}");
         }
+    }
+
+    #[test]
+    fn record_cmcd_is_off_query_when_bare_or_the_mode_named() {
+        use vodlab_lab::record::RecordCmcd;
+        let cmcd = |extra: &[&str]| {
+            let mut a = vec!["record", "--root", "."];
+            a.extend_from_slice(extra);
+            a.extend_from_slice(&["-o", "d"]);
+            let Command::Record(r) = parse(&a) else {
+                panic!()
+            };
+            r.cmcd
+        };
+        assert_eq!(cmcd(&[]), None);
+        assert_eq!(cmcd(&["--cmcd"]), Some(RecordCmcd::Query));
+        assert_eq!(cmcd(&["--cmcd", "query"]), Some(RecordCmcd::Query));
+        assert_eq!(cmcd(&["--cmcd", "header"]), Some(RecordCmcd::Header));
+        assert!(long_help(&["record"]).contains("--cmcd [<query|header>]"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! CMSD (CTA-5006) end to end: `vodlab serve --cmsd` writes `CMSD-Static`
-//! and `CMSD-Dynamic` on HTTP/1.1 and HTTP/2 responses with a file, and
+//! and `CMSD-Dynamic` on HTTP/1.1 and HTTP/2 responses with a file,
 //! `vodlab run --player dash --honour-cmsd` (over HTTP/1.1 and h2c) keeps
-//! every request at or below the server's `mb` (docs/cmcd.md, "CMSD").
+//! every request at or below the server's `mb`, and its players' throughput
+//! estimate follows a scripted server's `etp` (docs/cmcd.md, "CMSD").
 
 mod common;
 
@@ -262,4 +263,114 @@ fn players_honouring_cmsd_stay_at_or_below_mb() {
     // not honouring, loopback carries more than mb
     let free = &runs[2];
     assert!(free.iter().any(|&k| k > MB as f64), "free: {free:?}");
+}
+
+/// The ground-truth server holding the workload `w` (every file and
+/// manifest), each response carrying `CMSD-Dynamic: "gt";etp=ETP`.
+fn etp_site(w: &Path, etp: u64) -> vodlab_client::groundtruth::Site {
+    use vodlab_client::groundtruth::{Behaviour, Site};
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.join("workload.json")).unwrap()).unwrap();
+    let c: Catalog =
+        serde_json::from_slice(&std::fs::read(w.join("catalog.json")).unwrap()).unwrap();
+    let mut site = Site {
+        seed: m["seed"].as_u64().unwrap(),
+        files: c.files().map(|(p, n)| (format!("/{p}"), n)).collect(),
+        ..Site::default()
+    };
+    for f in vodlab_manifest::manifests(&c) {
+        site.texts
+            .insert(format!("/{}", f.rel), f.text.into_bytes());
+    }
+    site.behaviours.insert(
+        "*".into(),
+        Behaviour {
+            headers: vec![(DYNAMIC.to_string(), format!("\"gt\";etp={etp}"))],
+            ..Behaviour::default()
+        },
+    );
+    site
+}
+
+/// Per player session (its CMCD `sid`), the media segments it asked for in
+/// order: (bit rate of the path's representation, CMCD `mtp` sent).
+fn segments_by_session(
+    served: &[vodlab_client::groundtruth::Served],
+    w: &Path,
+) -> std::collections::BTreeMap<String, Vec<(f64, Option<u64>)>> {
+    let cat = BitrateCatalog::load(&w.join("catalog.json")).unwrap();
+    let mut by = std::collections::BTreeMap::<String, Vec<(f64, Option<u64>)>>::new();
+    for s in served {
+        if s.cmcd.ot != Some(ObjectType::Video) {
+            continue;
+        }
+        let kbps = cat.lookup(&s.path).expect("a media segment's bit rate");
+        let sid = s.cmcd.sid.clone().expect("a sid");
+        by.entry(sid).or_default().push((kbps, s.cmcd.mtp));
+    }
+    by
+}
+
+#[test]
+fn players_honouring_cmsd_follow_the_servers_etp() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, _) = setup(d.path());
+    // the dash-vod ladder, kbit/s
+    let ladder = [235.0, 750.0, 1750.0, 3000.0, 4300.0, 5800.0];
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let run = |etp: u64, extra: &[&str]| {
+        let server = rt
+            .block_on(vodlab_client::groundtruth::GroundTruthServer::start(
+                etp_site(&w, etp),
+            ))
+            .unwrap();
+        let out = d.path().join(format!("etp-{etp}-{}", extra.len()));
+        let r = run_players_at(&w, &format!("http://{}", server.addr), &out, extra);
+        let p = &r["players"]["overall"];
+        assert_eq!(
+            (p["sessions"].as_u64(), p["failed"].as_u64()),
+            (Some(8), Some(0)),
+            "{p}"
+        );
+        segments_by_session(&server.served(), &w)
+    };
+    for etp in [1000u64, 4000] {
+        // weight 1: each throughput sample is the server's etp, so the
+        // estimate is etp (the CMCD mtp the player sends, to 100 kbit/s)
+        // and the throughput rule picks the highest rung within 0.9 x etp
+        let want = ladder
+            .iter()
+            .copied()
+            .filter(|&b| b <= 0.9 * etp as f64)
+            .fold(ladder[0], f64::max);
+        let by = run(etp, &["--honour-cmsd", "--cmsd-etp-weight", "1"]);
+        assert_eq!(by.len(), 8, "{by:?}");
+        for (sid, segs) in &by {
+            assert!(segs.len() >= 4, "{sid}: {segs:?}");
+            // the first segment is chosen before any estimate (the lowest)
+            assert_eq!(segs[0].0, ladder[0], "{sid}: {segs:?}");
+            for &(kbps, mtp) in &segs[1..] {
+                assert_eq!(mtp, Some(etp), "{sid}: the estimate is etp: {segs:?}");
+                assert!(kbps <= want, "{sid}: above {want}: {segs:?}");
+            }
+            assert_eq!(segs.last().unwrap().0, want, "{sid}: {segs:?}");
+        }
+        eprintln!("etp {etp} kbit/s honoured (weight 1): every session settles at {want} kbit/s");
+    }
+    // not honoured: the same server, the loopback's measured throughput, the
+    // top rung; the estimate is far above the etp announced
+    let by = run(1000, &[]);
+    for (sid, segs) in &by {
+        let (last, mtp) = *segs.last().unwrap();
+        assert_eq!(last, ladder[5], "{sid}: {segs:?}");
+        assert!(mtp.is_some_and(|m| m > 10 * 1000), "{sid}: {segs:?}");
+    }
+}
+
+/// Runs the players (4 segments each, unshaped loopback, the throughput
+/// rule, no abandonment) against `url`.
+fn run_players_at(w: &Path, url: &str, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut flags = vec!["--abr", "throughput", "--no-abandon"];
+    flags.extend_from_slice(extra);
+    common::run_dash_players(w, url, out, &flags)
 }

@@ -379,6 +379,13 @@ fn record_refuses_what_it_cannot_do_by_name() {
     assert!(e.contains("--seconds 0"), "{e}");
     let e = err(&["record", "-o", o]);
     assert!(e.contains("--root"), "{e}");
+    // dash.js's CMCD only
+    let e = err(&[
+        "record", "--player", "hls", "--root", ".", "--cmcd", "-o", o,
+    ]);
+    assert!(e.contains("--cmcd: dash.js's CMCD only"), "{e}");
+    let e = err(&["record", "--root", ".", "--cmcd", "json", "-o", o]);
+    assert!(e.contains("json"), "{e}");
     // settings that are not a JSON object; a namespace that does not exist
     let e = err(&["record", "--root", ".", "--player-settings", "{x", "-o", o]);
     assert!(e.contains("--player-settings: not JSON"), "{e}");
@@ -429,4 +436,276 @@ fn record_refuses_what_it_cannot_do_by_name() {
         e.contains("hls.js and puppeteer-core are not installed") && e.contains("hls.js@1.7.4"),
         "{e}"
     );
+}
+
+/// `(rep id, bandwidth kbit/s as dash.js reports it: bit/s / 1000 rounded
+/// down)` of each `<Representation>` of an MPD, and whether it is audio.
+fn mpd_bitrates(mpd: &str) -> BTreeMap<String, (u64, bool)> {
+    let attr = |tag: &str, name: &str| {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[at..].split('"').next()?.to_string())
+    };
+    let mut audio = false;
+    let mut out = BTreeMap::new();
+    for tag in mpd.split('<') {
+        if tag.starts_with("AdaptationSet") {
+            audio = tag.contains("audio");
+        } else if tag.starts_with("Representation") {
+            let id = attr(tag, "id").unwrap();
+            let bw: u64 = attr(tag, "bandwidth").unwrap().parse().unwrap();
+            out.insert(id, (bw / 1000, audio));
+        }
+    }
+    out
+}
+
+/// The CMCD a recorded request carried, parsed strictly (every key
+/// dash.js sends must be one the parser knows, every value well formed):
+/// from its `cmcd_headers` or its path's query.
+fn sent_cmcd(r: &serde_json::Value) -> vodlab_cmcd::Cmcd {
+    let path = r["path"].as_str().unwrap();
+    let lines: Vec<(String, String)> = r["cmcd_headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let (n, v) = l.as_str().unwrap().split_once(':').unwrap();
+            (n.trim().to_ascii_lowercase(), v.trim().to_string())
+        })
+        .collect();
+    let c = if lines.is_empty() {
+        let q = path.split_once('?').map_or("", |(_, q)| q);
+        vodlab_cmcd::Cmcd::try_from_query(q)
+    } else {
+        vodlab_cmcd::Cmcd::try_from_headers(|n| {
+            lines.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str())
+        })
+    };
+    let c = c.unwrap_or_else(|e| panic!("{path}: dash.js's CMCD does not parse: {e} ({r})"));
+    assert!(
+        c.custom.is_empty(),
+        "{path}: keys unknown to the parser: {c:?}"
+    );
+    c
+}
+
+/// `(path without query, CMCD in query form)` of each access-log line of
+/// `vodlab serve`, read back as `vodlab analyze` does, sorted.
+fn logged_cmcd(log: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut v: Vec<(String, String)> = text
+        .lines()
+        // the browser's own request, not the player's
+        .filter(|l| !l.contains(" /favicon.ico "))
+        .map(|l| {
+            let path = l.split_whitespace().nth(3).unwrap().to_string();
+            let c = vodlab_analyze::parse::vodlab_cmcd_of(l)
+                .unwrap_or_else(|| panic!("no CMCD logged: {l}"));
+            (path, c.to_query())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// dash.js 4.7.4 with its own CMCD on (`vodlab record --cmcd MODE`) plays
+/// a 24 s title for `seconds`: every request carries CMCD that the one
+/// parser reads strictly with no unknown key, each value agrees with what
+/// the player fetched (object type and bit rate of the path's
+/// representation, top bit rate, duration, buffer and deadline, dash.js's
+/// own `rtp` rule, the next segment, the session and content ids), the
+/// server's access log holds the same reports, and the replayed script
+/// sends them again. Returns the keys seen.
+fn dashjs_cmcd_round(mode: &str, seconds: &str, chromium: &Path) -> Vec<String> {
+    let d = tempfile::tempdir().unwrap();
+    let root = real_set(d.path(), 24);
+    let rec = d.path().join("rec");
+    let out = vodlab_ok(&[
+        "record",
+        "--root",
+        root.to_str().unwrap(),
+        "--cmcd",
+        mode,
+        "--seconds",
+        seconds,
+        "--down-kbps",
+        "2000",
+        "--latency-ms",
+        "20",
+        "--chromium",
+        chromium.to_str().unwrap(),
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    eprintln!("{out}");
+    let requests: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("requests.json")).unwrap()).unwrap();
+    assert_eq!(requests["cmcd"]["mode"], mode);
+    let sid = requests["cmcd"]["sid"].as_str().unwrap().to_string();
+    assert!(sid.starts_with("vodlab-record-"), "{sid}");
+    let reqs = requests["requests"].as_array().unwrap();
+    assert!(
+        out.contains(&format!("{} with CMCD", reqs.len())),
+        "every request has CMCD: {out}"
+    );
+    let mpd = std::fs::read_to_string(root.join("t00000/manifest.mpd")).unwrap();
+    let rates = mpd_bitrates(&mpd);
+    let top = |audio: bool| {
+        rates
+            .values()
+            .filter(|(_, a)| *a == audio)
+            .map(|(b, _)| *b)
+            .max()
+            .unwrap()
+    };
+    let mut keys = std::collections::BTreeSet::new();
+    let mut first_media: BTreeMap<bool, usize> = BTreeMap::new();
+    let mut recorded = Vec::new();
+    for (i, r) in reqs.iter().enumerate() {
+        let path = r["path"].as_str().unwrap();
+        let bare = path.split('?').next().unwrap();
+        match mode {
+            "query" => assert!(r["cmcd_headers"].as_array().unwrap().is_empty(), "{r}"),
+            _ => assert!(!path.contains('?'), "{r}"),
+        }
+        let c = sent_cmcd(r);
+        eprintln!("{bare}: {}", c.to_list());
+        keys.extend(c.items().into_iter().map(|(k, _)| k.to_string()));
+        recorded.push((bare.to_string(), c.to_query()));
+        // the session's ids, version 1 (no `v`)
+        assert_eq!(c.sid.as_deref(), Some(sid.as_str()), "{path}");
+        assert_eq!(c.cid.as_deref(), Some("t00000"), "{path}");
+        assert_eq!(c.v, None, "{path}");
+        assert_eq!(c.pr, None, "played at 1x: {path}");
+        use vodlab_cmcd::ObjectType as O;
+        if bare.ends_with(".mpd") {
+            assert_eq!(c.ot, Some(O::Manifest), "{path}");
+            assert_eq!((c.br, c.bl), (None, None), "{path}");
+            continue;
+        }
+        if bare.ends_with("/init.mp4") {
+            assert_eq!(c.ot, Some(O::Init), "{path}");
+            assert!(c.su, "an init segment is start-up: {path}");
+            continue;
+        }
+        let (rep, n) = media_segment(bare).unwrap_or_else(|| panic!("unexpected {bare}"));
+        let (br, audio) = rates[&rep];
+        assert_eq!(
+            c.ot,
+            Some(if audio { O::Audio } else { O::Video }),
+            "{path}"
+        );
+        assert_eq!(c.br, Some(br), "{path}: the representation's bandwidth");
+        assert_eq!(c.tb, Some(top(audio)), "{path}: the top of its type");
+        assert_eq!(c.d, Some(4000), "{path}: 4 s segments");
+        assert_eq!(c.sf, Some(vodlab_cmcd::StreamingFormat::Dash), "{path}");
+        assert_eq!(c.st, Some(vodlab_cmcd::StreamType::Vod), "{path}");
+        // the next segment, relative to this one (`../REP/` after a
+        // switch; dash.js percent-encodes the relative URL)
+        for nor in &c.nor {
+            assert!(
+                nor.replace("%2F", "/")
+                    .ends_with(&format!("{:05}.m4s", n + 1)),
+                "{path}: nor {nor}"
+            );
+        }
+        if first_media.insert(audio, i).is_none() {
+            assert!(c.su, "the first media segment is start-up: {path}");
+        }
+        // an empty buffer at start-up: bl=0, which dash.js's header mode
+        // leaves out (it copies only truthy values into the headers)
+        let bl = match c.bl {
+            Some(bl) => bl,
+            None => {
+                assert!(
+                    mode == "header" && c.su && c.dl.is_none(),
+                    "no bl after start-up: {path}"
+                );
+                0
+            }
+        };
+        assert!(bl % 100 == 0 && bl <= 60_000, "{path}: bl {bl}");
+        if c.bl.is_some() {
+            assert_eq!(c.dl, Some(bl), "{path}: deadline = buffer at 1x");
+        }
+        if let Some(m) = c.mtp {
+            assert!(m % 100 == 0 && m <= 20_000, "{path}: mtp {m}");
+        }
+        // dash.js's rtp rule (CmcdModel._calculateRtp): the segment's
+        // kbits over the buffer's time (0 counts as 0.5 s), times its
+        // safety factor 5, rounded up to the next 100 kbit/s
+        let bl_s = if bl == 0 { 0.5 } else { bl as f64 / 1000.0 };
+        let want = ((br as f64 * 4.0 / bl_s * 5.0 / 100.0).floor() + 1.0) * 100.0;
+        let rtp = c.rtp.unwrap_or_else(|| panic!("no rtp: {path}")) as f64;
+        assert!(
+            (rtp - want).abs() <= 100.0,
+            "{path}: rtp {rtp}, dash.js's rule gives {want} (br {br}, bl {bl})"
+        );
+    }
+    recorded.sort();
+    // what vodlab serve logged (its access log, read as analyze reads it):
+    // the same reports; a request the player cancelled before the server
+    // answered may be missing there
+    let logged = logged_cmcd(&rec.join("access.log"));
+    for l in &logged {
+        assert!(recorded.contains(l), "logged but not sent: {l:?}");
+    }
+    let complete: usize = reqs.iter().filter(|r| r["status"] == 200).count();
+    assert!(
+        logged.len() >= complete,
+        "{} logged, {complete} complete",
+        logged.len()
+    );
+    // replayed: each request sends the same CMCD again
+    let log = d.path().join("replay-access.log");
+    let s = Running::start(&root, |c| c.access_log = Some(log.clone()));
+    let rep = d.path().join("replay");
+    vodlab_ok(&[
+        "run",
+        rec.join("recording.vsl").to_str().unwrap(),
+        "--target",
+        &s.url(""),
+        "--rate",
+        "100",
+        "--arrivals",
+        "constant",
+        "--check-bytes",
+        "0",
+        "--late-pacing",
+        "burst",
+        "--quiet",
+        "-o",
+        rep.to_str().unwrap(),
+    ]);
+    drop(s); // shuts down, flushing the access log
+    assert_eq!(results(&rep)["failed_sessions"], 0);
+    assert_eq!(
+        logged_cmcd(&log),
+        recorded,
+        "the replay sends the recorded CMCD"
+    );
+    eprintln!(
+        "dash.js CMCD ({mode}): {} requests, keys {keys:?}",
+        reqs.len()
+    );
+    keys.into_iter().collect()
+}
+
+#[test]
+fn dashjs_cmcd_reaches_serve_parsed_and_replays_in_header_and_query_mode() {
+    require("ffmpeg", "ffmpeg");
+    let chromium = require("chromium", "chromium");
+    require_npm(&["dashjs"]);
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    // dash.js 4.7.4 sends version 1's keys; bs only after a stall, nrr
+    // only for byte ranges of one file, pr only when not 1
+    let want = [
+        "bl", "br", "cid", "d", "dl", "mtp", "nor", "ot", "rtp", "sf", "sid", "st", "su", "tb",
+    ];
+    for (mode, secs) in [("header", "15"), ("query", "10")] {
+        let keys = dashjs_cmcd_round(mode, secs, &chromium);
+        for k in want {
+            assert!(keys.iter().any(|s| s == k), "{mode}: no {k} in {keys:?}");
+        }
+    }
 }

@@ -93,6 +93,9 @@ async fn answer(
             format!("bytes {start}-{}/{}", start + len - 1, size.unwrap_or(0)),
         );
     }
+    for (n, v) in &b.headers {
+        head = head.header(n.as_str(), v.as_str());
+    }
     let head = head.body(()).expect("a valid response head");
     let mut stream = respond.send_response(head, body_len == 0)?;
     let now = Instant::now();

@@ -110,10 +110,27 @@ pub struct PlayerSettings {
     /// each response's `CMSD-Dynamic` `mb` (the last hop's that sends one)
     /// caps the bit rate of the player's next choices at the highest
     /// rendition at or below it (the lowest when none is) until a response
-    /// without `mb` lifts it. `etp` is not used (docs/cmcd.md). Off by
-    /// default.
+    /// without `mb` lifts it; a segment response's `etp` (the server's
+    /// estimated throughput) is mixed into that download's throughput
+    /// sample by --cmsd-etp-weight, as dash.js's `etpWeightRatio` does
+    /// (docs/cmcd.md). Off by default.
     #[cfg_attr(feature = "cli", arg(long, requires = "player"))]
     pub honour_cmsd: bool,
+    /// With --honour-cmsd, the weight W of the server's `etp` in each
+    /// throughput sample: `measured × (1 − W) + etp × W` (dash.js's
+    /// `streaming.cmsd.abr.etpWeightRatio`); 0 to 1, 0 leaves the estimate
+    /// as measured. E.g. `--honour-cmsd --cmsd-etp-weight 1` takes the
+    /// server's figure alone.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            value_name = "W",
+            default_value_t = 0.5,
+            requires = "honour_cmsd"
+        )
+    )]
+    pub cmsd_etp_weight: f64,
 }
 
 impl PlayerSettings {
@@ -135,10 +152,22 @@ impl PlayerSettings {
                 self.player_timeout
             )));
         }
+        if !(self.cmsd_etp_weight.is_finite() && (0.0..=1.0).contains(&self.cmsd_etp_weight)) {
+            return Err(flag(format!(
+                "--cmsd-etp-weight must be between 0 and 1, got {}",
+                self.cmsd_etp_weight
+            )));
+        }
         let cfg = PlayerConfig {
             abr: self.abr,
             max_buffer_ms: self.max_buffer * 1000.0,
             abandon: !self.no_abandon,
+            // the server's etp counts only when its CMSD is honoured
+            etp_weight: if self.honour_cmsd {
+                self.cmsd_etp_weight
+            } else {
+                0.0
+            },
             ..Default::default()
         };
         let mut run = PlayerRun::new(kind, cfg);

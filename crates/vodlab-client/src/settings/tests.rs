@@ -211,8 +211,30 @@ fn cmcd_mode_and_rtp_flags_reach_the_players() {
     let a = parse(&with(&["--player", "hls", "--cmcd", "off"]));
     assert_eq!(run(&a).cmcd, CmcdMode::Off);
     assert!(!run(&a).honour_cmsd);
+    assert_eq!(run(&a).config.etp_weight, 0.0, "etp unused unless honoured");
     let a = parse(&with(&["--player", "dash", "--honour-cmsd"]));
     assert!(run(&a).honour_cmsd);
+    assert_eq!(run(&a).config.etp_weight, 0.5, "the default weight");
+    let a = parse(&with(&[
+        "--player",
+        "dash",
+        "--honour-cmsd",
+        "--cmsd-etp-weight",
+        "1",
+    ]));
+    assert_eq!(run(&a).config.etp_weight, 1.0);
+    let a = parse(&with(&[
+        "--player",
+        "dash",
+        "--honour-cmsd",
+        "--cmsd-etp-weight",
+        "1.5",
+    ]));
+    let e = a.player.config(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("--cmsd-etp-weight must be between 0 and 1"),
+        "{e}"
+    );
     let a = parse(&with(&["--player", "dash", "--cmcd-rtp", "0"]));
     let e = a.player.config(dir.path()).unwrap_err().to_string();
     assert!(e.contains("--cmcd-rtp"), "{e}");
@@ -220,6 +242,7 @@ fn cmcd_mode_and_rtp_flags_reach_the_players() {
         with(&["--player", "dash", "--cmcd", "both"]),
         with(&["--cmcd", "query"]),
         with(&["--honour-cmsd"]),
+        with(&["--player", "dash", "--cmsd-etp-weight", "1"]),
         with(&["--player", "dash", "--cmcd", "query", "--no-cmcd"]),
     ] {
         assert!(

@@ -30,6 +30,10 @@ pub struct RawRequest {
     /// Failure text (a cancelled request: dash.js abandoned it).
     #[serde(default)]
     pub failed: Option<String>,
+    /// The request's `CMCD-*` header lines as the player sent them
+    /// (`Name: value`; dash.js with `--cmcd header`), none empty.
+    #[serde(default)]
+    pub cmcd_headers: Vec<String>,
 }
 
 /// What the browser script writes.
@@ -63,6 +67,21 @@ pub struct Recorded {
     pub status: Option<u16>,
     /// Failure (e.g. cancelled by the player).
     pub failed: Option<String>,
+    /// The `CMCD-*` header lines the player sent (`Name: value`), replayed
+    /// as written; CMCD in the query stays in `path`.
+    pub cmcd_headers: Vec<String>,
+}
+
+impl Recorded {
+    /// The request carried CMCD: `CMCD-*` headers or a `CMCD` query
+    /// parameter.
+    pub fn has_cmcd(&self) -> bool {
+        !self.cmcd_headers.is_empty()
+            || self.path.split_once('?').is_some_and(|(_, q)| {
+                q.split('&')
+                    .any(|p| p.split('=').next().unwrap_or("") == "CMCD")
+            })
+    }
 }
 
 /// Parses a `Range` header value `bytes=A-B` or `bytes=A-`.
@@ -106,13 +125,26 @@ pub fn recorded(raw: &RawRecording, origin: &str) -> Vec<Recorded> {
                 bytes: r.body_bytes,
                 status: r.status,
                 failed: r.failed.clone(),
+                cmcd_headers: r
+                    .cmcd_headers
+                    .iter()
+                    .filter(|h| {
+                        h.split_once(':').is_some_and(|(n, v)| {
+                            n.trim().to_ascii_lowercase().starts_with("cmcd")
+                                && !v.trim().is_empty()
+                                && !h.contains(['\r', '\n'])
+                        })
+                    })
+                    .cloned()
+                    .collect(),
             }
         })
         .collect()
 }
 
 /// One vodlab session replaying `rec`: each request paced at its recorded
-/// offset after the previous one (`pacing=`), with its recorded range.
+/// offset after the previous one (`pacing=`), with its recorded range and
+/// `CMCD-*` headers (its query, CMCD's included, is in its path).
 pub fn session(rec: &[Recorded], title: Option<&str>) -> Session {
     let requests = rec
         .iter()
@@ -121,6 +153,7 @@ pub fn session(rec: &[Recorded], title: Option<&str>) -> Session {
             path: r.path.clone(),
             range: r.range.map(|(start, end)| ByteRange { start, end }),
             timeout_s: Some(TIMEOUT_S),
+            headers: r.cmcd_headers.clone(),
             wait: if i == 0 {
                 Wait::None
             } else {
@@ -169,6 +202,7 @@ mod tests {
                     body_bytes: Some(1000),
                     end_s: Some(t + 0.5),
                     failed: None,
+                    cmcd_headers: vec![],
                 })
                 .collect(),
             metrics: serde_json::json!({}),
@@ -244,5 +278,44 @@ mod tests {
             .collect();
         assert_eq!(offs.len(), 4);
         assert!((offs[1] - 250.0).abs() < 1e-3 && (offs[3] - 4000.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn cmcd_headers_and_query_are_kept_and_replayed_as_sent() {
+        let o = "http://127.0.0.1:9";
+        let mut r = raw(&[
+            (
+                "http://127.0.0.1:9/t/manifest.mpd?CMCD=ot%3Dm%2Csid%3D%22s%22",
+                None,
+                1.0,
+            ),
+            ("http://127.0.0.1:9/t/v/00000.m4s", None, 1.5),
+            ("http://127.0.0.1:9/t/v/00001.m4s", None, 2.0),
+        ]);
+        r.requests[1].cmcd_headers = vec![
+            "CMCD-Object: br=800,d=4000,ot=v".into(),
+            "CMCD-Request: bl=0,nor=\"00001.m4s\",su".into(),
+            "CMCD-Status: ".into(),
+            "X-Other: 1".into(),
+        ];
+        let rec = recorded(&r, o);
+        assert!(rec[0].has_cmcd() && rec[1].has_cmcd() && !rec[2].has_cmcd());
+        // an empty header and a header that is not CMCD's are left out
+        assert_eq!(
+            rec[1].cmcd_headers,
+            [
+                "CMCD-Object: br=800,d=4000,ot=v",
+                "CMCD-Request: bl=0,nor=\"00001.m4s\",su"
+            ]
+        );
+        let s = session(&rec, title_of("/t/manifest.mpd"));
+        let text = write_vodlab(&Script {
+            sessions: vec![s.clone()],
+        });
+        let back = parse_script(&text).unwrap();
+        let q = &back.sessions[0].requests;
+        assert_eq!(q[0].path, "/t/manifest.mpd?CMCD=ot%3Dm%2Csid%3D%22s%22");
+        assert_eq!(q[1].headers, rec[1].cmcd_headers, "{text}");
+        assert!(q[2].headers.is_empty());
     }
 }

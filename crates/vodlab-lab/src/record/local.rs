@@ -70,19 +70,31 @@ pub fn first_manifest(root: &Path, name: &str) -> Result<String, RecordError> {
     }
 }
 
-/// A `vodlab serve` child, killed (by its own PID) on drop.
+/// A `vodlab serve` child, stopped on drop: SIGTERM (by its own PID), so
+/// that it flushes its access log, then killed if it has not exited
+/// within 10 s.
 pub struct Serve(Child);
 
 impl Drop for Serve {
     fn drop(&mut self) {
+        // SAFETY: signalling the child this process started, by its PID
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
 
 /// Starts `vodlab serve` (the program `vodlab`) on `root` at a free
-/// loopback port, its output in `out/serve.log`, and waits until it
-/// listens (15 s at most).
+/// loopback port, its output in `out/serve.log` and its access log (each
+/// request's CMCD parsed, docs/serve.md) in `out/access.log`, and waits
+/// until it listens (15 s at most).
 pub fn start_serve(
     vodlab: &Path,
     root: &Path,
@@ -94,7 +106,14 @@ pub fn start_serve(
     let child = Command::new(vodlab)
         .args(["serve", "--root"])
         .arg(root)
-        .args(["--listen", &addr.to_string(), "--io", "vanilla"])
+        .args([
+            "--listen",
+            &addr.to_string(),
+            "--io",
+            "vanilla",
+            "--access-log",
+        ])
+        .arg(out.join("access.log"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)

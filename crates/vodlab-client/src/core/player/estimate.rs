@@ -9,6 +9,20 @@
 //! - Latency: one sample per download, half-lives `h / segment_ms` samples,
 //!   the same correction, the **larger** of the averages.
 
+/// One throughput sample with the server's estimate mixed in, as dash.js
+/// does with CMSD-Dynamic `etp` (`ThroughputHistory.push`, its setting
+/// `streaming.cmsd.abr.etpWeightRatio`): `measured × (1 − w) + etp × w`
+/// when the response carried an `etp` and `0 < w ≤ 1`; otherwise the
+/// measured sample as it is. kbit/s in and out.
+pub fn blend_etp(measured_kbps: f64, etp_kbps: Option<f64>, weight: f64) -> f64 {
+    match etp_kbps {
+        Some(etp) if weight > 0.0 && weight <= 1.0 && etp.is_finite() && etp >= 0.0 => {
+            measured_kbps * (1.0 - weight) + etp * weight
+        }
+        _ => measured_kbps,
+    }
+}
+
 /// The two-EWMA estimator (any number of half-lives; the usual two are 3 s
 /// and 8 s).
 #[derive(Debug, Clone)]
@@ -85,5 +99,33 @@ impl Ewma {
     /// The latency estimate, ms (none before the first sample).
     pub fn latency(&self) -> Option<f64> {
         self.latency
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etp_is_mixed_in_by_its_weight_or_not_at_all() {
+        // dash.js's rule: measured × (1 − w) + etp × w
+        assert_eq!(blend_etp(8000.0, Some(1000.0), 0.5), 4500.0);
+        assert_eq!(blend_etp(8000.0, Some(1000.0), 1.0), 1000.0);
+        assert_eq!(blend_etp(8000.0, Some(1000.0), 0.25), 6250.0);
+        // no etp, weight 0 (dash.js's default) or out of range: measured
+        assert_eq!(blend_etp(8000.0, None, 0.5), 8000.0);
+        assert_eq!(blend_etp(8000.0, Some(1000.0), 0.0), 8000.0);
+        assert_eq!(blend_etp(8000.0, Some(1000.0), 1.5), 8000.0);
+        assert_eq!(blend_etp(8000.0, Some(f64::NAN), 0.5), 8000.0);
+    }
+
+    #[test]
+    fn a_constant_etp_at_weight_one_is_the_estimate() {
+        // zero-bias correction: the average of equal samples is the sample
+        let mut e = Ewma::new(&[3000.0, 8000.0], 4000.0);
+        for measured in [50_000.0, 90_000.0, 20_000.0] {
+            e.push(400.0, blend_etp(measured, Some(1200.0), 1.0), 2.0);
+        }
+        assert!((e.throughput().unwrap() - 1200.0).abs() < 1e-6);
     }
 }

@@ -111,6 +111,11 @@ pub struct PlayerConfig {
     pub keep_records: bool,
     /// Rule parameters.
     pub params: AbrParams,
+    /// Weight of the server's CMSD `etp` in each throughput sample
+    /// ([`estimate::blend_etp`]; dash.js's `etpWeightRatio`), 0 to 1; 0
+    /// (the default): the server's estimate is not used. Only a download
+    /// whose `etp` was reported ([`Player::report_server_etp`]) is mixed.
+    pub etp_weight: f64,
 }
 
 impl Default for PlayerConfig {
@@ -125,6 +130,7 @@ impl Default for PlayerConfig {
             abandon_check_min_ms: 0.0,
             keep_records: true,
             params: AbrParams::default(),
+            etp_weight: 0.0,
         }
     }
 }
@@ -150,6 +156,12 @@ impl PlayerConfig {
             return Err(PlayerError::Invalid {
                 key: "half_life_ms",
                 why: "needs one or more positive half-lives".into(),
+            });
+        }
+        if !(self.etp_weight.is_finite() && (0.0..=1.0).contains(&self.etp_weight)) {
+            return Err(PlayerError::Invalid {
+                key: "etp_weight",
+                why: format!("{} is not between 0 and 1", self.etp_weight),
             });
         }
         for (key, v) in [
@@ -307,6 +319,9 @@ struct Flight {
     rebuffer_before: f64,
     /// Bits and elapsed ms at the last abandonment check.
     checked: (f64, f64),
+    /// The server's CMSD `etp` for this download, kbit/s
+    /// ([`Player::report_server_etp`]).
+    etp: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -396,6 +411,18 @@ impl Player {
     /// is. A request already in flight is not changed.
     pub fn cap_bitrate(&mut self, kbps: Option<f64>) {
         self.cap_kbps = kbps;
+    }
+
+    /// The server's estimated throughput to this player for the download in
+    /// flight, kbit/s (CMSD-Dynamic `etp` of its response), or none: when
+    /// the download completes, its throughput sample is mixed with it by
+    /// the configured weight ([`PlayerConfig::etp_weight`],
+    /// [`estimate::blend_etp`]) before it enters the estimate. Ignored
+    /// when nothing is downloading.
+    pub fn report_server_etp(&mut self, kbps: Option<f64>) {
+        if let State::Downloading(f) = &mut self.state {
+            f.etp = kbps;
+        }
     }
 
     /// The cap [`Self::cap_bitrate`] set.
@@ -698,6 +725,7 @@ impl Player {
             ttfb: None,
             rebuffer_before: self.buffer.rebuffer_ms(),
             checked: (0.0, 0.0),
+            etp: None,
         });
         Action::Fetch {
             index,
@@ -820,7 +848,8 @@ impl Player {
                     self.records.push(rec);
                 }
                 let transfer = t.elapsed_ms - t.ttfb_ms;
-                self.est.push(transfer, f.bits / transfer, t.ttfb_ms);
+                let sample = estimate::blend_etp(f.bits / transfer, f.etp, self.cfg.etp_weight);
+                self.est.push(transfer, sample, t.ttfb_ms);
                 self.pending_abandon = None;
                 self.suggestion = None;
                 self.next += 1;

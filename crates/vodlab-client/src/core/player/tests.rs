@@ -779,6 +779,63 @@ fn a_bitrate_cap_lowers_the_choice_and_lifting_it_restores_it() {
 }
 
 #[test]
+fn a_servers_etp_pulls_the_estimate_and_the_choice_by_its_weight() {
+    // a fast link (each 1 s segment of the top level, 4000 kbit, arrives in
+    // 9 ms of transfer: ~440 Mbit/s measured); the server says etp = 1500
+    let rates = [500.0, 1000.0, 2000.0, 4000.0];
+    let movie = Arc::new(Movie::constant(1000.0, &rates, 40));
+    let run = |weight: f64, etp: Option<f64>| {
+        let mut c = cfg(AbrRule::Throughput);
+        c.max_buffer_ms = 1e9;
+        c.etp_weight = weight;
+        let mut p = Player::new(movie.clone(), c).unwrap();
+        let mut now = 0.0;
+        let mut got = Vec::new();
+        for _ in 0..8 {
+            let Some(Action::Fetch { quality, .. }) = p.poll_action(now) else {
+                panic!("a fetch");
+            };
+            p.report_server_etp(etp);
+            now += 10.0;
+            let timing = Some(Timing {
+                elapsed_ms: 10.0,
+                ttfb_ms: 1.0,
+            });
+            p.handle(now, Event::Completed { timing });
+            got.push(quality);
+        }
+        (got, p.throughput_estimate().unwrap())
+    };
+    // weight 1: every sample is the etp, so is the estimate; the rule
+    // picks the highest level within 0.9 × 1500 (1000 kbit/s)
+    let (q, est) = run(1.0, Some(1500.0));
+    assert!((est - 1500.0).abs() < 1e-6, "{est}");
+    assert!(q[1..].iter().all(|&l| l == 1), "{q:?}");
+    // weight 0 (dash.js's default), or no etp sent: measured only, the top
+    let (q, est) = run(0.0, Some(1500.0));
+    assert_eq!(*q.last().unwrap(), 3, "{q:?}");
+    assert!(est > 100_000.0, "{est}");
+    let (q0, _) = run(1.0, None);
+    assert_eq!(q0, q);
+    // weight 0.5: half of each measured sample plus half the etp
+    // (a level of R kbit/s: R × 1000 bits in 9 ms), so the estimate lies
+    // between the mixed samples of the lowest and the top level
+    let (_, free) = run(0.0, Some(1500.0));
+    let (_, est) = run(0.5, Some(1500.0));
+    let each = |kbps: f64| 0.5 * kbps * 1000.0 / 9.0 + 0.5 * 1500.0;
+    assert!(
+        est >= each(500.0) * 0.999 && est <= each(4000.0) * 1.001,
+        "{est}"
+    );
+    assert!(est < free, "{est} {free}");
+    // the setting is checked
+    let mut c = cfg(AbrRule::Throughput);
+    c.etp_weight = 1.5;
+    let e = Player::new(movie.clone(), c).unwrap_err().to_string();
+    assert!(e.contains("etp_weight"), "{e}");
+}
+
+#[test]
 fn a_viewer_that_leaves_after_its_segments_is_counted_until_its_buffer_is_played() {
     // 10 segments of 1 s at 100 kbit/s, each downloaded in 10 ms: the
     // viewer came for 4 and leaves when the 4th arrives, holding ~4 s

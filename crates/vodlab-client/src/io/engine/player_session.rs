@@ -68,6 +68,9 @@ struct Io<'a> {
     /// The server's CMSD `mb`, kbit/s, as of the last response that
     /// carried `CMSD-Dynamic` (`--honour-cmsd`; [`cmsd_cap`]).
     cmsd_mb: Option<u64>,
+    /// The server's CMSD `etp`, kbit/s, of the last response
+    /// (`--honour-cmsd`; [`cmsd_etp`]): none when it carried none.
+    cmsd_etp: Option<u64>,
 }
 
 /// The bit-rate cap a response's `CMSD-Dynamic` value sets: the `mb` of
@@ -79,6 +82,17 @@ fn cmsd_cap(dynamic: &str) -> Option<u64> {
         .iter()
         .rev()
         .find_map(|h| h.mb)
+}
+
+/// The server's estimated throughput a response's `CMSD-Dynamic` value
+/// gives: the `etp` of the last hop that sends one (the hop nearest the
+/// player), `None` when no hop does.
+fn cmsd_etp(dynamic: &str) -> Option<u64> {
+    vodlab_cmcd::cmsd::CmsdDynamic::parse(dynamic)
+        .hops
+        .iter()
+        .rev()
+        .find_map(|h| h.etp)
 }
 
 /// A request's target and CMCD: the path (with `?CMCD=...` in query mode)
@@ -244,6 +258,8 @@ impl Io<'_> {
                         // a response without the header leaves the cap as it was
                         self.cmsd_mb = cmsd_cap(d);
                     }
+                    // etp is of this response only
+                    self.cmsd_etp = resp.cmsd_dynamic.as_deref().and_then(cmsd_etp);
                     let ttfb = resp.ttfb.as_micros() as u64;
                     let end = done.max(last);
                     self.record(sent, Ok((resp.body_bytes, resp.status, end, ttfb)));
@@ -456,6 +472,7 @@ pub(super) async fn run_player_session(
         cmcd: CmcdSession::new(),
         title: session.header.title.clone(),
         cmsd_mb: None,
+        cmsd_etp: None,
     };
     let mut outcome = PlayerSessionOutcome {
         class: class.to_string(),
@@ -712,6 +729,11 @@ async fn play(
                 let now = ms(Instant::now());
                 match got {
                     Ok(Got::Done(s)) if s == 200 || s == 206 => {
+                        if io.run.honour_cmsd {
+                            // mixed into this download's throughput sample
+                            // by --cmsd-etp-weight (PlayerConfig::etp_weight)
+                            player.report_server_etp(io.cmsd_etp.map(|k| k as f64));
+                        }
                         player.handle(now, Event::Completed { timing: None });
                         if let (Some(t), Some(r)) = (timeline.as_mut(), player.records().last()) {
                             t.segment(r, player.buffer_ms(), segment_ms);
@@ -775,14 +797,19 @@ fn fail(e: &E) -> Event {
 
 #[cfg(test)]
 mod tests {
-    use super::cmsd_cap;
+    use super::{cmsd_cap, cmsd_etp};
 
     #[test]
-    fn the_cap_is_the_nearest_hops_mb() {
+    fn the_cap_and_the_etp_are_the_nearest_hops() {
         assert_eq!(cmsd_cap("\"vodlab\";etp=900;mb=1500;rd=2"), Some(1500));
         assert_eq!(cmsd_cap("\"origin\";mb=3000,\"edge\";mb=800"), Some(800));
         assert_eq!(cmsd_cap("\"origin\";mb=3000,\"edge\";etp=5"), Some(3000));
         assert_eq!(cmsd_cap("\"vodlab\";etp=900;rd=2"), None);
         assert_eq!(cmsd_cap("garbage;;"), None);
+        // etp: the nearest hop's that sends one
+        assert_eq!(cmsd_etp("\"vodlab\";etp=900;mb=1500;rd=2"), Some(900));
+        assert_eq!(cmsd_etp("\"origin\";etp=9000,\"edge\";etp=700"), Some(700));
+        assert_eq!(cmsd_etp("\"origin\";etp=9000,\"edge\";mb=5"), Some(9000));
+        assert_eq!(cmsd_etp("\"vodlab\";mb=1500"), None);
     }
 }
