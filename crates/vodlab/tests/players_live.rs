@@ -648,7 +648,14 @@ fn player_flags_are_checked() {
             "unknown profile \"edge\"",
         ),
         (
-            &["--player", "dash", "--player-profile", "dashjs", "--abr", "bola"],
+            &[
+                "--player",
+                "dash",
+                "--player-profile",
+                "dashjs",
+                "--abr",
+                "bola",
+            ],
             "cannot be used with",
         ),
         (

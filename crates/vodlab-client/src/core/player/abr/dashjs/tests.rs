@@ -405,7 +405,7 @@ fn the_profile_starts_at_384p_and_keeps_dashjs_buffer_targets() {
         .iter()
         .map(|s| s.buffer_ms_before)
         .fold(0.0, f64::max);
-    assert!(most < 30_000.0 && most >= 29_500.0 - 1e-6, "{most}");
+    assert!((29_500.0 - 1e-6..30_000.0).contains(&most), "{most}");
 }
 
 #[test]
