@@ -597,9 +597,12 @@ pub struct PlayerClassResults {
 pub struct PlayersResults {
     /// `dash` or `hls`.
     pub player: PlayerKind,
-    /// ABR rule.
+    /// Player profile (`--player-profile`; absent in older results: sabre).
+    #[serde(default)]
+    pub profile: crate::core::player::PlayerProfile,
+    /// ABR rule (`dashjs` under that profile).
     pub abr: String,
-    /// Buffer capacity, s.
+    /// Buffer capacity, s (the dashjs profile: its 30 s top-level target).
     pub max_buffer_s: f64,
     /// Abandonment on.
     pub abandon: bool,

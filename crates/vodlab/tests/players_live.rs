@@ -538,6 +538,76 @@ fn byte_range_manifests_are_played_with_range_requests() {
 }
 
 /// Player flags are refused with the flag named, before any connection.
+/// `--player-profile dashjs` on loopback: every session starts at 384p (the
+/// rung for dash.js's 1000 kbit/s initial bit rate), goes to the top rung
+/// once its throughput is measured, and fetches a rung's init segment
+/// before the first segment after each change of rung, as dash.js does.
+#[test]
+fn the_dashjs_profile_starts_at_384p_and_fetches_an_init_at_every_change() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup(d.path(), None);
+    let log = d.path().join("access.log");
+    let s = Running::start(&root, |c| c.access_log = Some(log.clone()));
+    let r = run_players(
+        &w,
+        &s,
+        &d.path().join("o"),
+        &[
+            "--player",
+            "dash",
+            "--player-profile",
+            "dashjs",
+            "--no-shaping",
+        ],
+    );
+    drop(s); // flushes the access log
+    let p = &r["players"];
+    assert_eq!(p["profile"], "dashjs", "{p}");
+    assert_eq!(p["abr"], "dashjs", "{p}");
+    assert_eq!(p["max_buffer_s"], 30.0, "{p}");
+    assert_eq!(p["overall"]["sessions"], 8, "{p}");
+    assert_eq!(p["overall"]["failed"], 0, "{p}");
+    let mut by_session: HashMap<String, Vec<String>> = HashMap::new();
+    for (sess, path, status) in log_lines(&log) {
+        assert_eq!(status, 200, "{path}");
+        by_session.entry(sess).or_default().push(path);
+    }
+    for (id, title, n) in sessions(&w) {
+        let reqs = &by_session[&id.to_string()];
+        assert_eq!(reqs[0], format!("/{title}/{MPD_NAME}"), "session {id}");
+        // (rung, is init) of every request after the manifest
+        let parts: Vec<(String, bool)> = reqs[1..]
+            .iter()
+            .map(|p| {
+                let f: Vec<&str> = p.split('/').collect();
+                (f[2].to_string(), f[3] == "init.mp4")
+            })
+            .collect();
+        let media: Vec<&String> = parts.iter().filter(|p| !p.1).map(|p| &p.0).collect();
+        assert_eq!(media.len(), n.min(MAX_SEGMENTS), "session {id}: {reqs:?}");
+        assert_eq!(media[0], "384p", "session {id}: {reqs:?}");
+        assert!(
+            media[1..].iter().all(|r| *r == "1080p-hi"),
+            "session {id}: {reqs:?}"
+        );
+        // an init right before the first segment and each change of rung
+        let mut last: Option<&String> = None;
+        for (k, (rung, init)) in parts.iter().enumerate() {
+            if *init {
+                continue;
+            }
+            if last != Some(rung) {
+                assert_eq!(
+                    parts.get(k.wrapping_sub(1)),
+                    Some(&(rung.clone(), true)),
+                    "session {id}: {reqs:?}"
+                );
+            }
+            last = Some(rung);
+        }
+    }
+}
+
 #[test]
 fn player_flags_are_checked() {
     let d = tempfile::tempdir().unwrap();
@@ -555,7 +625,7 @@ fn player_flags_are_checked() {
         "-o",
         out,
     ];
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--player", "smooth"], "unknown player `smooth`"),
         (&["--player", "dash", "--abr", "mpc"], "--abr"),
         (&["--abr", "bola"], "--player"),
@@ -573,6 +643,32 @@ fn player_flags_are_checked() {
             "--player-timelines must be at most 1000",
         ),
         (&["--player-timelines", "3"], "--player"),
+        (
+            &["--player", "dash", "--player-profile", "edge"],
+            "unknown profile \"edge\"",
+        ),
+        (
+            &[
+                "--player",
+                "dash",
+                "--player-profile",
+                "dashjs",
+                "--abr",
+                "bola",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &[
+                "--player",
+                "dash",
+                "--player-profile",
+                "dashjs",
+                "--max-buffer",
+                "20",
+            ],
+            "cannot be used with",
+        ),
     ];
     for (extra, want) in cases {
         let mut args = base.to_vec();

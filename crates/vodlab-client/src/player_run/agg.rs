@@ -293,7 +293,10 @@ impl ClassAgg {
 pub struct PlayersSettings {
     /// `dash` or `hls`.
     pub player: PlayerKind,
-    /// ABR rule.
+    /// Player profile (`sabre`, `dashjs`); absent in older results: sabre.
+    #[serde(default)]
+    pub profile: crate::core::player::PlayerProfile,
+    /// ABR rule (`dashjs` under that profile).
     pub abr: String,
     /// Buffer capacity, s.
     pub max_buffer_s: f64,
@@ -315,7 +318,11 @@ impl PlayersSettings {
     pub fn of(run: &PlayerRun) -> Self {
         Self {
             player: run.kind,
-            abr: run.config.abr.name().to_string(),
+            profile: run.config.profile,
+            abr: match run.config.profile {
+                crate::core::player::PlayerProfile::Sabre => run.config.abr.name().to_string(),
+                crate::core::player::PlayerProfile::Dashjs => "dashjs".to_string(),
+            },
             max_buffer_s: run.config.max_buffer_ms / 1000.0,
             abandon: run.config.abandon,
             max_segments: run.max_segments,
@@ -468,6 +475,7 @@ impl PlayersAgg {
         let s = &self.settings;
         PlayersResults {
             player: s.player,
+            profile: s.profile,
             abr: s.abr.clone(),
             max_buffer_s: s.max_buffer_s,
             abandon: s.abandon,

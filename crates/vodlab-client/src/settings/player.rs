@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{flag, SettingsError};
 use crate::core::cmcd::CmcdMode;
-use crate::core::player::{AbrRule, PlayerConfig};
+use crate::core::player::{AbrRule, PlayerConfig, PlayerProfile};
 use crate::player_run::{PlayerKind, PlayerRun};
 
 /// Closed-loop players (`--player`): each session fetches its title's
@@ -32,6 +32,25 @@ pub struct PlayerSettings {
         )
     )]
     pub abr: AbrRule,
+    /// The players' profile: `sabre` (Sabre's player with `--abr` and
+    /// `--max-buffer`) or `dashjs` (dash.js 4.7.4 with its defaults: start
+    /// at the level for 1000 kbit/s, DYNAMIC throughput/BOLA switching at
+    /// 12 s / 6 s of buffer, the insufficient-buffer, switch-history and
+    /// abandon-requests rules, a 12 s buffer target (30 s at the top
+    /// level), fast switching and an init segment at every change of
+    /// level; docs/run.md "Player profiles"). E.g. `--player dash
+    /// --player-profile dashjs`.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            default_value = "sabre",
+            value_name = "sabre|dashjs",
+            requires = "player",
+            conflicts_with_all = ["abr", "max_buffer"]
+        )
+    )]
+    pub player_profile: PlayerProfile,
     /// Player buffer capacity, seconds (docs/abr.md; Sabre's 25 s).
     #[cfg_attr(
         feature = "cli",
@@ -158,17 +177,25 @@ impl PlayerSettings {
                 self.cmsd_etp_weight
             )));
         }
-        let cfg = PlayerConfig {
-            abr: self.abr,
-            max_buffer_ms: self.max_buffer * 1000.0,
-            abandon: !self.no_abandon,
-            // the server's etp counts only when its CMSD is honoured
-            etp_weight: if self.honour_cmsd {
-                self.cmsd_etp_weight
-            } else {
-                0.0
+        // the server's etp counts only when its CMSD is honoured
+        let etp_weight = if self.honour_cmsd {
+            self.cmsd_etp_weight
+        } else {
+            0.0
+        };
+        let cfg = match self.player_profile {
+            PlayerProfile::Sabre => PlayerConfig {
+                abr: self.abr,
+                max_buffer_ms: self.max_buffer * 1000.0,
+                abandon: !self.no_abandon,
+                etp_weight,
+                ..Default::default()
             },
-            ..Default::default()
+            PlayerProfile::Dashjs => PlayerConfig {
+                abandon: !self.no_abandon,
+                etp_weight,
+                ..PlayerConfig::dashjs()
+            },
         };
         let mut run = PlayerRun::new(kind, cfg);
         run.max_segments = self.max_segments;

@@ -5,9 +5,11 @@
 //! © 2018 Kevin Spiteri) has them, and from the BBA paper (Huang et al.,
 //! SIGCOMM 2014, BBA-0). Units: ms, bits, kbit/s (= bits/ms). See
 //! docs/abr.md for the formulas and their sources. BOLA-E is in its own
-//! file, [`bolae`].
+//! file, [`bolae`]; dash.js 4.7.4's rules (`--player-profile dashjs`) in
+//! [`dashjs`].
 
 pub mod bolae;
+pub mod dashjs;
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::movie::Movie;
 use super::PlayerError;
 use bolae::BolaE;
+use dashjs::DashJs;
 
 /// The ABR rule of a player.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,6 +214,9 @@ pub struct Context<'a> {
     pub latency_ms: Option<f64>,
     /// Buffer capacity, ms.
     pub max_buffer_ms: f64,
+    /// Session time of the decision, ms (dash.js's BOLA grows its
+    /// placeholder by the time between decisions).
+    pub now_ms: f64,
 }
 
 /// A download in progress, as the abandonment rules see it.
@@ -495,6 +501,8 @@ pub enum Abr {
         /// To BOLA-E above this buffer, ms.
         high_ms: f64,
     },
+    /// dash.js 4.7.4's rules (`--player-profile dashjs`).
+    Dashjs(Box<DashJs>),
 }
 
 impl Abr {
@@ -521,9 +529,18 @@ impl Abr {
         }
     }
 
-    /// The level of the first segment (all rules: the lowest).
+    /// dash.js's rules for `movie`.
+    pub fn dashjs(movie: &Movie) -> Self {
+        Abr::Dashjs(Box::new(DashJs::new(movie)))
+    }
+
+    /// The level of the first segment (Sabre's rules: the lowest; dash.js:
+    /// the level for its initial bit rate).
     pub fn first_quality(&self) -> usize {
-        0
+        match self {
+            Abr::Dashjs(d) => d.quality(),
+            _ => 0,
+        }
     }
 
     /// The level for segment `c.index` and a pause before fetching it, ms
@@ -534,6 +551,10 @@ impl Abr {
             Abr::Bola(b) => (b.decide(c), 0.0),
             Abr::Bba(b) => (b.decide(c), 0.0),
             Abr::Bolae(b) => b.decide(c),
+            Abr::Dashjs(d) => {
+                let x = d.decide(c);
+                (x.quality, x.delay_ms)
+            }
             Abr::Dynamicdash {
                 bola,
                 tput,
@@ -582,6 +603,7 @@ impl Abr {
         match self {
             Abr::Bola(b) | Abr::Dynamic { bola: b, .. } => b.utilities.capacity() * f,
             Abr::Bolae(b) | Abr::Dynamicdash { bola: b, .. } => b.utilities_len() * f,
+            Abr::Dashjs(d) => std::mem::size_of::<DashJs>() + d.heap_bytes(),
             Abr::Throughput(_) | Abr::Bba(_) => 0,
         }
     }
@@ -615,15 +637,17 @@ impl Abr {
 
     /// Whether to abandon the download in progress, and the lower level
     /// suggested instead. `buffer_ms` is the buffer at the request's start
-    /// minus the elapsed time, floored at 0.
+    /// minus the elapsed time, floored at 0; `index` the segment.
     pub fn check_abandon(
         &mut self,
         m: &Movie,
+        index: usize,
         pr: &Progress,
         buffer_ms: f64,
         latency_ms: f64,
     ) -> Option<usize> {
         match self {
+            Abr::Dashjs(d) => d.check_abandon(index, pr, buffer_ms),
             Abr::Throughput(t) => t.check_abandon(m, pr, latency_ms),
             Abr::Bola(b) => b.check_abandon(m, pr, buffer_ms),
             Abr::Bba(_) => None,

@@ -136,6 +136,29 @@ impl PlayoutBuffer {
         }
     }
 
+    /// Media position of the playhead, ms (segments played to the end and
+    /// the part of the head played).
+    pub fn position_ms(&self) -> f64 {
+        self.finished_segments as f64 * self.segment_ms + self.fcc
+    }
+
+    /// Replaces the level of buffered segment `index` (counted from the
+    /// first segment of the session) with `level` (dash.js's fast
+    /// switching); false when that segment is no longer (or not yet) in
+    /// the buffer.
+    pub fn replace(&mut self, index: usize, level: usize) -> bool {
+        let Some(i) = index.checked_sub(self.finished_segments) else {
+            return false;
+        };
+        match self.contents.get_mut(i) {
+            Some(l) => {
+                *l = level;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Appends a downloaded segment at `level`; playback starts or resumes.
     pub fn push(&mut self, level: usize) {
         self.contents.push_back(level);

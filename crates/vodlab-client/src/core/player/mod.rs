@@ -35,6 +35,7 @@ pub mod abr;
 pub mod buffer;
 pub mod estimate;
 pub mod movie;
+pub mod profile;
 pub mod qoe;
 pub mod sim;
 #[cfg(test)]
@@ -46,6 +47,7 @@ use serde::{Deserialize, Serialize};
 
 pub use abr::{bolae, AbrParams, AbrRule};
 pub use movie::Movie;
+pub use profile::PlayerProfile;
 pub use qoe::QoeSummary;
 
 use abr::{Abr, Context, Progress};
@@ -86,6 +88,10 @@ pub enum PlayerError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PlayerConfig {
+    /// The profile: `dashjs` replaces the rule ([`Self::abr`]), the buffer
+    /// capacity and the session's behaviour with dash.js 4.7.4's
+    /// ([`profile`]).
+    pub profile: PlayerProfile,
     /// The ABR rule.
     pub abr: AbrRule,
     /// Buffer capacity, ms (Sabre 25 s).
@@ -121,6 +127,7 @@ pub struct PlayerConfig {
 impl Default for PlayerConfig {
     fn default() -> Self {
         Self {
+            profile: PlayerProfile::Sabre,
             abr: AbrRule::Dynamic,
             max_buffer_ms: 25_000.0,
             half_life_ms: vec![3_000.0, 8_000.0],
@@ -136,6 +143,17 @@ impl Default for PlayerConfig {
 }
 
 impl PlayerConfig {
+    /// dash.js 4.7.4's player ([`PlayerProfile::Dashjs`]); the buffer
+    /// capacity is reported as dash.js's 30 s top-level target (the
+    /// profile's own targets decide when a request leaves).
+    pub fn dashjs() -> Self {
+        Self {
+            profile: PlayerProfile::Dashjs,
+            max_buffer_ms: abr::dashjs::TOP_QUALITY_BUFFER_MS,
+            ..Self::default()
+        }
+    }
+
     /// Checks the settings against `movie`; errors name the key.
     pub fn validate(&self, movie: &Movie) -> Result<(), PlayerError> {
         if !(self.max_buffer_ms.is_finite() && self.max_buffer_ms >= movie.segment_duration_ms) {
@@ -383,7 +401,10 @@ impl Player {
         movie.validate()?;
         cfg.validate(&movie)?;
         Ok(Self {
-            abr: Abr::new(cfg.abr, cfg.params, &movie, cfg.max_buffer_ms),
+            abr: match cfg.profile {
+                PlayerProfile::Sabre => Abr::new(cfg.abr, cfg.params, &movie, cfg.max_buffer_ms),
+                PlayerProfile::Dashjs => Abr::dashjs(&movie),
+            },
             est: Ewma::new(&cfg.half_life_ms, movie.segment_duration_ms),
             buffer: PlayoutBuffer::new(movie.segment_duration_ms),
             movie,
@@ -604,8 +625,13 @@ impl Player {
                     self.state = State::Done;
                     return Some(Action::Done { ends_at });
                 }
-                let full = self.buffer.level_ms() + self.movie.segment_duration_ms
-                    - self.cfg.max_buffer_ms;
+                let full = match &self.abr {
+                    Abr::Dashjs(d) => d.schedule_wait_ms(self.buffer.level_ms()),
+                    _ => {
+                        self.buffer.level_ms() + self.movie.segment_duration_ms
+                            - self.cfg.max_buffer_ms
+                    }
+                };
                 if full > 0.0 {
                     let until = now + full;
                     self.state = State::Waiting {
@@ -674,9 +700,12 @@ impl Player {
     }
 
     fn decide_and_fetch(&mut self, now: f64, wait_ms: f64) -> Action {
-        let index = self.next;
+        let mut index = self.next;
+        let dashjs = self.cfg.profile == PlayerProfile::Dashjs;
+        let mut changed = false;
         let (q, delay) = match self.suggestion.take() {
-            Some(q) if self.cfg.apply_abandon_suggestion => (q, 0.0),
+            // dash.js refetches an abandoned segment at the suggested level
+            Some(q) if self.cfg.apply_abandon_suggestion || dashjs => (q, 0.0),
             _ => {
                 let c = Context {
                     movie: &self.movie,
@@ -685,10 +714,24 @@ impl Player {
                     throughput_kbps: self.est.throughput(),
                     latency_ms: self.est.latency(),
                     max_buffer_ms: self.cfg.max_buffer_ms,
+                    now_ms: now,
                 };
-                self.abr.decide(&c)
+                match &mut self.abr {
+                    Abr::Dashjs(d) => {
+                        let x = d.decide(&c);
+                        changed = x.changed && !d.abandon_load(now);
+                        (x.quality, x.delay_ms)
+                    }
+                    abr => abr.decide(&c),
+                }
             }
         };
+        if changed {
+            if let Some(i) = self.fast_switch_from(q) {
+                index = i;
+                self.next = i;
+            }
+        }
         if delay > 0.0 {
             let until = now + delay;
             self.state = State::Delaying {
@@ -706,6 +749,20 @@ impl Player {
         self.fetch(now, index, q, wait_ms, self.buffer.level_ms())
     }
 
+    /// dash.js's fast switching after a change to level `q`: the buffered
+    /// segment 1.5 segment durations ahead of the playhead, when it is of
+    /// a lower level and the buffer holds that much, and every later one
+    /// are fetched again (the next request's index).
+    fn fast_switch_from(&self, q: usize) -> Option<usize> {
+        let seg = self.movie.segment_duration_ms;
+        let safe = abr::dashjs::FAST_SWITCH_SEGMENTS * seg;
+        if self.buffer.level_ms() < safe {
+            return None;
+        }
+        let i = ((self.buffer.position_ms() + safe) / seg).floor() as usize;
+        (i < self.played.len() && usize::from(self.played[i]) < q).then_some(i)
+    }
+
     fn fetch(&mut self, now: f64, index: usize, quality: usize, wait_ms: f64, buf: f64) -> Action {
         let quality = self.capped(quality);
         let bits = self.movie.size_bits(index, quality);
@@ -718,8 +775,14 @@ impl Player {
             buffer_before: buf,
             wait_ms,
             abr_delay_ms: 0.0,
-            tput: self.est.throughput(),
-            lat: self.est.latency(),
+            tput: match &self.abr {
+                Abr::Dashjs(d) => d.history().average_throughput(),
+                _ => self.est.throughput(),
+            },
+            lat: match &self.abr {
+                Abr::Dashjs(d) => d.history().average_latency(),
+                _ => self.est.latency(),
+            },
             received: 0.0,
             timing: None,
             ttfb: None,
@@ -768,6 +831,9 @@ impl Player {
         let level = self.buffer.level_ms();
         self.abr
             .report_download(&self.movie, f.quality, Some(suggested), t.elapsed_ms, level);
+        if let Abr::Dashjs(d) = &mut self.abr {
+            d.abandoned(now, suggested, level);
+        }
         self.abandoned_count += 1;
         if self.cfg.keep_records {
             let r = self.record(&f, t, Some(suggested));
@@ -802,8 +868,10 @@ impl Player {
                 f.received = received_bits;
                 let t = Self::timing(f, now, timing);
                 f.timing = Some(t);
+                // Sabre never abandons the first segment; dash.js may
+                let first = f.index == 0 && self.cfg.profile != PlayerProfile::Dashjs;
                 if !self.cfg.abandon
-                    || f.index == 0
+                    || first
                     || received_bits >= f.bits
                     || self.pending_abandon.is_some()
                 {
@@ -823,11 +891,14 @@ impl Player {
                     ttfb_ms: t.ttfb_ms,
                 };
                 let buf = (f.buffer_before - t.elapsed_ms).max(0.0);
+                let index = f.index;
                 let lat = self.est.latency().unwrap_or(0.0);
-                self.pending_abandon = self.abr.check_abandon(&self.movie, &pr, buf, lat);
+                self.pending_abandon = self.abr.check_abandon(&self.movie, index, &pr, buf, lat);
             }
             Event::Completed { timing } => {
                 let mut f = f.clone();
+                // what arrived (a live executor's byte count), else the size
+                let received = if f.received > 0.0 { f.received } else { f.bits };
                 f.received = f.bits;
                 let t = Self::timing(&f, now, timing);
                 if f.index == 0 {
@@ -835,14 +906,40 @@ impl Player {
                 }
                 let played = timing.map_or(now - f.phase_start, |t| t.elapsed_ms);
                 self.end_phase(now, played);
-                self.buffer.push(f.quality);
+                let before = self.buffer.level_ms();
+                let stalled =
+                    self.buffer.rebuffer_ms() - f.rebuffer_before > buffer::STALL_NOISE_MS;
+                let replacement = f.index < self.played.len();
+                if replacement {
+                    // fast switching: the segment replaces a buffered one
+                    if self.buffer.replace(f.index, f.quality) {
+                        self.played[f.index] = f.quality as u16;
+                    }
+                } else {
+                    self.buffer.push(f.quality);
+                }
+                if let Abr::Dashjs(d) = &mut self.abr {
+                    d.segment_loaded(
+                        f.index,
+                        f.quality,
+                        f.sent_at,
+                        t.ttfb_ms,
+                        f.sent_at + t.elapsed_ms,
+                        received,
+                        before,
+                        self.buffer.level_ms(),
+                        stalled,
+                    );
+                }
                 if f.index > 0 {
                     // Sabre tells the rule of every download but the first
                     let level = self.buffer.level_ms();
                     self.abr
                         .report_download(&self.movie, f.quality, None, t.elapsed_ms, level);
                 }
-                self.played.push(f.quality as u16);
+                if !replacement {
+                    self.played.push(f.quality as u16);
+                }
                 if self.cfg.keep_records {
                     let rec = self.record(&f, t, None);
                     self.records.push(rec);

@@ -35,6 +35,7 @@ fn ctx(movie: &Movie, index: usize, buffer_ms: f64, tput: f64) -> Context<'_> {
         throughput_kbps: Some(tput),
         latency_ms: Some(0.0),
         max_buffer_ms: 25_000.0,
+        now_ms: 0.0,
     }
 }
 

@@ -28,7 +28,7 @@ use super::{Ctx, Report, BATCH};
 use crate::core::delivery::{DeliveryOut, Playback};
 use crate::core::exchange::{ErrorKind, Failure};
 use crate::core::link::LinkSpec;
-use crate::core::player::{Action, Event, Player};
+use crate::core::player::{Action, Event, Player, PlayerProfile};
 use crate::core::viewer::ViewerStats;
 use crate::io::http::Outgoing;
 use crate::io::transport::{Conn, SessionTransport};
@@ -587,6 +587,9 @@ async fn play(
     })?;
     let ms = |t: Instant| t.saturating_duration_since(start).as_secs_f64() * 1e3;
     let mut init_done = vec![false; pres.levels.len()];
+    // dash.js fetches the init segment again at every change of level
+    let init_each_switch = io.run.config.profile == PlayerProfile::Dashjs;
+    let mut last_init: Option<usize> = None;
     let rates = parsed.movie.bitrates_kbps.clone();
     let top_kbps = rates.iter().copied().reduce(f64::max);
     // what the player's request for `url` tells the server (CMCD), from its
@@ -648,7 +651,8 @@ async fn play(
         match action {
             Action::Fetch { index, quality, .. } => {
                 let level = &pres.levels[quality];
-                if !init_done[quality] {
+                if !init_done[quality] || (init_each_switch && last_init != Some(quality)) {
+                    last_init = Some(quality);
                     if let Some(init) = &level.init {
                         // after the init segment: the media segment
                         let next = level.segments.get(index);
