@@ -18,15 +18,19 @@
 #   testssl.sh      the TLS scanner tests/tls_scan.rs runs against vodlab serve (loopback, no DNS)
 #   ffmpeg          encodes real media (`vodlab fileset create --media real`; ffprobe in tests)
 #   chromium        the headless browser `vodlab record` drives (dash.js over DevTools)
+#   ngtcp2-client, ngtcp2-server  gtlsclient and gtlsserver, ngtcp2's HTTP/3 example
+#                   programs (with nghttp3): the third-party h3 peers of tests/h3.rs
+#                   (ngtcp2-server ships an ngtcp2d unit; the policy-rc.d keeps it stopped)
 #   While it installs missing packages, and only then, a /usr/sbin/policy-rc.d that
 #   forbids starting services keeps the packages' daemons (nginx, apache2, lighttpd)
 #   from starting; it is removed afterwards, and one that was already there is left
 #   as it is. No service is ever stopped, disabled or reconfigured: the tests start
 #   their own servers, with their own configurations, on free loopback ports.
-# 2. kubernetes-validate (PyPI) into a virtual environment in the repository,
+# 2. kubernetes-validate and aioquic (PyPI) into a virtual environment in the repository,
 #   ${VODLAB_TEST_VENV:-target/test-venv} (git-ignored; never the system's Python):
 #   tests/k8s.rs validates `vodlab k8s` manifests with it; scripts/test.sh puts the
-#   environment's bin/ first on PATH.
+#   environment's bin/ first on PATH; tests/h3.rs runs scripts/h3probe/h3get.py
+#   (an aioquic HTTP/3 client) with the environment's python3.
 # 3. with npm, dash.js, hls.js and puppeteer-core (which drives the system Chromium,
 #   downloads no browser) for `vodlab record`, into ${VODLAB_RECORD_DIR:-~/.cache/vodlab-record}
 #   (outside the repository: never committed).
@@ -50,13 +54,15 @@ install_record_npm() {
 }
 
 install_venv() {
-  "$venv/bin/python3" -c 'import kubernetes_validate' 2>/dev/null && return 0
+  "$venv/bin/python3" -c 'import kubernetes_validate, aioquic' 2>/dev/null && return 0
   if ! python3 -m venv "$venv" >/dev/null; then
     echo "install-test-deps: python3 -m venv $venv failed (Debian: python3-venv): tests/k8s.rs validates vodlab k8s manifests with kubernetes-validate" >&2
     return 0
   fi
   "$venv/bin/python3" -m pip install -q kubernetes-validate \
     || echo "install-test-deps: kubernetes-validate (PyPI) not installed into $venv: tests/k8s.rs validates vodlab k8s manifests with it" >&2
+  "$venv/bin/python3" -m pip install -q aioquic \
+    || echo "install-test-deps: aioquic (PyPI) not installed into $venv: tests/h3.rs fetches from vodlab serve --h3 with it" >&2
 }
 
 # Installs the missing packages with service starts forbidden by a
@@ -87,7 +93,7 @@ install_packages() {
   trap - EXIT INT TERM
 }
 
-packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2 python3-venv testssl.sh ffmpeg chromium)
+packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2 python3-venv testssl.sh ffmpeg chromium ngtcp2-client ngtcp2-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -209,6 +209,33 @@ pub fn reachable(target: &str, addr: SocketAddr) -> Result<(), RunError> {
         })
 }
 
+/// [`reachable`] for HTTP/3: one QUIC handshake and HTTP/3's SETTINGS with
+/// the run's TLS settings (UDP has no connection to open without them).
+pub fn quic_reachable(
+    rt: &tokio::runtime::Runtime,
+    target: &str,
+    addr: SocketAddr,
+    host: &str,
+    t: &crate::io::transport::TransportConfig,
+) -> Result<(), RunError> {
+    let c = crate::io::transport::Connector::new(addr, host, t).map_err(SettingsError::from)?;
+    let failed = |why: String| {
+        RunError::CouldNotRun(format!(
+            "--target {target}: no HTTP/3 (QUIC) connection to {addr} ({why}); \
+             is the server serving h3 on that UDP port?"
+        ))
+    };
+    rt.block_on(async {
+        let s = c.session(1);
+        let link = crate::core::link::LinkSpec::default();
+        match tokio::time::timeout(Duration::from_secs(5), s.connect(0, &link)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(f)) => Err(failed(f.detail)),
+            Err(_) => Err(failed("no answer within 5 s".into())),
+        }
+    })
+}
+
 /// `vodlab run`: checks the settings, loads the workload, runs it and
 /// writes results.json, summary.txt and metrics.json into the results
 /// directory (`--out`, else `results/run-UNIX_SECONDS`).
@@ -381,7 +408,11 @@ pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunE
     // flags (a usage error is 2 whatever the server): a server that is not
     // there is "could not run" (exit 3) at once, not a run of failures
     if !a.no_connect_check {
-        reachable(&a.target, addr)?;
+        if cfg.transport.protocol.is_h3() {
+            quic_reachable(&rt, &a.target, addr, &cfg.host, &cfg.transport)?;
+        } else {
+            reachable(&a.target, addr)?;
+        }
     }
     let total = a
         .sessions

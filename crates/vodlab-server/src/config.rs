@@ -93,6 +93,7 @@ pub enum PaceMode {
 
 pub use vodlab_prefetch::PolicySpec;
 pub mod h2;
+pub mod h3;
 mod timescale;
 pub mod tls;
 pub use timescale::MAX_TIME_COMPRESSION;
@@ -229,6 +230,8 @@ pub struct Config {
     pub tls: tls::TlsSettings,
     /// HTTP/2: windows, frame size, streams, abuse limits (`[h2]`).
     pub h2: h2::H2Settings,
+    /// HTTP/3 over QUIC beside the TCP listener (`[h3]`, crate::h3).
+    pub h3: h3::H3Settings,
     // --- end of TLS and HTTP/2 ---
 }
 
@@ -267,6 +270,7 @@ impl Default for Config {
             // TLS and HTTP/2
             tls: tls::TlsSettings::default(),
             h2: h2::H2Settings::default(),
+            h3: h3::H3Settings::default(),
         }
     }
 }
@@ -384,6 +388,7 @@ impl Config {
         // TLS and HTTP/2 (their messages name `tls.*`, `h2.*`)
         self.tls.validate()?;
         self.h2.validate()?;
+        self.h3.validate(self.tls.enabled())?;
         // the policy's own parameters (auto's, scaling's): the message names the key
         self.prefetch_policy.validate().map_err(|why| {
             ConfigError::Policy(vodlab_prefetch::PolicyError {

@@ -262,6 +262,7 @@ impl Conn<'_> {
             keep_alive: keep,
             can_pace,
             arrived: t0,
+            alt_svc: true,
         };
         let prep = prepare(self.st, head, fe);
         let p = &prep.plan;

@@ -324,6 +324,7 @@ async fn stream(
         // kernel-mode pacing is per socket: not for a stream
         can_pace: st.cfg.pace_mode == PaceMode::User,
         arrived: t0,
+        alt_svc: true,
     };
     let prep = prepare(st, &head, fe);
     let p = &prep.plan;

@@ -35,6 +35,7 @@ pub mod error;
 pub mod files;
 pub mod flood;
 pub mod h2;
+pub mod h3;
 pub mod launch;
 pub mod limits;
 pub mod pacer;

@@ -4,7 +4,8 @@
 //! once (CMCD `br`, else the catalog, else the default:
 //! [`crate::bitrate::request_bitrate`]) for the prefetch controller and,
 //! when the front end paces the response, the pacer. The HTTP/1.1
-//! connection (`conn`) and the HTTP/2 stream (`h2`) only execute the
+//! connection (`conn`), the HTTP/2 stream (`h2`) and the HTTP/3 stream
+//! (`h3`) only execute the
 //! [`Prepared`] response on their transport.
 //!
 //! The decisions are pure functions of the request, the file's metadata
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use vodlab_cmcd::Cmcd;
-use vodlab_http::server::Head;
+use vodlab_http::server::{Head, HeaderValue};
 use vodlab_prefetch::next_object;
 
 use crate::access::count;
@@ -46,6 +47,9 @@ pub(crate) struct FrontEnd {
     pub(crate) can_pace: bool,
     /// When the request's head arrived (CMSD's `rd` counts from it).
     pub(crate) arrived: Instant,
+    /// Whether the response advertises HTTP/3 (`Alt-Svc`) when the server
+    /// serves it: the TCP front ends (HTTP/1.1, HTTP/2), not HTTP/3 itself.
+    pub(crate) alt_svc: bool,
 }
 
 /// The file a response is sent from.
@@ -237,6 +241,11 @@ pub(crate) fn prepare(st: &State, head: &Head, fe: FrontEnd) -> Prepared {
         ) {
             write_cmsd(st, c, &mut plan, &catalog_key, &cmcd, bitrate, fe.arrived);
         }
+    }
+    if let (true, Some(v)) = (fe.alt_svc, &st.alt_svc) {
+        plan.head
+            .headers
+            .push(("Alt-Svc".into(), HeaderValue::Text(v.clone().into())));
     }
     count(st, &plan);
     let policy = (&st.cfg.pace_policy, st.cfg.pace_factor());

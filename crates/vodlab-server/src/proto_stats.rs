@@ -1,5 +1,6 @@
 //! Counters of TLS and HTTP/2 (handshakes, streams, the abuse limits that
-//! fired) and their statistics view (`tls` and `h2` in `/vodlab/stats`).
+//! fired), of HTTP/3, and their statistics view (`tls`, `h2` and `h3` in
+//! `/vodlab/stats`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -69,6 +70,23 @@ pub struct ProtoCounters {
     /// Connections reset at accept for their address's connection rate
     /// (`--conn-rate-per-address`; each also reported as abuse).
     pub conn_rate_exceeded: AtomicU64,
+    /// HTTP/3 (QUIC) connections established.
+    pub h3_connections: AtomicU64,
+    /// HTTP/3 connections open now.
+    pub h3_open: AtomicU64,
+    /// QUIC connection attempts refused at the connection cap
+    /// (`--h3-max-connections`).
+    pub h3_refused: AtomicU64,
+    /// QUIC handshakes that failed.
+    pub h3_handshake_failures: AtomicU64,
+    /// Retry packets sent to validate a client's address (`--h3-retry`).
+    pub h3_retries: AtomicU64,
+    /// HTTP/3 requests (request streams) answered.
+    pub h3_requests: AtomicU64,
+    /// Body bytes sent on HTTP/3 streams.
+    pub h3_bytes: AtomicU64,
+    /// HTTP/3 responses cut short (the client reset the stream or left).
+    pub h3_aborted: AtomicU64,
 }
 
 /// TLS statistics.
@@ -135,7 +153,43 @@ pub struct H2Stats {
     pub conn_rate_exceeded: u64,
 }
 
+/// HTTP/3 statistics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct H3Stats {
+    /// QUIC connections established.
+    pub connections: u64,
+    /// Connections open now.
+    pub open_connections: u64,
+    /// Connection attempts refused at the connection cap.
+    pub refused: u64,
+    /// Handshakes that failed.
+    pub handshake_failures: u64,
+    /// Retry packets sent (address validation).
+    pub retries: u64,
+    /// Requests answered.
+    pub requests: u64,
+    /// Body bytes sent.
+    pub bytes: u64,
+    /// Responses cut short.
+    pub aborted: u64,
+}
+
 impl ProtoCounters {
+    /// The HTTP/3 statistics now.
+    pub fn h3_view(&self) -> H3Stats {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        H3Stats {
+            connections: g(&self.h3_connections),
+            open_connections: g(&self.h3_open),
+            refused: g(&self.h3_refused),
+            handshake_failures: g(&self.h3_handshake_failures),
+            retries: g(&self.h3_retries),
+            requests: g(&self.h3_requests),
+            bytes: g(&self.h3_bytes),
+            aborted: g(&self.h3_aborted),
+        }
+    }
+
     /// The statistics now.
     pub fn view(&self) -> (TlsStats, H2Stats) {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);

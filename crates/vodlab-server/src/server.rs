@@ -45,6 +45,9 @@ pub enum StartError {
     /// The TLS certificate, key or settings.
     #[error("tls: {0}")]
     Tls(#[from] crate::tls::TlsError),
+    /// The QUIC endpoint of `--h3`.
+    #[error("h3: {0}")]
+    H3(#[from] crate::h3::H3Error),
 }
 
 impl From<StartError> for io::Error {
@@ -52,9 +55,10 @@ impl From<StartError> for io::Error {
         match e {
             StartError::Io(e) => e,
             StartError::Config(c) => io::Error::new(io::ErrorKind::InvalidInput, c),
-            e @ (StartError::Bitrates(_) | StartError::Pacer(_) | StartError::Tls(_)) => {
-                io::Error::new(io::ErrorKind::InvalidInput, e)
-            }
+            e @ (StartError::Bitrates(_)
+            | StartError::Pacer(_)
+            | StartError::Tls(_)
+            | StartError::H3(_)) => io::Error::new(io::ErrorKind::InvalidInput, e),
         }
     }
 }
@@ -68,6 +72,10 @@ pub struct Server {
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
     driver: Option<tokio::task::JoinHandle<()>>,
+    /// The QUIC endpoint's accept loop (`--h3`).
+    h3: Option<tokio::task::JoinHandle<()>>,
+    /// The UDP address HTTP/3 is served on (`--h3`).
+    pub h3_addr: Option<SocketAddr>,
 }
 
 impl Server {
@@ -105,19 +113,32 @@ impl Server {
             None => None,
         };
         let pacing = Arc::new(Pacing::new(&cfg)?);
-        let tls = if cfg.tls.enabled() {
-            Some(tokio_rustls::TlsAcceptor::from(crate::tls::server_config(
-                &cfg.tls,
-            )?))
+        // one rustls configuration (one generated certificate) for TCP and QUIC
+        let tls_cfg = if cfg.tls.enabled() {
+            Some(crate::tls::server_config(&cfg.tls)?)
         } else {
             None
         };
+        let tls = tls_cfg.clone().map(tokio_rustls::TlsAcceptor::from);
         let counters = Counters::default();
         let listener = TcpListener::bind(listen).await?;
         if let Some(mss) = cfg.pace_mss {
             crate::pacing::set_listener_mss(&listener, mss)?;
         }
         let addr = listener.local_addr()?;
+        // HTTP/3 on UDP, by default on the TCP port's number (validate()
+        // made sure there is a certificate)
+        let quic = match (&tls_cfg, cfg.h3.enabled) {
+            (Some(t), true) => {
+                let at = SocketAddr::new(addr.ip(), cfg.h3.port.unwrap_or(addr.port()));
+                Some(crate::h3::endpoint(&cfg.h3, t, at)?)
+            }
+            _ => None,
+        };
+        let h3_addr = match &quic {
+            Some(ep) => Some(ep.local_addr()?),
+            None => None,
+        };
         let driver = (cfg.paced() && cfg.pace_mode == crate::config::PaceMode::User)
             .then(|| tokio::spawn(crate::pacing::drive(pacing.clone(), counters.bytes.clone())));
         let state = Arc::new(State {
@@ -127,6 +148,7 @@ impl Server {
             syn_filter_wake: tokio::sync::Notify::new(),
             syn_filter_used: std::sync::atomic::AtomicBool::new(false),
             tls,
+            alt_svc: h3_addr.map(|a| crate::h3::alt_svc(a.port())),
             pacing,
             bitrates,
             helpers: Helpers::new(cfg.helpers_per_device),
@@ -147,9 +169,12 @@ impl Server {
             let fd = std::os::fd::AsFd::as_fd(&listener).try_clone_to_owned()?;
             tokio::spawn(syn_filter_loop(fd, state.clone(), rx.clone()));
         }
+        let h3 = quic.map(|ep| tokio::spawn(crate::h3::accept_loop(ep, state.clone(), rx.clone())));
         let task = tokio::spawn(accept_loop(listener, state.clone(), rx));
         Ok(Self {
             addr,
+            h3,
+            h3_addr,
             state,
             shutdown: tx,
             task,
@@ -162,6 +187,9 @@ impl Server {
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
+        if let Some(h) = self.h3 {
+            let _ = h.await;
+        }
         if let Some(d) = self.driver {
             // wait for the abort to drop the driver (which joins its thread)
             d.abort();

@@ -374,6 +374,7 @@ impl ServeArgs {
         let cfg = Config {
             tls,
             h2,
+            h3: self.proto.h3_settings()?,
             root: self.root.clone(),
             io: self.io.into(),
             prefetch_policy: self.policy()?,

@@ -194,6 +194,8 @@ pub struct StatsView {
     pub tls: crate::proto_stats::TlsStats,
     /// HTTP/2 connections, streams and the abuse limits that fired.
     pub h2: crate::proto_stats::H2Stats,
+    /// HTTP/3 connections, requests and bytes (zeros without `--h3`).
+    pub h3: crate::proto_stats::H3Stats,
 }
 
 /// Shared server state.
@@ -217,6 +219,8 @@ pub struct State {
     pub(crate) bitrates: Option<BitrateCatalog>,
     /// The TLS acceptor (`--tls-cert`/`--tls-self-signed`).
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The `Alt-Svc` value the TCP front ends send (`--h3`), if any.
+    pub(crate) alt_svc: Option<String>,
     /// Addresses closed for abuse, refused at accept (`crate::penalty`).
     pub(crate) penalty: Mutex<crate::penalty::PenaltyBox>,
     /// Per-address connection rates (`--conn-rate-per-address`), if limited.
@@ -278,6 +282,7 @@ impl State {
             table_4_1,
             tls,
             h2,
+            h3: c.proto.h3_view(),
             prefetch_cancelled: devices.iter().map(|d| d.cancelled).sum(),
             prefetch_stopped: devices.iter().map(|d| d.stopped).sum(),
             io: self.cfg.io,

@@ -265,6 +265,21 @@ pub fn listening(port: u16) -> bool {
     })
 }
 
+/// Whether a UDP socket is bound to `port` of this host (an entry in
+/// /proc/net/udp or udp6): a QUIC server can be seen to be up without
+/// sending it a packet.
+pub fn udp_bound(port: u16) -> bool {
+    let suffix = format!(":{port:04X}");
+    ["/proc/net/udp", "/proc/net/udp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|text| {
+            text.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 1 && cols[1].ends_with(&suffix)
+            })
+        })
+    })
+}
+
 /// The sum of `field` over a results.json's `intervals` (counts that every
 /// run, shard, checkpoint and merge carries per interval).
 pub fn interval_sum(r: &serde_json::Value, field: &str) -> u64 {

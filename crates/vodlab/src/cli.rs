@@ -68,6 +68,7 @@ pub enum Command {
     ///   vodlab run s.vsl --target http://[::1]:8080 --rate 2 --no-shaping --requests-csv
     ///   vodlab run work/yt --target http://10.0.0.5:8080 --allow-remote --rate 40 --shard 0/4 --start-at 2025-01-31T12:00:00Z -o results/s0
     ///   vodlab run work/yt --target https://localhost:8443 --protocol h2 --ca ca.pem --rate 10
+    ///   vodlab run work/yt --target https://localhost:8443 --protocol h3 --ca ca.pem --rate 10 --no-shaping
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --protocol h2c --h2-window-bits 16 --rate 10
     ///   vodlab run --timing-script bbc.txt --clients 91 --stagger 1000 --target http://127.0.0.1:8080 --protocol h2c
     ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player dash --abr dynamic
@@ -111,12 +112,13 @@ pub enum Command {
     ///   vodlab k8s --shards 2 --target http://172.18.0.1:8080 --workload-path /workload --rate 20 --results hostpath:/var/vodlab -o k8s/ -- --no-pacing
     #[command(verbatim_doc_comment)]
     K8s(crate::k8s::K8sArgs),
-    /// Serve a directory over HTTP/1.1, built for video: sendfile, byte
-    /// ranges, and ASAP prefetching (docs/serve.md).
+    /// Serve a directory over HTTP/1.1, HTTP/2 and (with --h3) HTTP/3, built
+    /// for video: sendfile, byte ranges, and ASAP prefetching (docs/serve.md).
     ///
     /// Examples:
     ///   vodlab serve --root /srv/video --listen 127.0.0.1:8080
     ///   vodlab serve --root /srv/video --io vanilla --access-log access.log
+    ///   vodlab serve --root /srv/video --listen 127.0.0.1:8443 --tls-self-signed --tls-cert-out ca.pem --h3
     #[command(verbatim_doc_comment)]
     Serve(Box<crate::serve::ServeArgs>),
     /// Find the highest session rate a server sustains: step the rate up until

@@ -36,6 +36,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             a.io,
             a.helpers
         );
+        if let Some(h3) = server.h3_addr {
+            eprintln!("vodlab serve: HTTP/3 (QUIC) on udp {h3}; Alt-Svc advertised on h1/h2 responses");
+        }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             _ = term.recv() => {}

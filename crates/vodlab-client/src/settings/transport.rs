@@ -11,7 +11,9 @@ use crate::io::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct TransportSettings {
     /// `h1` (HTTP/1.1), `h2c` (HTTP/2 over TCP with prior knowledge),
-    /// `https` (HTTP/1.1 over TLS) or `h2` (HTTP/2 over TLS by ALPN).
+    /// `https` (HTTP/1.1 over TLS), `h2` (HTTP/2 over TLS by ALPN) or `h3`
+    /// (HTTP/3 over QUIC, UDP to the target's port; 0-RTT off; no
+    /// in-process link yet: use --no-shaping).
     /// Default: h1 for an http:// target, h2 for https://. The same
     /// workload and seed send the same requests at the same times under
     /// every protocol.

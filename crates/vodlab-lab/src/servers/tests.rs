@@ -201,6 +201,8 @@ fn who_speaks_what() {
         assert_eq!(k.unsupported(Protocol::H1), None);
     }
     assert_eq!(ServerKind::Lighttpd.unsupported(Protocol::H2c), None);
+    let h3 = ServerKind::Nginx.unsupported(Protocol::H3).unwrap();
+    assert!(h3.contains("h3 is not implemented"), "{h3}");
     let why = ServerKind::Lighttpd.unsupported(Protocol::H2).unwrap();
     assert!(
         why.contains("lighttpd over h2") && why.contains("lighttpd-mod-openssl"),

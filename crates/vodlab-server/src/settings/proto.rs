@@ -1,4 +1,5 @@
-//! The TLS and HTTP/2 flags of `vodlab serve` and the settings they give.
+//! The TLS, HTTP/2 and HTTP/3 flags of `vodlab serve` and the settings
+//! they give.
 
 use std::path::PathBuf;
 
@@ -83,6 +84,24 @@ pub struct ProtoArgs {
     /// HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE (also bounds CONTINUATION).
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = crate::h2::defaults::MAX_HEADER_LIST as u64, value_parser = vodlab_units::parse_size))]
     pub h2_max_header_list: u64,
+    /// HTTP/3 over QUIC on UDP beside the TCP listener (needs --tls-cert
+    /// or --tls-self-signed; ALPN h3). `--h3` alone: the TCP port's number;
+    /// `--h3=PORT` another. h1/h2 responses then carry `Alt-Svc: h3=":PORT"`.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PORT", num_args = 0..=1, require_equals = true, default_missing_value = "0"))]
+    pub h3: Option<u16>,
+    /// HTTP/3: request streams a connection may have open at once (QUIC stream credit).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = crate::h3::defaults::MAX_CONCURRENT_STREAMS))]
+    pub h3_max_concurrent_streams: u32,
+    /// HTTP/3: QUIC idle timeout (a bare number is seconds).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DURATION", default_value_t = crate::h3::defaults::IDLE_TIMEOUT.as_secs_f64(), value_parser = vodlab_units::parse_seconds))]
+    pub h3_idle_timeout: f64,
+    /// HTTP/3: QUIC connections open at once; more are refused (CONNECTION_REFUSED).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = crate::h3::defaults::MAX_CONNECTIONS))]
+    pub h3_max_connections: usize,
+    /// HTTP/3: validate every client address with a QUIC Retry (one more
+    /// round trip) before its connection is accepted.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub h3_retry: bool,
 }
 
 impl ProtoArgs {
@@ -122,5 +141,18 @@ impl ProtoArgs {
             ..crate::h2::H2Settings::default()
         };
         Ok((tls, h2))
+    }
+
+    /// The HTTP/3 settings these flags give (`--h3=0` or bare `--h3`: the
+    /// TCP port's number).
+    pub fn h3_settings(&self) -> Result<crate::h3::H3Settings, SettingsError> {
+        Ok(crate::h3::H3Settings {
+            enabled: self.h3.is_some(),
+            port: self.h3.filter(|&p| p != 0),
+            max_concurrent_streams: self.h3_max_concurrent_streams,
+            idle_timeout: seconds("h3-idle-timeout", self.h3_idle_timeout)?,
+            max_connections: self.h3_max_connections,
+            retry: self.h3_retry,
+        })
     }
 }

@@ -225,8 +225,8 @@ impl Io<'_> {
             match r {
                 None => {
                     // dropped mid-response: an HTTP/1.1 connection is unusable,
-                    // an HTTP/2 stream was reset and its connection stays
-                    if matches!(c, Conn::H2(_)) {
+                    // an HTTP/2 or HTTP/3 stream was reset and its connection stays
+                    if matches!(c, Conn::H2(_) | Conn::H3(_)) {
                         self.conn = Some(c);
                     }
                     self.cmcd.response(None);

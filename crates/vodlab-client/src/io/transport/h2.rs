@@ -158,7 +158,13 @@ const DROPPED: [&str; 7] = [
     "te",
 ];
 
-fn request(req: &Outgoing<'_>, scheme: &str, authority: &str) -> Result<Request<()>, Failure> {
+/// The request's head as an `http` request (HTTP/2 and HTTP/3): hop-by-hop
+/// fields dropped, `Host` as the authority.
+pub(crate) fn request(
+    req: &Outgoing<'_>,
+    scheme: &str,
+    authority: &str,
+) -> Result<Request<()>, Failure> {
     let bad = |e: String| Failure::new(ErrorKind::Other, format!("request not sent: {e}"));
     let method = Method::from_bytes(req.method.as_bytes()).map_err(|e| bad(e.to_string()))?;
     let mut b = Request::builder()
@@ -243,34 +249,13 @@ pub async fn exchange_limited(
     }
     let resp = fut.await.map_err(|e| fail(e, "read"))?;
     let ttfb = sent.elapsed();
-    let status = resp.status().as_u16();
-    let content_range = resp
-        .headers()
-        .get(http::header::CONTENT_RANGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_content_range);
-    // every field line of the list, joined (RFC 9110 §5.3)
-    let cmsd: Vec<&str> = resp
-        .headers()
-        .get_all(vodlab_cmcd::cmsd::DYNAMIC)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let cmsd_dynamic = (!cmsd.is_empty()).then(|| cmsd.join(","));
-    let length = resp
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    // the size these headers would have had on HTTP/1.1 (HPACK's wire size
-    // is not exposed), so header figures stay comparable across protocols
-    let header_bytes = 17
-        + resp
-            .headers()
-            .iter()
-            .map(|(n, v)| n.as_str().len() + v.len() + 4)
-            .sum::<usize>() as u64
-        + 2;
+    let HeadFields {
+        status,
+        content_range,
+        cmsd_dynamic,
+        length,
+        header_bytes,
+    } = head_fields(&resp);
     let mut body = resp.into_body();
     let mut got = 0u64;
     let mut stopped = false;
@@ -360,6 +345,51 @@ pub async fn exchange_limited(
         keep_alive: true,
         cmsd_dynamic,
     })
+}
+
+/// What the results take from a response head (HTTP/2 and HTTP/3 alike).
+pub(crate) struct HeadFields {
+    /// Status code.
+    pub(crate) status: u16,
+    /// The parsed Content-Range.
+    pub(crate) content_range: Option<(u64, u64, Option<u64>)>,
+    /// Every CMSD-Dynamic field line, joined.
+    pub(crate) cmsd_dynamic: Option<String>,
+    /// Content-Length.
+    pub(crate) length: Option<u64>,
+    /// The size the head would have had on HTTP/1.1.
+    pub(crate) header_bytes: u64,
+}
+
+/// The head's fields the results use.
+pub(crate) fn head_fields<T>(resp: &http::Response<T>) -> HeadFields {
+    let h = resp.headers();
+    // every field line of the list, joined (RFC 9110 §5.3)
+    let cmsd: Vec<&str> = h
+        .get_all(vodlab_cmcd::cmsd::DYNAMIC)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    HeadFields {
+        status: resp.status().as_u16(),
+        content_range: h
+            .get(http::header::CONTENT_RANGE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_content_range),
+        cmsd_dynamic: (!cmsd.is_empty()).then(|| cmsd.join(",")),
+        length: h
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok()),
+        // the size these headers would have had on HTTP/1.1 (HPACK's and
+        // QPACK's wire sizes are not exposed), so header figures stay
+        // comparable across protocols
+        header_bytes: 17
+            + h.iter()
+                .map(|(n, v)| n.as_str().len() + v.len() + 4)
+                .sum::<usize>() as u64
+            + 2,
+    }
 }
 
 /// The failure an `h2` error means: I/O errors by errno, a stream the

@@ -1,6 +1,7 @@
 //! The transports a session's connections run over: HTTP/1.1 on TCP
 //! (`h1`), HTTP/2 with prior knowledge on TCP (`h2c`), HTTP/1.1 over TLS
-//! (`https`) and HTTP/2 over TLS chosen by ALPN (`h2`).
+//! (`https`), HTTP/2 over TLS chosen by ALPN (`h2`) and HTTP/3 over QUIC
+//! (`h3`, [`h3`]).
 //!
 //! The session driver sees logical connections only; this module maps them
 //! onto real ones. With HTTP/1.1 each logical connection is a TCP (or TLS)
@@ -9,10 +10,12 @@
 //! share one connection, each carrying one stream at a time. Every
 //! protocol reads through the same link emulation ([`Shaped`], or
 //! [`crate::io::http::Connection`]'s own buckets for plain h1), so the same
-//! seeded schedule meets the same link under every protocol.
+//! seeded schedule meets the same link under every TCP protocol (HTTP/3
+//! has no in-process link yet: a shaped link under h3 is refused).
 
 pub mod frames;
 pub mod h2;
+pub mod h3;
 pub mod shaped;
 pub mod tls;
 
@@ -37,6 +40,7 @@ pub use crate::io::http::tcp_connect;
 use crate::io::http::{Connection, Outgoing};
 pub use frames::FrameReads;
 pub use h2::{H2Handle, H2Settings};
+pub use h3::H3Handle;
 pub use shaped::Shaped;
 pub use tls::TlsOptions;
 
@@ -53,11 +57,23 @@ pub enum Protocol {
     Https,
     /// HTTP/2 over TLS (ALPN `h2`).
     H2,
+    /// HTTP/3 over QUIC (ALPN `h3`).
+    H3,
 }
 
 impl Protocol {
-    /// Every protocol, in the BBC's order.
+    /// Every TCP protocol, in the BBC's order (the experiments and
+    /// `compare` run these; HTTP/3 is [`Protocol::H3`]).
     pub const ALL: [Protocol; 4] = [Protocol::H1, Protocol::H2c, Protocol::Https, Protocol::H2];
+
+    /// Every protocol `--protocol` names.
+    pub const NAMED: [Protocol; 5] = [
+        Protocol::H1,
+        Protocol::H2c,
+        Protocol::Https,
+        Protocol::H2,
+        Protocol::H3,
+    ];
 
     /// Its name on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -66,12 +82,24 @@ impl Protocol {
             Protocol::H2c => "h2c",
             Protocol::Https => "https",
             Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
         }
     }
 
-    /// Runs over TLS.
+    /// Runs over TLS (HTTP/3: TLS 1.3 inside QUIC).
     pub fn is_tls(self) -> bool {
-        matches!(self, Protocol::Https | Protocol::H2)
+        matches!(self, Protocol::Https | Protocol::H2 | Protocol::H3)
+    }
+
+    /// Speaks HTTP/3 (QUIC).
+    pub fn is_h3(self) -> bool {
+        self == Protocol::H3
+    }
+
+    /// Carries a session's logical connections as streams of shared
+    /// connections (HTTP/2 and HTTP/3).
+    pub fn multiplexed(self) -> bool {
+        self.is_h2() || self.is_h3()
     }
 
     /// Speaks HTTP/2.
@@ -90,10 +118,10 @@ impl Protocol {
 
     /// The ALPN protocol offered (TLS only).
     fn alpn(self) -> &'static [u8] {
-        if self.is_h2() {
-            b"h2"
-        } else {
-            b"http/1.1"
+        match self {
+            Protocol::H2c | Protocol::H2 => b"h2",
+            Protocol::H3 => h3::ALPN,
+            Protocol::H1 | Protocol::Https => b"http/1.1",
         }
     }
 }
@@ -107,10 +135,10 @@ impl fmt::Display for Protocol {
 impl FromStr for Protocol {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Protocol::ALL
+        Protocol::NAMED
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown protocol `{s}` (expected h1, h2c, https or h2)"))
+            .ok_or_else(|| format!("unknown protocol `{s}` (expected h1, h2c, https, h2 or h3)"))
     }
 }
 
@@ -196,7 +224,7 @@ impl Connector {
 
     /// The transport of one session (viewer).
     pub fn session(&self, connections: usize) -> SessionTransport<'_> {
-        let groups = if self.cfg.protocol.is_h2() {
+        let groups = if self.cfg.protocol.multiplexed() {
             connections
                 .max(1)
                 .div_ceil(match self.cfg.h2.streams_per_connection {
@@ -210,6 +238,7 @@ impl Connector {
             c: self,
             tls: self.tls.as_ref().map(|(c, _)| tls::per_viewer(c)),
             groups: (0..groups).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            quic: std::sync::Mutex::new(None),
             drivers: std::sync::Mutex::new(Vec::new()),
             yielded: Arc::new(AtomicBool::new(false)),
         }
@@ -248,7 +277,10 @@ pub struct Opened {
 pub struct SessionTransport<'a> {
     c: &'a Connector,
     tls: Option<Arc<ClientConfig>>,
-    groups: Vec<tokio::sync::Mutex<Option<H2Handle>>>,
+    groups: Vec<tokio::sync::Mutex<Option<Multiplexed>>>,
+    /// The session's QUIC endpoint (one UDP socket), opened at its first
+    /// HTTP/3 connection, with the QUIC client configuration.
+    quic: std::sync::Mutex<Option<(quinn::Endpoint, quinn::ClientConfig)>>,
     /// The HTTP/2 connections' frame drivers, polled by the session's task.
     drivers: std::sync::Mutex<Vec<h2::Driver>>,
     /// Set when an HTTP/2 connection's read turn ended ([`Shaped::yielding_to`]).
@@ -263,6 +295,31 @@ pub enum Conn {
     Https(Box<Connection<TlsStream<Shaped<TcpStream>>>>),
     /// A stream slot of an HTTP/2 connection.
     H2(H2Handle),
+    /// A stream slot of an HTTP/3 connection.
+    H3(H3Handle),
+}
+
+/// An open connection that carries a group's logical connections.
+#[derive(Clone)]
+enum Multiplexed {
+    H2(H2Handle),
+    H3(H3Handle),
+}
+
+impl Multiplexed {
+    fn is_alive(&self) -> bool {
+        match self {
+            Multiplexed::H2(h) => h.is_alive(),
+            Multiplexed::H3(h) => h.is_alive(),
+        }
+    }
+
+    fn conn(self) -> Conn {
+        match self {
+            Multiplexed::H2(h) => Conn::H2(h),
+            Multiplexed::H3(h) => Conn::H3(h),
+        }
+    }
 }
 
 impl SessionTransport<'_> {
@@ -329,7 +386,7 @@ impl SessionTransport<'_> {
                 // a group's first connect opens it; the others wait and share it
                 let mut slot = self.groups[g].lock().await;
                 if let Some(h) = slot.as_ref().filter(|h| h.is_alive()) {
-                    return Ok((Conn::H2(h.clone()), Opened::default()));
+                    return Ok((h.clone().conn(), Opened::default()));
                 }
                 let ((h, driver), opened) = if self.c.cfg.protocol == Protocol::H2 {
                     let (s, opened) = self.tls_connect(link, true).await?;
@@ -359,10 +416,55 @@ impl SessionTransport<'_> {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(driver);
-                *slot = Some(h.clone());
+                *slot = Some(Multiplexed::H2(h.clone()));
                 Ok((Conn::H2(h), opened))
             }
+            Protocol::H3 => {
+                if !link.is_unlimited() {
+                    return Err(Failure::new(
+                        ErrorKind::Other,
+                        "h3: the in-process link (rate, delay) is not implemented for QUIC yet; \
+                         run h3 without a shaped link",
+                    ));
+                }
+                let g = self.c.cfg.h2.group_of(conn).min(self.groups.len() - 1);
+                let mut slot = self.groups[g].lock().await;
+                if let Some(h) = slot.as_ref().filter(|h| h.is_alive()) {
+                    return Ok((h.clone().conn(), Opened::default()));
+                }
+                let (ep, cfg) = self.quic_endpoint()?;
+                let Some((_, name)) = &self.c.tls else {
+                    return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
+                };
+                let (h, driver, took) = h3::connect(&ep, cfg, self.c.addr, &name.to_str()).await?;
+                self.drivers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(driver);
+                *slot = Some(Multiplexed::H3(h.clone()));
+                let opened = Opened {
+                    new_connection: true,
+                    tls_handshake: Some(took),
+                    resumed: false,
+                };
+                Ok((Conn::H3(h), opened))
+            }
         }
+    }
+
+    /// The session's QUIC endpoint and client configuration, made at the
+    /// first call.
+    fn quic_endpoint(&self) -> Result<(quinn::Endpoint, quinn::ClientConfig), Failure> {
+        let mut q = self.quic.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(q) = q.as_ref() {
+            return Ok(q.clone());
+        }
+        let Some(tls) = &self.tls else {
+            return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
+        };
+        let made = (h3::endpoint(self.c.addr)?, h3::client_config(tls.clone())?);
+        *q = Some(made.clone());
+        Ok(made)
     }
 
     /// Polls the session's HTTP/2 connections (their frames move only while
@@ -424,6 +526,7 @@ impl SessionTransport<'_> {
                 let scheme = self.c.cfg.protocol.scheme();
                 h2::exchange_limited(h, req, limits, scheme, &self.c.host, sink, arrived).await
             }
+            Conn::H3(h) => h3::exchange_limited(h, req, limits, &self.c.host, sink, arrived).await,
         }
     }
 }
@@ -434,7 +537,7 @@ mod tests {
 
     #[test]
     fn protocols_parse_and_print_their_names() {
-        for p in Protocol::ALL {
+        for p in Protocol::NAMED {
             assert_eq!(p.name().parse::<Protocol>().unwrap(), p);
             assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{p}\""));
         }
@@ -442,6 +545,9 @@ mod tests {
         assert!(Protocol::H2.is_tls() && Protocol::H2.is_h2());
         assert!(!Protocol::H2c.is_tls() && Protocol::H2c.is_h2());
         assert!(Protocol::Https.is_tls() && !Protocol::Https.is_h2());
+        assert!(Protocol::H3.is_tls() && Protocol::H3.is_h3() && !Protocol::H3.is_h2());
+        assert_eq!(Protocol::H3.scheme(), "https");
+        assert_eq!(Protocol::H3.alpn(), b"h3");
     }
 
     #[test]

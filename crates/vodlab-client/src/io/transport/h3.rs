@@ -1,0 +1,279 @@
+//! HTTP/3 exchanges over QUIC: quinn for QUIC (rustls, ALPN `h3`, 0-RTT
+//! off: the handshake is always awaited in full, connection migration
+//! off) and hyperium's `h3` over it (`h3-quinn`). As with HTTP/2, the
+//! logical connections of a group share one QUIC connection, each carrying
+//! one request stream at a time; body bytes go to the same `sink` and
+//! `arrived` callbacks as HTTP/1.1's and HTTP/2's, and the h3 connection's
+//! own future (its control stream, GOAWAY) is one of the session's
+//! drivers, polled by the session's task like an HTTP/2 connection's.
+//!
+//! Not in this first slice: the in-process link (`--link`/class rates and
+//! delay apply to TCP reads; a shaped link under h3 is refused, not
+//! ignored), QUIC's own figures (packets lost, congestion window) in the
+//! results.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use h3::client::SendRequest;
+use h3::error::{Code, StreamError};
+use quinn::crypto::rustls::QuicClientConfig;
+use rustls::ClientConfig;
+
+use super::h2::{head_fields, request, Driver, HeadFields};
+use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
+use crate::io::http::Outgoing;
+
+/// The ALPN protocol of HTTP/3 (RFC 9114 §3.1).
+pub const ALPN: &[u8] = b"h3";
+
+/// One open HTTP/3 connection, shared by the logical connections of its
+/// group.
+#[derive(Clone)]
+pub struct H3Handle {
+    send: SendRequest<h3_quinn::OpenStreams, Bytes>,
+    /// False once the connection ended (closed, GOAWAY, error).
+    alive: Arc<AtomicBool>,
+    /// Requests completed on it.
+    uses: Arc<AtomicU64>,
+}
+
+impl H3Handle {
+    /// Whether new streams may still open on it.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Relaxed)
+    }
+}
+
+/// A client endpoint (one UDP socket) for connections to `peer`: bound to
+/// the unspecified address of `peer`'s family, an ephemeral port.
+pub fn endpoint(peer: SocketAddr) -> Result<quinn::Endpoint, Failure> {
+    let bind: SocketAddr = if peer.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    quinn::Endpoint::client(bind)
+        .map_err(|e| Failure::new(ErrorKind::from_io(&e), format!("udp socket for QUIC: {e}")))
+}
+
+/// The QUIC client configuration over `tls` (which offers ALPN `h3` and
+/// sends no early data).
+pub fn client_config(tls: Arc<ClientConfig>) -> Result<quinn::ClientConfig, Failure> {
+    let crypto = QuicClientConfig::try_from(tls)
+        .map_err(|e| Failure::new(ErrorKind::Other, format!("tls for QUIC: {e}")))?;
+    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
+/// Opens a QUIC connection to `addr` (certificate checked against
+/// `server_name`), the full handshake (no 0-RTT), and HTTP/3's SETTINGS:
+/// the handle, the connection's [`Driver`] (the caller polls it) and the
+/// handshake's duration.
+pub async fn connect(
+    ep: &quinn::Endpoint,
+    cfg: quinn::ClientConfig,
+    addr: SocketAddr,
+    server_name: &str,
+) -> Result<(H3Handle, Driver, Duration), Failure> {
+    let t = Instant::now();
+    let connecting = ep
+        .connect_with(cfg, addr, server_name)
+        .map_err(|e| Failure::new(ErrorKind::Other, format!("quic connect: {e}")))?;
+    let quic = connecting.await.map_err(|e| quic_failure(&e))?;
+    let handshake = t.elapsed();
+    let alpn = quic
+        .handshake_data()
+        .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+        .and_then(|d| d.protocol);
+    if alpn.as_deref() != Some(ALPN) {
+        return Err(Failure::new(
+            ErrorKind::BadResponse,
+            "the server did not negotiate ALPN `h3`",
+        ));
+    }
+    let (mut conn, send) = h3::client::new(h3_quinn::Connection::new(quic))
+        .await
+        .map_err(|e| Failure::new(ErrorKind::BadResponse, format!("h3 handshake: {e}")))?;
+    let alive = Arc::new(AtomicBool::new(true));
+    let flag = alive.clone();
+    let driver: Driver = Box::pin(async move {
+        let _ = std::future::poll_fn(|cx| conn.poll_close(cx)).await;
+        flag.store(false, Ordering::Relaxed);
+    });
+    Ok((
+        H3Handle {
+            send,
+            alive,
+            uses: Arc::new(AtomicU64::new(0)),
+        },
+        driver,
+        handshake,
+    ))
+}
+
+/// The failure of a QUIC handshake.
+fn quic_failure(e: &quinn::ConnectionError) -> Failure {
+    use quinn::ConnectionError as C;
+    let kind = match e {
+        C::TimedOut => ErrorKind::Timeout,
+        C::ConnectionClosed(c) if c.error_code == quinn::TransportErrorCode::CONNECTION_REFUSED => {
+            ErrorKind::Refused
+        }
+        C::Reset | C::ConnectionClosed(_) | C::ApplicationClosed(_) => ErrorKind::Reset,
+        _ => ErrorKind::Other,
+    };
+    let text = format!("quic handshake: {e}");
+    Failure::new(kind, text)
+}
+
+/// Sends `req` as a request stream of `h` and reads its response within
+/// `limits`, as [`super::h2::exchange_limited`] does: `sink` sees every
+/// body byte with its offset, `arrived(at, n)` every chunk QUIC handed
+/// over; a body cut by `stop_after` asks the server to stop sending
+/// (STOP_SENDING H3_REQUEST_CANCELLED); `read_kbps` spaces the reads (and
+/// QUIC's flow control, credited as bytes are read, paces the server).
+/// Time to first byte is the arrival of the response's HEADERS.
+pub async fn exchange_limited(
+    h: &H3Handle,
+    req: &Outgoing<'_>,
+    limits: ReadLimits,
+    authority: &str,
+    sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+    arrived: &mut (dyn FnMut(Instant, u64) + Send),
+) -> Result<Response, Failure> {
+    let reused = h.uses.load(Ordering::Relaxed) > 0;
+    let head = request(req, "https", authority)?;
+    let fail = |e: StreamError, what: &str, before_response: bool| {
+        let gone = connection_gone(&e);
+        if gone {
+            h.alive.store(false, Ordering::Relaxed);
+        }
+        let mut f = h3_failure(&e, what);
+        f.retryable = reused && gone && before_response;
+        f
+    };
+    let body = req.body.map(|b| Bytes::copy_from_slice(b.as_bytes()));
+    let mut send = h.send.clone();
+    let sent = Instant::now();
+    let mut stream = send
+        .send_request(head)
+        .await
+        .map_err(|e| fail(e, "send", true))?;
+    if let Some(b) = body {
+        stream
+            .send_data(b)
+            .await
+            .map_err(|e| fail(e, "send", true))?;
+    }
+    stream.finish().await.map_err(|e| fail(e, "send", true))?;
+    let resp = stream
+        .recv_response()
+        .await
+        .map_err(|e| fail(e, "read", true))?;
+    let ttfb = sent.elapsed();
+    let HeadFields {
+        status,
+        content_range,
+        cmsd_dynamic,
+        length,
+        header_bytes,
+    } = head_fields(&resp);
+    let mut got = 0u64;
+    let mut stopped = false;
+    loop {
+        if limits.done(got) {
+            stopped = true;
+            break;
+        }
+        let chunk = match stream.recv_data().await {
+            Ok(Some(mut buf)) => buf.copy_to_bytes(buf.remaining()),
+            Ok(None) => break,
+            Err(e) => {
+                let mut f = fail(e, "read", false);
+                if f.kind == ErrorKind::Reset {
+                    f.kind = ErrorKind::ShortBody;
+                }
+                return Err(f);
+            }
+        };
+        let mut at = Instant::now();
+        let n = chunk.len();
+        let take = limits
+            .stop_after
+            .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
+        if let Some(due) = limits.due_after(got + take as u64).map(|d| sent + d) {
+            if due > at {
+                tokio::time::sleep(due - at).await;
+                at = Instant::now();
+            }
+        }
+        sink(got, &chunk[..take]);
+        got += take as u64;
+        arrived(at, take as u64);
+    }
+    if stopped {
+        stream.stop_sending(Code::H3_REQUEST_CANCELLED);
+    }
+    if let Some(want) = length {
+        if req.method != "HEAD" && got != want && !stopped {
+            return Err(Failure::new(
+                ErrorKind::ShortBody,
+                format!("stream ended after {got} of {want} body bytes"),
+            ));
+        }
+    }
+    h.uses.fetch_add(1, Ordering::Relaxed);
+    Ok(Response {
+        status,
+        body_bytes: got,
+        header_bytes,
+        content_range,
+        ttfb,
+        keep_alive: true,
+        cmsd_dynamic,
+    })
+}
+
+/// Whether the error ended the connection (or the server is going away), so
+/// no new stream may open on it.
+fn connection_gone(e: &StreamError) -> bool {
+    matches!(
+        e,
+        StreamError::ConnectionError { .. } | StreamError::RemoteClosing { .. }
+    )
+}
+
+/// The failure an `h3` stream error means.
+fn h3_failure(e: &StreamError, what: &str) -> Failure {
+    let kind = match e {
+        StreamError::ConnectionError { .. }
+        | StreamError::RemoteClosing { .. }
+        | StreamError::RemoteTerminate { .. } => ErrorKind::Reset,
+        StreamError::StreamError { .. } | StreamError::HeaderTooBig { .. } => {
+            ErrorKind::BadResponse
+        }
+        _ => ErrorKind::Other,
+    };
+    Failure::new(kind, format!("{what}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_binds_the_peers_family() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let v4 = endpoint("127.0.0.1:443".parse().unwrap()).unwrap();
+            assert!(v4.local_addr().unwrap().is_ipv4());
+            assert_ne!(v4.local_addr().unwrap().port(), 0);
+        });
+    }
+}

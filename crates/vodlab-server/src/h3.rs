@@ -1,0 +1,386 @@
+//! HTTP/3 over QUIC (`vodlab serve --h3`): quinn's endpoint on a UDP port
+//! beside the TCP listener, hyperium's `h3` over it (`h3-quinn`), TLS 1.3
+//! from the TCP listener's certificate with ALPN `h3` and 0-RTT off.
+//!
+//! Each request stream's head is turned into the codec's [`Head`] and
+//! answered through the same prelude as HTTP/1.1 and HTTP/2
+//! ([`crate::prepare`]: route, open, plan, CMCD, CMSD): ranges, If-Range,
+//! HEAD, 404/416, the statistics page, the access log and the response
+//! counters are shared; the head goes out through HTTP/2's conversion
+//! ([`crate::h2::to_response`], which drops the connection-specific
+//! fields HTTP/3 forbids as HTTP/2 does). Bodies are read from the file
+//! on the blocking pool, 256 KiB at a time, and written to the stream as
+//! QUIC's flow control and congestion controller take them.
+//!
+//! Not in this first slice: the ASAP probe and prefetch (the reads are
+//! ordinary reads, whatever `--io`), pacing (`--pace` leaves h3 responses
+//! unpaced; QUIC has its own pacer), the next-object prefetch is the
+//! shared prelude's. Limits: `--h3-max-concurrent-streams` (QUIC stream
+//! credit), `--h3-idle-timeout` (QUIC's idle timeout), a cap on open
+//! connections (`--h3-max-connections`, beyond which new ones are
+//! refused before any state is kept), the header timeout for a stream's
+//! head, the send timeout for every write, and quinn's own: the
+//! anti-amplification limit before an address is validated (three times
+//! the bytes received, RFC 9000 §8.1) and, with `--h3-retry`, a Retry
+//! round trip that validates every address before its connection exists.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use h3::server::RequestResolver;
+use quinn::crypto::rustls::QuicServerConfig;
+use tokio::sync::watch;
+
+use crate::access::{log_line, CacheOutcome};
+use crate::config::h2::defaults as h2_defaults;
+use crate::conn_io::read_at;
+use crate::h2::{to_head, to_response};
+use crate::plan::{Body, ResponsePlan};
+use crate::prepare::{prepare, FrontEnd};
+use crate::state::State;
+
+pub use crate::config::h3::{defaults, H3Settings};
+
+/// The ALPN protocol of HTTP/3 (RFC 9114 §3.1).
+pub const ALPN: &[u8] = b"h3";
+
+/// Unidirectional streams a client may open: HTTP/3's control stream and
+/// QPACK's two, with room for GREASE streams (RFC 9114 §6.2.3).
+const MAX_UNI_STREAMS: u32 = 16;
+
+/// Why the QUIC endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum H3Error {
+    /// The TLS configuration has no cipher suite QUIC's Initial packets
+    /// can use (TLS_AES_128_GCM_SHA256).
+    #[error("tls for QUIC: {0}")]
+    Crypto(#[from] quinn::crypto::rustls::NoInitialCipherSuite),
+    /// The idle timeout does not fit QUIC's encoding.
+    #[error("h3.idle_timeout: {0}")]
+    IdleTimeout(#[from] quinn::VarIntBoundsExceeded),
+    /// The UDP socket could not be bound.
+    #[error("udp {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The QUIC server configuration: `tls` (the TCP listener's, with its
+/// certificate) with ALPN `h3`, no record-size cap (QUIC frames the
+/// handshake itself) and no early data; the stream credit and idle
+/// timeout of `s`; migration off.
+pub fn server_config(
+    s: &H3Settings,
+    tls: &rustls::ServerConfig,
+) -> Result<quinn::ServerConfig, H3Error> {
+    let mut tls = tls.clone();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.max_fragment_size = None;
+    tls.max_early_data_size = 0;
+    let crypto = QuicServerConfig::try_from(tls)?;
+    let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(s.max_concurrent_streams));
+    t.max_concurrent_uni_streams(quinn::VarInt::from_u32(MAX_UNI_STREAMS));
+    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(s.idle_timeout)?));
+    sc.transport_config(Arc::new(t));
+    sc.migration(false);
+    Ok(sc)
+}
+
+/// Binds the QUIC endpoint on `addr` (UDP).
+pub fn endpoint(
+    s: &H3Settings,
+    tls: &rustls::ServerConfig,
+    addr: SocketAddr,
+) -> Result<quinn::Endpoint, H3Error> {
+    let sc = server_config(s, tls)?;
+    quinn::Endpoint::server(sc, addr).map_err(|source| H3Error::Bind { addr, source })
+}
+
+/// The `Alt-Svc` value that advertises HTTP/3 on UDP `port` (RFC 7838).
+pub fn alt_svc(port: u16) -> String {
+    format!("h3=\":{port}\"; ma=86400")
+}
+
+/// Accepts QUIC connections until `stop`, then lets the connections finish
+/// their requests (up to the grace period) and closes the endpoint.
+pub(crate) async fn accept_loop(
+    ep: quinn::Endpoint,
+    st: Arc<State>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut conns = tokio::task::JoinSet::new();
+    let p = &st.counters.proto;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            incoming = ep.accept() => {
+                let Some(incoming) = incoming else { break };
+                if p.h3_open.load(Ordering::Relaxed) >= st.cfg.h3.max_connections as u64 {
+                    p.h3_refused.fetch_add(1, Ordering::Relaxed);
+                    incoming.refuse();
+                    continue;
+                }
+                if st.cfg.h3.retry && !incoming.remote_address_validated() && incoming.may_retry() {
+                    p.h3_retries.fetch_add(1, Ordering::Relaxed);
+                    let _ = incoming.retry();
+                    continue;
+                }
+                p.h3_open.fetch_add(1, Ordering::Relaxed);
+                let st = st.clone();
+                let stop = stop.clone();
+                conns.spawn(async move {
+                    connection(incoming, &st, stop).await;
+                    st.counters.proto.h3_open.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    // no new connections; those open got the stop and send GOAWAY
+    ep.set_server_config(None);
+    let deadline = tokio::time::sleep(st.cfg.grace);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            r = conns.join_next() => if r.is_none() { break },
+            _ = &mut deadline => { conns.abort_all(); while conns.join_next().await.is_some() {} break; }
+        }
+    }
+    ep.close(quinn::VarInt::from_u32(0x100), b"shutdown");
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), ep.wait_idle()).await;
+}
+
+/// One QUIC connection: the handshake (within the header timeout), then
+/// its request streams, each a task of the connection's set (dropped with
+/// it).
+async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch::Receiver<bool>) {
+    let p = &st.counters.proto;
+    let quic = match tokio::time::timeout(st.cfg.header_timeout, incoming).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(_)) => {
+            p.h3_handshake_failures.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        Err(_) => {
+            p.h3_handshake_failures.fetch_add(1, Ordering::Relaxed);
+            st.counters.header_timeouts.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    };
+    let id = st.counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
+    p.h3_connections.fetch_add(1, Ordering::Relaxed);
+    st.counters.open.fetch_add(1, Ordering::Relaxed);
+    let built = h3::server::builder()
+        .max_field_section_size(u64::from(st.cfg.h2.max_header_list_size))
+        .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
+        .await;
+    if let Ok(mut conn) = built {
+        let mut streams = tokio::task::JoinSet::new();
+        let mut closing = false;
+        loop {
+            tokio::select! {
+                _ = stop.changed(), if !closing => {
+                    closing = true;
+                    // GOAWAY: the streams accepted finish, no new ones
+                    let _ = conn.shutdown(0).await;
+                }
+                r = conn.accept() => match r {
+                    Ok(Some(resolver)) => {
+                        let st = st.clone();
+                        streams.spawn(async move { request(&st, id, resolver).await });
+                    }
+                    Ok(None) | Err(_) => break,
+                },
+                Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            }
+        }
+        // the streams still sending end with the connection
+        while streams.join_next().await.is_some() {}
+    }
+    quic.close(quinn::VarInt::from_u32(0x100), b"");
+    st.counters.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// The stream types of a request on quinn.
+type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// Why a response was cut short.
+enum Cut {
+    /// The stream failed (reset by the client, connection gone).
+    Stream,
+    /// A write made no progress for the send timeout.
+    Timeout,
+}
+
+/// Answers one request stream: its head (within the header timeout), the
+/// shared prelude, then the response.
+async fn request(st: &State, conn: u64, resolver: RequestResolver<h3_quinn::Connection, Bytes>) {
+    let (req, mut stream) =
+        match tokio::time::timeout(st.cfg.header_timeout, resolver.resolve_request()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => return,
+            Err(_) => {
+                st.counters.header_timeouts.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        };
+    let t0 = Instant::now();
+    let head = to_head(&req);
+    drop(req);
+    let fe = FrontEnd {
+        conn,
+        keep_alive: true,
+        can_pace: false,
+        arrived: t0,
+        alt_svc: false,
+    };
+    let prep = prepare(st, &head, fe);
+    let p = &prep.plan;
+    let mut sent = 0u64;
+    let res = respond(
+        st,
+        &mut stream,
+        p,
+        prep.file.as_ref().map(|f| &f.file),
+        &mut sent,
+    )
+    .await;
+    crate::asap::prefetch_next_objects(st, &prep.next);
+    let c = &st.counters;
+    c.requests.fetch_add(1, Ordering::Relaxed);
+    c.proto.h3_requests.fetch_add(1, Ordering::Relaxed);
+    log_line(
+        st,
+        conn,
+        &head,
+        p,
+        (sent, CacheOutcome::None),
+        t0.elapsed(),
+        &prep.cmcd,
+    );
+    match res {
+        Ok(()) => {}
+        Err(Cut::Timeout) => {
+            c.send_timeouts.fetch_add(1, Ordering::Relaxed);
+            c.proto.h3_aborted.fetch_add(1, Ordering::Relaxed);
+            stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+        }
+        Err(Cut::Stream) => {
+            c.aborted.fetch_add(1, Ordering::Relaxed);
+            c.proto.h3_aborted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Sends the plan's head and body, then finishes the stream.
+async fn respond(
+    st: &State,
+    out: &mut Stream,
+    p: &ResponsePlan,
+    file: Option<&Arc<std::fs::File>>,
+    sent: &mut u64,
+) -> Result<(), Cut> {
+    let limit = st.cfg.send_timeout;
+    timed(limit, out.send_response(to_response(p))).await?;
+    match &p.body {
+        Body::None => {}
+        Body::Bytes(b) => send(st, out, Bytes::from(b.clone()), None).await?,
+        Body::File(r) => send_file(st, out, file, r.offset, r.len, sent).await?,
+        Body::Multipart { parts, closing } => {
+            for part in parts {
+                send(st, out, Bytes::from(part.head.clone()), None).await?;
+                let r = part.range;
+                send_file(st, out, file, r.offset, r.len, sent).await?;
+                send(st, out, Bytes::from_static(b"\r\n"), None).await?;
+            }
+            send(st, out, Bytes::from(closing.clone()), None).await?;
+        }
+    }
+    timed(limit, out.finish()).await
+}
+
+/// Sends `len` bytes of the file from `off`, read on the blocking pool a
+/// body buffer at a time.
+async fn send_file(
+    st: &State,
+    out: &mut Stream,
+    file: Option<&Arc<std::fs::File>>,
+    mut off: u64,
+    len: u64,
+    sent: &mut u64,
+) -> Result<(), Cut> {
+    let Some(file) = file else {
+        return Err(Cut::Stream);
+    };
+    let end = off + len;
+    while off < end {
+        let n = ((end - off) as usize).min(h2_defaults::BODY_CHUNK);
+        let buf = match read_at(file, off, n, true).await {
+            Ok(b) => b,
+            Err(e) => {
+                st.log_error(&format_args!("h3 read: {e}"));
+                return Err(Cut::Stream);
+            }
+        };
+        send(st, out, crate::body_pool::bytes(buf), Some(sent)).await?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// Writes `data` to the stream within the send timeout; file bytes count in
+/// `sent` and the byte counters.
+async fn send(
+    st: &State,
+    out: &mut Stream,
+    data: Bytes,
+    sent: Option<&mut u64>,
+) -> Result<(), Cut> {
+    let n = data.len() as u64;
+    timed(st.cfg.send_timeout, out.send_data(data)).await?;
+    if let Some(s) = sent {
+        *s += n;
+        st.counters.bytes.fetch_add(n, Ordering::Relaxed);
+        st.counters.proto.h3_bytes.fetch_add(n, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+async fn timed<E>(
+    limit: std::time::Duration,
+    f: impl std::future::Future<Output = Result<(), E>>,
+) -> Result<(), Cut> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(Cut::Stream),
+        Err(_) => Err(Cut::Timeout),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quic_config_is_the_tcp_certificate_with_alpn_h3() {
+        let tls = crate::tls::TlsSettings {
+            self_signed: true,
+            record_size: Some(4096),
+            ..Default::default()
+        };
+        let tcp = crate::tls::server_config(&tls).unwrap();
+        assert!(server_config(&H3Settings::default(), &tcp).is_ok());
+        // the TCP config is not changed by the copy
+        assert_eq!(tcp.alpn_protocols, crate::tls::alpn(&tls));
+        assert_eq!(alt_svc(8443), "h3=\":8443\"; ma=86400");
+    }
+}

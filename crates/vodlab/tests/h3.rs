@@ -1,0 +1,538 @@
+//! HTTP/3 over QUIC: `vodlab run --protocol h3` and `vodlab serve --h3`
+//! against each other and against third-party HTTP/3 peers: Debian's
+//! ngtcp2 example programs (`gtlsclient`, `gtlsserver`: ngtcp2 with
+//! nghttp3, package `ngtcp2-client`/`ngtcp2-server`) and aioquic (PyPI, in
+//! the test venv; scripts/h3probe/h3get.py). Ground truth: the files'
+//! bytes (a `vodlab fileset create` set, whose every byte `--check-bytes 1`
+//! verifies) and the ranges the scripts ask for.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{free_port, require, results, udp_bound, vodlab, vodlab_ok, wait_until};
+
+/// A child process stopped by SIGTERM (by its PID) on drop.
+struct Peer(Child);
+
+impl Peer {
+    /// Stops it (SIGTERM) and waits; true when it exited successfully.
+    fn stop(&mut self) -> bool {
+        // SAFETY: signalling the child we started, by its PID
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        self.0.wait().is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            self.stop();
+        }
+    }
+}
+
+/// A workload of `preset` (unpaced) in `dir/w` with its files written by
+/// `vodlab fileset create` (verifiable content) in `dir/root`.
+fn workload(dir: &Path, preset: &str, sessions: u32, titles: u32) -> (PathBuf, PathBuf) {
+    let spec =
+        vodlab_ok(&["gen", "--show-preset", preset]).replace("pacing_s = 10.0", "pacing_s = 0.0");
+    std::fs::write(dir.join("spec.toml"), spec).unwrap();
+    let w = dir.join("w");
+    let root = dir.join("root");
+    let (s, t) = (sessions.to_string(), titles.to_string());
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    vodlab_ok(&[
+        "gen",
+        "--spec",
+        &p(&dir.join("spec.toml")),
+        "--sessions",
+        &s,
+        "--titles",
+        &t,
+        "--shards",
+        "1",
+        "--seed",
+        "5",
+        "-o",
+        &p(&w),
+    ]);
+    vodlab_ok(&["fileset", "create", &p(&w), "--root", &p(&root)]);
+    (w, root)
+}
+
+/// `vodlab serve --h3` with a generated certificate (written to
+/// `dir/ca.pem`) on a free port (TCP and UDP), with `extra` flags; waits
+/// for both listeners.
+fn serve_h3(dir: &Path, root: &Path, extra: &[&str]) -> (Peer, u16, PathBuf) {
+    let port = free_port();
+    let ca = dir.join("ca.pem");
+    let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(["serve", "--root", root.to_str().unwrap()])
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--stats-interval",
+            "0",
+        ])
+        .args([
+            "--tls-self-signed",
+            "--tls-cert-out",
+            ca.to_str().unwrap(),
+            "--h3",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start vodlab serve");
+    let mut peer = Peer(child);
+    wait_until(
+        "vodlab serve --h3 on TCP and UDP",
+        Duration::from_secs(10),
+        || {
+            if let Ok(Some(st)) = peer.0.try_wait() {
+                panic!("vodlab serve exited at start: {st}");
+            }
+            common::listening(port) && udp_bound(port)
+        },
+    );
+    (peer, port, ca)
+}
+
+/// The server's statistics page (over HTTPS, with curl).
+fn stats(port: u16, ca: &Path) -> serde_json::Value {
+    let curl = require("curl", "curl");
+    let o = Command::new(curl)
+        .args(["-s", "--cacert", ca.to_str().unwrap()])
+        .arg(format!("https://localhost:{port}/vodlab/stats"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "curl stats: {o:?}");
+    serde_json::from_slice(&o.stdout).expect("stats JSON")
+}
+
+/// `vodlab run --protocol h3` of `w` against `port`, every byte checked.
+fn run_h3(w: &Path, out: &Path, port: u16, ca: &Path) -> serde_json::Value {
+    vodlab_ok(&[
+        "run",
+        w.to_str().unwrap(),
+        "--target",
+        &format!("https://localhost:{port}"),
+        "--protocol",
+        "h3",
+        "--ca",
+        ca.to_str().unwrap(),
+        "--rate",
+        "1000",
+        "--arrivals",
+        "constant",
+        "--no-pacing",
+        "--no-shaping",
+        "--check-bytes",
+        "1",
+        "--requests-csv",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let r = results(out);
+    assert_eq!(r["protocol"], "h3", "{r}");
+    assert_eq!(r["failed_sessions"], 0, "{r}");
+    for (kind, n) in r["errors"].as_object().unwrap() {
+        assert_eq!(n, 0, "errors.{kind}: {r}");
+    }
+    r
+}
+
+/// requests.csv: `(session, request) -> (path, range, status, bytes)`.
+type Rows = BTreeMap<(u64, u64), (String, String, u16, u64)>;
+
+fn rows(out: &Path) -> Rows {
+    let text = std::fs::read_to_string(out.join("requests.csv")).expect("requests.csv");
+    text.lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            assert_eq!(f[15], "", "request failed: {line}");
+            (
+                (f[0].parse().unwrap(), f[3].parse().unwrap()),
+                (
+                    f[4].into(),
+                    f[5].into(),
+                    f[12].parse().unwrap(),
+                    f[11].parse().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The bytes a request for `range` (`A-B`, or empty: the whole file) of a
+/// file of `size` bytes must get.
+fn expected_bytes(range: &str, size: u64) -> u64 {
+    match range.split_once('-') {
+        None => size,
+        Some((a, b)) => {
+            let a: u64 = a.parse().unwrap();
+            let b: u64 = b.parse::<u64>().unwrap().min(size - 1);
+            b - a + 1
+        }
+    }
+}
+
+/// Every row got its range's bytes (206) or the whole file (200), as the
+/// files on disk say; the sum is `completed_bytes`.
+fn check_against_files(rows: &Rows, root: &Path, r: &serde_json::Value) {
+    assert!(!rows.is_empty());
+    let mut total = 0;
+    for ((s, i), (path, range, status, bytes)) in rows {
+        let size = std::fs::metadata(root.join(path.trim_start_matches('/')))
+            .unwrap()
+            .len();
+        let want = expected_bytes(range, size);
+        assert_eq!(*bytes, want, "session {s} request {i}: {path} {range}");
+        assert_eq!(
+            *status,
+            if range.is_empty() { 200 } else { 206 },
+            "{path} {range}"
+        );
+        total += want;
+    }
+    assert_eq!(r["completed_bytes"], total);
+    assert_eq!(r["completed_requests"], rows.len());
+}
+
+#[test]
+fn run_h3_against_serve_h3_gets_every_byte_of_every_range() {
+    let t = tempfile::tempdir().unwrap();
+    // one file per title, 0.5 MB range requests (20 MB of files)
+    let (w, root) = workload(t.path(), "youtube-2011-unchunked", 3, 2);
+    let log = t.path().join("access.log");
+    let (mut serve, port, ca) = serve_h3(t.path(), &root, &["--access-log", log.to_str().unwrap()]);
+    let out = t.path().join("out");
+    let r = run_h3(&w, &out, port, &ca);
+    let rows = rows(&out);
+    check_against_files(&rows, &root, &r);
+    assert!(
+        rows.values().all(|v| !v.1.is_empty()),
+        "range requests only"
+    );
+    // one QUIC connection per session, each a full handshake (no 0-RTT)
+    let sessions = r["scheduled_sessions"].as_u64().unwrap();
+    assert_eq!(r["transport"]["connections"], sessions, "{r}");
+    assert_eq!(r["transport"]["tls_handshakes"], sessions);
+    assert_eq!(r["transport"]["tls_resumed"], 0);
+    // the server's h3 counters say the same
+    let st = stats(port, &ca);
+    let (reqs, bytes) = (
+        r["completed_requests"].as_u64().unwrap(),
+        r["completed_bytes"].as_u64().unwrap(),
+    );
+    assert_eq!(st["h3"]["requests"], reqs, "{st}");
+    assert_eq!(st["h3"]["bytes"], bytes, "{st}");
+    assert_eq!(
+        st["h3"]["connections"],
+        sessions + 1,
+        "the run's and its reachability check's: {st}"
+    );
+    assert_eq!(st["h3"]["aborted"], 0);
+    assert_eq!(
+        st["h3"]["open_connections"], 0,
+        "the run's connections closed: {st}"
+    );
+    // the access log (written at shutdown at the latest): one line per h3
+    // request with its range and bytes sent
+    assert!(serve.stop(), "vodlab serve exits cleanly on SIGTERM");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .filter(|f| f[3] != "/vodlab/stats")
+        .collect();
+    assert_eq!(lines.len() as u64, reqs, "{text}");
+    let mut logged: Vec<(String, String, u64)> = lines
+        .iter()
+        .map(|f| {
+            let (off, len): (u64, u64) = (f[4].parse().unwrap(), f[5].parse().unwrap());
+            (
+                f[3].to_string(),
+                format!("{off}-{}", off + len - 1),
+                f[7].parse().unwrap(),
+            )
+        })
+        .collect();
+    let mut sent: Vec<(String, String, u64)> = rows
+        .values()
+        .map(|v| (v.0.clone(), v.1.clone(), v.3))
+        .collect();
+    logged.sort();
+    sent.sort();
+    assert_eq!(
+        logged, sent,
+        "access log (path, range, bytes sent) = the client's rows"
+    );
+}
+
+/// The Python with aioquic: the test venv (`$VODLAB_TEST_VENV`, else
+/// target/test-venv, where scripts/install-test-deps.sh installs it).
+fn aioquic_python() -> PathBuf {
+    let venv = std::env::var_os("VODLAB_TEST_VENV").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-venv"),
+        PathBuf::from,
+    );
+    let p = venv.join("bin/python3");
+    let found = Command::new(&p)
+        .args(["-c", "import aioquic"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "aioquic (PyPI) is not installed in {}: run scripts/install-test-deps.sh \
+         (it installs it into target/test-venv)",
+        p.display()
+    );
+    p
+}
+
+/// scripts/h3probe/h3get.py: one GET (or `streams` at once) over HTTP/3.
+fn h3get(port: u16, path: &str, out: &Path, ca: &Path, extra: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/h3probe/h3get.py");
+    let o: Output = Command::new(aioquic_python())
+        .arg(script)
+        .args(["localhost", &port.to_string(), path, out.to_str().unwrap()])
+        .args(["--ca", ca.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "h3get.py: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("h3get.py prints JSON")
+}
+
+#[test]
+fn third_party_h3_clients_fetch_files_and_ranges_from_serve_h3() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let data: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(root.join("v.mp4"), &data).unwrap();
+    let (mut serve, port, ca) = serve_h3(t.path(), &root, &["--h3-max-concurrent-streams", "4"]);
+    // h1/h2 responses advertise h3 on the same port number
+    let curl = Command::new(require("curl", "curl"))
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-D",
+            "-",
+            "--cacert",
+            ca.to_str().unwrap(),
+        ])
+        .arg(format!("https://localhost:{port}/v.mp4"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&curl.stdout).to_ascii_lowercase();
+    assert!(head.contains(&format!("alt-svc: h3=\":{port}\"")), "{head}");
+    // aioquic: a range, byte for byte, with its Content-Range; no Alt-Svc on h3 itself
+    let got = t.path().join("range.bin");
+    let j = h3get(port, "/v.mp4", &got, &ca, &["--range", "1000-200999"]);
+    assert_eq!(
+        (j["status"].as_u64(), j["alpn"].as_str()),
+        (Some(206), Some("h3")),
+        "{j}"
+    );
+    assert_eq!(j["headers"]["content-range"], "bytes 1000-200999/3000000");
+    assert!(j["headers"].get("alt-svc").is_none(), "{j}");
+    assert!(
+        std::fs::read(&got).unwrap() == data[1000..201_000],
+        "range bytes"
+    );
+    // a suffix range and a range past the end (416)
+    let j = h3get(port, "/v.mp4", &got, &ca, &["--range", "-100"]);
+    assert_eq!(j["status"], 206);
+    assert!(std::fs::read(&got).unwrap() == data[data.len() - 100..]);
+    let j = h3get(port, "/v.mp4", &got, &ca, &["--range", "5000000-"]);
+    assert_eq!(j["status"], 416, "{j}");
+    let j = h3get(port, "/missing.mp4", &got, &ca, &[]);
+    assert_eq!(j["status"], 404, "{j}");
+    // many streams at once on one connection, over the server's credit of 4:
+    // QUIC makes the client wait for credit; every one is answered
+    let j = h3get(
+        port,
+        "/v.mp4",
+        &got,
+        &ca,
+        &["--range", "0-9999", "--streams", "40"],
+    );
+    assert_eq!(
+        (j["answered"].as_u64(), j["status"].as_u64()),
+        (Some(40), Some(206)),
+        "{j}"
+    );
+    // ngtcp2's h3 client (nghttp3; the example checks no certificate): the
+    // whole file, byte for byte
+    let gtls = require("gtlsclient", "ngtcp2-client");
+    let dl = t.path().join("dl");
+    std::fs::create_dir(&dl).unwrap();
+    let o = Command::new(gtls)
+        .args(["-q", "--exit-on-all-streams-close", "--timeout=10s"])
+        .arg(format!("--download={}", dl.display()))
+        .args([
+            "localhost",
+            &port.to_string(),
+            &format!("https://localhost:{port}/v.mp4"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "gtlsclient: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        std::fs::read(dl.join("v.mp4")).unwrap() == data,
+        "gtlsclient's bytes"
+    );
+    let st = stats(port, &ca);
+    // 4 single GETs (aioquic) + 40 streams + gtlsclient's, each GET set
+    // on a connection of its own
+    assert_eq!(st["h3"]["requests"], 45, "{st}");
+    assert_eq!(st["h3"]["connections"], 6, "{st}");
+    assert_eq!(
+        st["h3"]["bytes"],
+        200_000 + 100 + 40 * 10_000 + 3_000_000,
+        "file bytes only: {st}"
+    );
+    assert!(serve.stop(), "vodlab serve exits cleanly on SIGTERM");
+}
+
+#[test]
+fn run_h3_against_ngtcp2_server() {
+    let gtls = require("gtlsserver", "ngtcp2-server");
+    let t = tempfile::tempdir().unwrap();
+    // chunk files requested whole (ngtcp2's example server has no ranges)
+    let (w, root) = workload(t.path(), "youtube-2011", 3, 2);
+    let openssl = require("openssl", "openssl");
+    let o = Command::new(openssl)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ])
+        .args([
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "openssl: {o:?}");
+    let port = free_port();
+    let child = Command::new(gtls)
+        .args([
+            "-q",
+            "-d",
+            root.to_str().unwrap(),
+            "127.0.0.1",
+            &port.to_string(),
+        ])
+        .arg(t.path().join("key.pem"))
+        .arg(t.path().join("cert.pem"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start gtlsserver");
+    let mut server = Peer(child);
+    wait_until("gtlsserver on UDP", Duration::from_secs(10), || {
+        udp_bound(port)
+    });
+    let out = t.path().join("out");
+    let r = run_h3(&w, &out, port, &t.path().join("cert.pem"));
+    let rows = rows(&out);
+    check_against_files(&rows, &root, &r);
+    assert!(
+        rows.values().all(|v| v.1.is_empty()),
+        "whole-file requests only"
+    );
+    assert!(
+        matches!(server.0.try_wait(), Ok(None)),
+        "gtlsserver still up after the run"
+    );
+    // it dies by the signal (no handler): not a success status
+    let _ = server.stop();
+}
+
+#[test]
+fn h3_refuses_what_it_cannot_do_with_a_clear_error() {
+    let t = tempfile::tempdir().unwrap();
+    // serve --h3 without TLS
+    let o = vodlab(&[
+        "serve",
+        "--root",
+        t.path().to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--h3",
+    ]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("HTTP/3 needs TLS"), "{e}");
+    // run --protocol h3 needs an https:// target
+    std::fs::write(t.path().join("s.vsl"), "#@session id=0\n/a\n").unwrap();
+    let s = t.path().join("s.vsl");
+    let o = vodlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--target",
+        "http://127.0.0.1:9",
+        "--protocol",
+        "h3",
+        "--rate",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs an https:// target"));
+    // a server without HTTP/3 there: could not run (3), naming QUIC
+    let port = free_port();
+    let o = vodlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--target",
+        &format!("https://127.0.0.1:{port}"),
+        "--protocol",
+        "h3",
+        "--insecure",
+        "--rate",
+        "1",
+        "-o",
+        t.path().join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no HTTP/3 (QUIC) connection"));
+}
