@@ -613,6 +613,8 @@ async fn play(
             match player.poll_timeout() {
                 Some(t) => {
                     let at = start + std::time::Duration::from_secs_f64(t.max(0.0) / 1e3);
+                    // a waiting player reports now and holds no samples
+                    io.flush();
                     Io::drive(&io.transport, tokio::time::sleep_until(at.into())).await;
                     continue;
                 }
@@ -744,6 +746,7 @@ async fn play(
             Action::Abandon { .. } => {}
             Action::WaitUntil { until, .. } => {
                 let at = start + std::time::Duration::from_secs_f64(until.max(0.0) / 1e3);
+                io.flush();
                 Io::drive(&io.transport, tokio::time::sleep_until(at.into())).await;
             }
             Action::Done { .. } => break Ok(()),
