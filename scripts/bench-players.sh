@@ -19,8 +19,10 @@
 # Per round: players, peak active, wall time, client CPU (user+sys from
 # /usr/bin/time), CPU per 1,000 players (client CPU seconds over the
 # active player-seconds / 1,000, in % of one core), peak RSS and RSS per
-# player at the peak ((peak RSS - 20 MiB) / peak active: an upper bound, as
-# the RSS holds the loaded workload too) and at the margin (the RSS
+# player at the peak (process: peak RSS / peak active, what a user's machine
+# pays; and (peak RSS - 20 MiB) / peak active, an upper bound of the
+# players' own share, as the RSS holds the loaded workload too) and at the
+# margin (the RSS
 # difference between the baseline and the big run over their peak
 # active difference),
 # session-start lateness p50/p99/max (health.start_lateness_ms: the
@@ -140,7 +142,7 @@ find "$work/files" -type f -exec cat {} + >/dev/null
 cpu_of() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
 shaping=()
 [ "$DOWN_KBPS" = 0 ] && shaping=(--no-shaping)
-printf 'round\tplayers\tpeak_active\twall_s\tclient_cpu_s\tcpu_pct_per_1000\tpeak_rss_mib\trss_kib_per_player\tstart_late_p50_ms\tstart_late_p99_ms\tstart_late_max_ms\tfailed\trebuffered\tmean_kbps\tserver_cpu_s\tclient_runq_wait_s\tload1\n' >"$OUT/rounds.tsv"
+printf 'round\tplayers\tpeak_active\twall_s\tclient_cpu_s\tcpu_pct_per_1000\tpeak_rss_mib\tprocess_kib_per_player\trss_kib_per_player\tstart_late_p50_ms\tstart_late_p99_ms\tstart_late_max_ms\tfailed\trebuffered\tmean_kbps\tserver_cpu_s\tclient_runq_wait_s\tload1\n' >"$OUT/rounds.tsv"
 for r in $(seq 1 "$ROUNDS"); do
  for n in $BASE_PLAYERS $PLAYERS; do
   [ "$n" = 0 ] && continue
@@ -191,7 +193,7 @@ l = h["start_lateness_ms"]
 print("\t".join(str(x) for x in [
     r, p["sessions"], peak, wall, round(cpu, 1),
     round(100 * cpu / max(ps / 1000, 1e-9), 1),
-    round(rss_mib, 1), round(per_player_kib, 1),
+    round(rss_mib, 1), round(rss_mib * 1024 / max(peak, 1), 1), round(per_player_kib, 1),
     round(l["p50"], 2), round(l["p99"], 2), round(l["max"], 2),
     p["failed"], p["rebuffered_sessions"], round(p["mean_bitrate_kbps"]["mean"], 1),
     server_cpu, round(int(wait_ns) / 1e9, 1), load]))

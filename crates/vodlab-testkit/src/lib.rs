@@ -331,3 +331,174 @@ pub fn env_count(name: &str, default: usize) -> usize {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// One reading of a process's resident memory: when (Unix seconds) and
+/// `VmRSS` in KiB.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RssSample {
+    /// Wall-clock time of the reading, Unix seconds.
+    pub unix_s: f64,
+    /// Resident set size, KiB.
+    pub kib: u64,
+}
+
+/// Runs `bin` with `args` to completion, reading its `VmRSS` from
+/// /proc/PID/status every `every`; asserts success and returns stdout and
+/// the readings (what a user's machine pays for the process, allocator
+/// caches, binary and all).
+pub fn vodlab_rss_sampled(bin: &Path, args: &[&str], every: Duration) -> (String, Vec<RssSample>) {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run vodlab");
+    let status = format!("/proc/{}/status", child.id());
+    let mut samples = Vec::new();
+    // the pipes are drained by threads so a chatty child never blocks
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let code = loop {
+        if let Some(code) = child.try_wait().expect("wait vodlab") {
+            break code;
+        }
+        if let Some(kib) = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|s| status_kib(&s, "VmRSS:"))
+        {
+            let unix_s = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            samples.push(RssSample { unix_s, kib });
+        }
+        std::thread::sleep(every);
+    };
+    let (out, err) = (
+        out_t.join().expect("stdout reader"),
+        err_t.join().expect("stderr reader"),
+    );
+    assert!(
+        code.success(),
+        "{} {args:?} failed:\nstdout: {out}\nstderr: {err}",
+        bin.display()
+    );
+    (out, samples)
+}
+
+/// A field of /proc/PID/status in KiB (`VmRSS:`, `VmHWM:`).
+pub fn status_kib(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Process memory per concurrent session, KiB, as a user pays it: the
+/// whole process's resident set over the sessions it holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RssPerSession {
+    /// Peak concurrent sessions (results.json `health.peak_active_sessions`).
+    pub sessions: f64,
+    /// Median RSS while the sessions were all running (the readings in
+    /// intervals whose active sessions were at least 95 % of the peak)
+    /// over the peak sessions; `None` without such a reading.
+    pub steady_kib: Option<f64>,
+    /// Peak RSS (the larger of the highest reading and the run's own
+    /// `health.peak_rss_mb`, its VmHWM) over the peak sessions.
+    pub peak_kib: f64,
+}
+
+/// [`RssPerSession`] of a run from its RSS readings and its results.json
+/// (which gives when the schedule started, the interval length and each
+/// interval's active sessions).
+pub fn rss_per_session(samples: &[RssSample], r: &serde_json::Value) -> RssPerSession {
+    let h = &r["health"];
+    let sessions = h["peak_active_sessions"].as_f64().expect("peak sessions");
+    let hwm_kib = h["peak_rss_mb"].as_f64().unwrap_or(0.0) * 1024.0;
+    let t0 = r["started_at_unix_s"].as_f64().expect("start");
+    let w = r["interval_s"].as_f64().expect("interval");
+    let active: Vec<f64> = r["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .map(|i| i["active_sessions"].as_f64().unwrap_or(0.0))
+        .collect();
+    let steady: Vec<f64> = samples
+        .iter()
+        .filter(|s| {
+            let t = s.unix_s - t0;
+            t >= 0.0
+                && active
+                    .get((t / w) as usize)
+                    .is_some_and(|&a| a >= 0.95 * sessions)
+        })
+        .map(|s| s.kib as f64)
+        .collect();
+    let top = samples.iter().map(|s| s.kib as f64).fold(hwm_kib, f64::max);
+    let per = |kib: f64| kib / sessions.max(1.0);
+    RssPerSession {
+        sessions,
+        steady_kib: (!steady.is_empty()).then(|| per(median(steady))),
+        peak_kib: per(top),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rss_per_session_takes_the_steady_readings_and_the_peak() {
+        let r = serde_json::json!({
+            "started_at_unix_s": 1000.0,
+            "interval_s": 5.0,
+            "health": { "peak_active_sessions": 100, "peak_rss_mb": 2.0 },
+            "intervals": [
+                { "active_sessions": 50 },
+                { "active_sessions": 100 },
+                { "active_sessions": 96 },
+                { "active_sessions": 10 },
+            ],
+        });
+        let s = |t: f64, kib: u64| RssSample {
+            unix_s: 1000.0 + t,
+            kib,
+        };
+        // before the start, ramp-up, three steady readings, tail, one past the end
+        let samples = [
+            s(-1.0, 900),
+            s(2.0, 1000),
+            s(6.0, 1500),
+            s(9.0, 1700),
+            s(12.0, 1600),
+            s(17.0, 3000),
+            s(30.0, 100),
+        ];
+        let got = rss_per_session(&samples, &r);
+        assert_eq!(got.sessions, 100.0);
+        assert_eq!(got.steady_kib, Some(16.0)); // median of 1500, 1700, 1600
+        assert_eq!(got.peak_kib, 30.0); // the reading beats VmHWM's 2,048 KiB
+        let none = rss_per_session(&samples[..2], &r);
+        assert_eq!(none.steady_kib, None);
+        assert_eq!(none.peak_kib, 20.48); // VmHWM: 2 MiB over 100
+    }
+
+    #[test]
+    fn status_fields_parse() {
+        let st = "Name:\tvodlab\nVmHWM:\t  151824 kB\nVmRSS:\t  140000 kB\n";
+        assert_eq!(status_kib(st, "VmRSS:"), Some(140_000));
+        assert_eq!(status_kib(st, "VmHWM:"), Some(151_824));
+        assert_eq!(status_kib(st, "VmSwap:"), None);
+    }
+}

@@ -5,21 +5,27 @@
 //! (a) request throughput with pacing and shaping off, vodlab vs
 //!     `h2load --h1` with the same number of connections, against nginx serving
 //!     a cached 0.5 MiB file; the median ratio of several rounds is printed;
-//! (b) 10,000 concurrent paced, shaped sessions of small chunks in one
-//!     process: peak sessions, send lateness p99, CPU and memory per session;
+//! (b) 10,000 concurrent paced sessions of small chunks in one process,
+//!     shaped and unshaped: peak sessions, send lateness p99, CPU per 1,000
+//!     sessions and the process's RSS per concurrent session (steady: the
+//!     median reading while all run; peak), medians of BENCH_B_ROUNDS;
 //! (c) httperf given the same sessions, to show the limit it hits.
 //!
 //! Environment: BENCH_ROUNDS (default 5), BENCH_CONNS (16), BENCH_REQUESTS
 //! (32000), BENCH_SESSIONS (10000). BENCH_BASELINE_BIN: another `vodlab`
 //! binary (e.g. built from an earlier commit) measured in the same rounds
 //! beside this one, for before/after figures from one run. BENCH_PARTS:
-//! which of a, b, c to run (default `abc`).
+//! which of a, b, c to run (default `abc`). BENCH_B_ROUNDS: rounds of (b)
+//! (default 3); BENCH_B_MODES: `shaped`, `unshaped` or both (default).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vodlab_testkit::{env_count, median, require, results, run_unpaced_at, vodlab_at_ok, Nginx};
+use vodlab_testkit::{
+    env_count, median, require, results, rss_per_session, run_unpaced_at, vodlab_at_ok,
+    vodlab_rss_sampled, Nginx,
+};
 
 /// Runs this package's `vodlab` and asserts success, returning stdout.
 fn vodlab_ok(args: &[&str]) -> String {
@@ -188,70 +194,108 @@ delay_ms = 20.0
         );
     }
 
-    // (b) many concurrent paced, shaped sessions of small chunks
+    // (b) many concurrent paced sessions of small chunks, shaped and
+    // unshaped, alternating the builds within each round; memory is the
+    // whole process's RSS over the concurrent sessions (what a user's
+    // machine pays), steady and peak
     let rate = (sessions / 5).max(1); // all started within 5 s; each lasts 60 s
-    for (name, bin) in bins.iter().filter(|_| parts.contains('b')) {
-        let out = t.path().join(format!("b-{name}"));
-        vodlab_at_ok(
-            bin,
-            &[
-                "run",
-                w.to_str().unwrap(),
-                "--target",
-                &format!("http://127.0.0.1:{}", nginx.port),
-                "--rate",
-                &rate.to_string(),
-                "--quiet",
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        );
-        let r = results(&out);
-        let h = &r["health"];
-        let peak = h["peak_active_sessions"].as_f64().unwrap();
-        println!(
-            "(b) vodlab ({name}): {sessions} paced sessions (2 Mbit/s, 20 ms), peak {peak} concurrent, {} failed; send lateness p99 {:.2} ms (target < 5), start lateness p99 {:.2} ms; CPU max {:.0} % of {} cores ({:.2} % per 1000 sessions, target <= 2); peak RSS {:.0} MiB ({:.1} KiB per session, target <= 16); valid {}",
-            r["failed_sessions"],
-            h["send_lateness_ms"]["p99"].as_f64().unwrap(),
-            h["start_lateness_ms"]["p99"].as_f64().unwrap(),
-            h["max_cpu_pct"].as_f64().unwrap(),
-            h["cpus"],
-            h["max_cpu_pct"].as_f64().unwrap() / peak * 1000.0,
-            h["peak_rss_mb"].as_f64().unwrap(),
-            h["peak_rss_mb"].as_f64().unwrap() * 1024.0 / peak,
-            r["valid"],
-        );
-        let errors: Vec<String> = r["errors"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, n)| n.as_u64() != Some(0))
-                    .map(|(k, n)| format!("{k} {n}"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let cpu: Vec<String> = r["intervals"]
-            .as_array()
-            .map(|v| {
-                v.iter()
-                    .map(|i| format!("{:.0}", i["cpu_pct"].as_f64().unwrap_or(0.0)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        println!(
-            "    CPU % per {} s interval: {}",
-            r["interval_s"],
-            cpu.join(" ")
-        );
-        println!(
-            "    errors: {}; invalid: {}",
-            if errors.is_empty() {
-                "none".into()
-            } else {
-                errors.join(", ")
-            },
-            r["invalid_reasons"]
-        );
+    let b_rounds = if parts.contains('b') {
+        env_count("BENCH_B_ROUNDS", 3)
+    } else {
+        0
+    };
+    let modes: Vec<(&str, bool)> = match std::env::var("BENCH_B_MODES").as_deref() {
+        Ok("shaped") => vec![("shaped", true)],
+        Ok("unshaped") => vec![("unshaped", false)],
+        _ => vec![("shaped", true), ("unshaped", false)],
+    };
+    // (mode, build) -> per-round (steady KiB, peak KiB, CPU % per 1,000)
+    let mut mem: Vec<Vec<Vec<(f64, f64, f64)>>> = vec![vec![Vec::new(); bins.len()]; modes.len()];
+    for round in 0..b_rounds {
+        for (m, (mode, shaped)) in modes.iter().enumerate() {
+            for (k, (name, bin)) in bins.iter().enumerate() {
+                let out = t.path().join(format!("b{round}-{mode}-{name}"));
+                let target = format!("http://127.0.0.1:{}", nginx.port);
+                let rate = rate.to_string();
+                let mut args = vec![
+                    "run",
+                    w.to_str().unwrap(),
+                    "--target",
+                    &target,
+                    "--rate",
+                    &rate,
+                    "--quiet",
+                    "-o",
+                    out.to_str().unwrap(),
+                ];
+                if !shaped {
+                    args.push("--no-shaping");
+                }
+                let (_, samples) =
+                    vodlab_rss_sampled(bin, &args, std::time::Duration::from_millis(500));
+                let r = results(&out);
+                let rss = rss_per_session(&samples, &r);
+                let h = &r["health"];
+                let peak = rss.sessions;
+                let cpu_per_1000 = h["max_cpu_pct"].as_f64().unwrap() / peak * 1000.0;
+                let steady = rss.steady_kib.unwrap_or(f64::NAN);
+                println!(
+                    "(b) round {round} {mode} vodlab ({name}): {sessions} paced sessions (2 Mbit/s, 20 ms{}), peak {peak} concurrent, {} failed; send lateness p99 {:.2} ms (target < 5), start lateness p99 {:.2} ms; CPU max {:.0} % of {} cores ({cpu_per_1000:.2} % per 1000 sessions); process RSS per concurrent session: steady {steady:.1} KiB, peak {:.1} KiB (target <= 16); valid {}",
+                    if *shaped { "" } else { " in the script; not emulated" },
+                    r["failed_sessions"],
+                    h["send_lateness_ms"]["p99"].as_f64().unwrap(),
+                    h["start_lateness_ms"]["p99"].as_f64().unwrap(),
+                    h["max_cpu_pct"].as_f64().unwrap(),
+                    h["cpus"],
+                    rss.peak_kib,
+                    r["valid"],
+                );
+                mem[m][k].push((steady, rss.peak_kib, cpu_per_1000));
+                let errors: Vec<String> = r["errors"]
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .filter(|(_, n)| n.as_u64() != Some(0))
+                            .map(|(k, n)| format!("{k} {n}"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let cpu: Vec<String> = r["intervals"]
+                    .as_array()
+                    .map(|v| {
+                        v.iter()
+                            .map(|i| format!("{:.0}", i["cpu_pct"].as_f64().unwrap_or(0.0)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                println!(
+                    "    CPU % per {} s interval: {}",
+                    r["interval_s"],
+                    cpu.join(" ")
+                );
+                println!(
+                    "    errors: {}; invalid: {}",
+                    if errors.is_empty() {
+                        "none".into()
+                    } else {
+                        errors.join(", ")
+                    },
+                    r["invalid_reasons"]
+                );
+            }
+        }
+    }
+    for (m, (mode, _)) in modes.iter().enumerate().filter(|_| b_rounds > 0) {
+        for (k, (name, _)) in bins.iter().enumerate() {
+            let v = &mem[m][k];
+            println!(
+                "(b) {mode}, vodlab ({name}), median of {} rounds: process RSS per concurrent session steady {:.1} KiB, peak {:.1} KiB (target <= 16); CPU max interval {:.2} % per 1000 sessions",
+                v.len(),
+                median(v.iter().map(|x| x.0).collect()),
+                median(v.iter().map(|x| x.1).collect()),
+                median(v.iter().map(|x| x.2).collect()),
+            );
+        }
     }
 
     if !parts.contains('c') {

@@ -507,3 +507,25 @@ mod tests {
         assert!(picked(&cfg).is_empty());
     }
 }
+
+/// What one waiting session or player holds in its task: the future's
+/// size is paid by every concurrent session for its whole life.
+#[cfg(test)]
+mod task_size {
+    fn ret<A, B, C, D, R>(_: impl Fn(A, B, C, D) -> R) -> usize {
+        std::mem::size_of::<R>()
+    }
+
+    #[test]
+    fn a_session_task_and_a_player_task_stay_small() {
+        // 928 and 2,816 bytes when written; a player's was 12,616 with its
+        // fetches inline (they are boxed: on the heap only while they run)
+        let session = ret(super::session::run_session);
+        let player = ret(super::player_session::run_player_session);
+        assert!(session <= 1536, "run_session's future is {session} bytes");
+        assert!(
+            player <= 4096,
+            "run_player_session's future is {player} bytes"
+        );
+    }
+}

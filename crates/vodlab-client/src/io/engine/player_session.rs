@@ -567,7 +567,10 @@ async fn play(
     timeline: &mut Option<TimelineRecorder>,
 ) -> Result<(), E> {
     let title = session.header.title.as_deref().ok_or(E::NoTitle)?;
-    let (mpath, parsed) = io.presentation(title, cache).await?;
+    // the fetches are boxed: they live on the heap only while they run, not
+    // in every waiting player's task (whose future was 12.6 KB with them
+    // inline, most of a player's memory)
+    let (mpath, parsed) = Box::pin(io.presentation(title, cache)).await?;
     let pres = &parsed.presentation;
     outcome.manifest_ms = start.elapsed().as_secs_f64() * 1e3;
     // the player sees the whole title, as a real one reads the whole
@@ -633,6 +636,8 @@ async fn play(
             match player.poll_timeout() {
                 Some(t) => {
                     let at = start + std::time::Duration::from_secs_f64(t.max(0.0) / 1e3);
+                    // a waiting player reports now and holds no samples
+                    io.flush();
                     Io::drive(&io.transport, tokio::time::sleep_until(at.into())).await;
                     continue;
                 }
@@ -665,15 +670,14 @@ async fn play(
                             next,
                         );
                         let t = io.target(&init.url, r, stalled);
-                        let got = io
-                            .get(
-                                &t.path,
-                                init.range,
-                                &t.headers,
-                                &mut |_, _| {},
-                                &mut |_, _| false,
-                            )
-                            .await;
+                        let got = Box::pin(io.get(
+                            &t.path,
+                            init.range,
+                            &t.headers,
+                            &mut |_, _| {},
+                            &mut |_, _| false,
+                        ))
+                        .await;
                         match got {
                             Ok(Got::Done(s)) if s == 200 || s == 206 => {}
                             Ok(Got::Done(status)) => {
@@ -727,9 +731,9 @@ async fn play(
                     gave_up = matches!(player.poll_action(t), Some(Action::Abandon { .. }));
                     gave_up
                 };
-                let got = io
-                    .get(&t.path, seg.range, &t.headers, &mut |_, _| {}, &mut on_read)
-                    .await;
+                let got =
+                    Box::pin(io.get(&t.path, seg.range, &t.headers, &mut |_, _| {}, &mut on_read))
+                        .await;
                 let now = ms(Instant::now());
                 match got {
                     Ok(Got::Done(s)) if s == 200 || s == 206 => {
@@ -770,6 +774,7 @@ async fn play(
             Action::Abandon { .. } => {}
             Action::WaitUntil { until, .. } => {
                 let at = start + std::time::Duration::from_secs_f64(until.max(0.0) / 1e3);
+                io.flush();
                 Io::drive(&io.transport, tokio::time::sleep_until(at.into())).await;
             }
             Action::Done { .. } => break Ok(()),

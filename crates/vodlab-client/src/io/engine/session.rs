@@ -228,6 +228,12 @@ pub(super) async fn run_session(
             driver.poll_timeout()
         };
         let busy = steps.iter().any(Option::is_some);
+        if !busy {
+            // waiting on its timer only (a paced session between requests):
+            // what it has to report goes now, so an idle session holds no
+            // samples (up to BATCH of them were held for its whole life)
+            batch.flush();
+        }
         if !busy && wake.is_none() {
             // cannot happen with a correct driver; never spin
             debug_assert!(false, "session driver stalled");
