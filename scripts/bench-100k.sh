@@ -64,10 +64,12 @@ PER_WORKER=$(((SESSIONS + WORKERS - 1) / WORKERS))
 AVAIL_KB=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
 NEED_KB=$((SESSIONS * 75))
 [ "$NEED_KB" -le "$AVAIL_KB" ] || die "$SESSIONS sessions need about $((NEED_KB / 1024)) MiB; $((AVAIL_KB / 1024)) MiB available"
-# source addresses: the ephemeral range per address, with 10 % to spare
+# source addresses: connections from one address to the port use its
+# ephemeral range; keep each address at a quarter of it (connect() looks
+# for a free port from a random offset, so a fuller range costs more)
 read -r LO HI < /proc/sys/net/ipv4/ip_local_port_range
 PORTS=$((HI - LO + 1))
-NSRC=$(((SESSIONS * 11 / 10 + PORTS - 1) / PORTS))
+NSRC=${NSRC:-$(((SESSIONS * 4 + PORTS - 1) / PORTS))}
 SRC=$(seq -s, 1 "$NSRC" | sed 's/\([0-9]*\)/127.0.0.\1/g')
 
 mkdir -p "$OUT"
@@ -171,6 +173,7 @@ EOF
 
 start_vodlab() {
   local d=$OUT/vodlab
+  rm -rf "$d/workers"
   mkdir -p "$d"
   "$VODLAB" serve --root "$OUT/root" --listen "127.0.0.1:$PORT" --workers "$WORKERS" \
     --threads 1 --max-connections $((HARD - 200)) --keepalive 300 \

@@ -113,7 +113,7 @@ impl Server {
             None
         };
         let counters = Counters::default();
-        crate::limits::nofile();
+        crate::limits::raise_nofile();
         let listener = bind(listen, cfg.reuse_port)?;
         if let Some(mss) = cfg.pace_mss {
             crate::pacing::set_listener_mss(&listener, mss)?;

@@ -114,13 +114,23 @@ fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-/// Sets the soft and hard RLIMIT_NOFILE of a running process (prlimit(2)).
+/// Sets the soft RLIMIT_NOFILE of a running process (prlimit(2)), its
+/// hard limit unchanged (raising a hard limit needs a capability this
+/// sandbox does not give even root; the process raised its soft limit to
+/// the hard one when it started, so a lower soft limit now is in force).
 fn set_nofile(pid: u32, n: u64) {
-    let l = libc::rlimit {
-        rlim_cur: n,
-        rlim_max: n,
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
     };
-    // SAFETY: prlimit of a process this test started, with a live struct
+    // SAFETY: prlimit of a process this test started, with live structs
+    let r = unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) };
+    assert_eq!(r, 0, "prlimit: {}", std::io::Error::last_os_error());
+    let l = libc::rlimit {
+        rlim_cur: n.min(old.rlim_max),
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: as above
     let r = unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, &l, std::ptr::null_mut()) };
     assert_eq!(r, 0, "prlimit: {}", std::io::Error::last_os_error());
 }
