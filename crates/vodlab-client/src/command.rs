@@ -133,6 +133,9 @@ pub struct Plan<'a> {
     pub sessions: u64,
     /// The open files limit, raised.
     pub nofile: u64,
+    /// What the run holds at its peak, at least (not worked out for
+    /// players).
+    pub need: Option<crate::io::engine::DescriptorNeed>,
     /// The time compression.
     pub time_compression: TimeCompression,
 }
@@ -404,6 +407,33 @@ pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunE
         every: Duration::from_secs_f64(every),
     });
     cfg.player = a.player.config(&out_dir)?;
+    if let Some(ip) = cfg
+        .transport
+        .source
+        .iter()
+        .find(|ip| ip.is_ipv4() != addr.is_ipv4())
+    {
+        return Err(flag(format!(
+            "--source-address {ip}: not of the target's address family ({addr})"
+        )));
+    }
+    for ip in &cfg.transport.source {
+        // an address of this host binds; another fails every connect later
+        std::net::TcpListener::bind(SocketAddr::new(*ip, 0)).map_err(|e| {
+            flag(format!(
+                "--source-address {ip}: not an address of this host ({e})"
+            ))
+        })?;
+    }
+    // sessions beyond the descriptor limit would fail one by one: say so
+    // before starting, with the processes that hold them
+    let need = cfg
+        .player
+        .is_none()
+        .then(|| crate::io::engine::descriptor_need(&cfg, &work));
+    if let Some(m) = need.and_then(|n| n.refusal(nofile, cfg.shard.map_or(1, |s| s.count.into()))) {
+        return Err(flag(m));
+    }
     // one connection before the schedule starts, after every check of the
     // flags (a usage error is 2 whatever the server): a server that is not
     // there is "could not run" (exit 3) at once, not a run of failures
@@ -423,6 +453,7 @@ pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunE
         config: &cfg,
         sessions: total,
         nofile,
+        need,
         time_compression: tc,
     });
 

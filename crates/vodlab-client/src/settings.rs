@@ -250,6 +250,15 @@ pub struct RunSettings {
     /// No live progress.
     #[cfg_attr(feature = "cli", arg(short, long))]
     pub quiet: bool,
+    /// Spread the run over N child processes of this binary, started
+    /// together (`--shard I/N` with a shared `--start-at`), each under the
+    /// open files limit, their results merged exactly into this run's
+    /// results.json (as `vodlab merge` merges them; each child's own
+    /// results stay in `shard-I/`). A child that fails, hangs or writes no
+    /// results makes the merged run INVALID, named. For more sessions at
+    /// once than one process may hold descriptors for.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", conflicts_with = "shard"))]
+    pub client_processes: Option<u32>,
     /// Protocol, TLS and HTTP/2 options.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub transport: TransportSettings,

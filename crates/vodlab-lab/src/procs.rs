@@ -28,7 +28,7 @@ use crate::point::{Interrupter, PointSettings, RunnerError};
 
 /// Extra time a child gets past the point's longest duration before it is
 /// counted as hung and stopped: at least this, s.
-pub(crate) const HANG_MARGIN_S: f64 = 10.0;
+pub const HANG_MARGIN_S: f64 = 10.0;
 /// From SIGTERM to SIGKILL, s.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 /// How often the running children's checkpoints are read for progress.
@@ -161,10 +161,15 @@ fn transport_flags(t: &TransportConfig, a: &mut Vec<OsString>) {
     if t.tls.insecure {
         a.push("--insecure".into());
     }
+    if !t.source.is_empty() {
+        let list: Vec<String> = t.source.iter().map(ToString::to_string).collect();
+        a.push("--source-address".into());
+        a.push(list.join(",").into());
+    }
 }
 
 /// A spread point's merged results and the counts the search needs.
-pub(crate) struct Spread {
+pub struct Spread {
     /// Merged, with the children's failures among its invalid reasons.
     pub results: Results,
     /// Sessions started, all children.
@@ -176,7 +181,7 @@ pub(crate) struct Spread {
 }
 
 /// What the runner tells [`run_children`].
-pub(crate) struct Children<'a> {
+pub struct Children<'a> {
     /// The `vodlab` executable.
     pub exe: &'a Path,
     /// Each child's arguments and results directory.
@@ -255,7 +260,7 @@ fn read_part(dir: &Path) -> Result<Option<Part>, String> {
 /// Starts the children, waits for them (stopping them on Ctrl-C and when
 /// one hangs), and merges what they wrote. `Err` only when no child left
 /// results to merge, or a child could not be started.
-pub(crate) fn run_children(mut c: Children<'_>) -> Result<Spread, RunnerError> {
+pub fn run_children(mut c: Children<'_>) -> Result<Spread, RunnerError> {
     let mut kids = Vec::with_capacity(c.args.len());
     for (spec, args, dir) in std::mem::take(&mut c.args) {
         let io = |source| RunnerError::Io {
@@ -470,7 +475,7 @@ fn merge_children(kids: &[Kid], interrupted: bool) -> Result<Spread, RunnerError
 /// each child's rows; their times share the origin `T`), so the point has
 /// the one file an in-process point writes (`vodlab report` reads it).
 /// Children without the file are skipped.
-pub(crate) fn join_requests_csv(dirs: &[PathBuf], out: &Path) -> std::io::Result<()> {
+pub fn join_requests_csv(dirs: &[PathBuf], out: &Path) -> std::io::Result<()> {
     use std::io::{BufRead, BufReader, BufWriter, Write};
     let mut w = BufWriter::new(std::fs::File::create(out)?);
     let mut header = false;

@@ -178,6 +178,9 @@ pub struct Config {
     /// Time between statistics log lines on stderr (0 = none).
     #[serde(with = "secs")]
     pub stats_interval: Duration,
+    /// Set SO_REUSEPORT on the listening socket, so several server
+    /// processes share the address (`vodlab serve --workers`).
+    pub reuse_port: bool,
     /// Time between the prefetch controller's ticks.
     #[serde(with = "secs")]
     pub tick: Duration,
@@ -253,6 +256,7 @@ impl Default for Config {
             access_log: None,
             prefetch_events: None,
             stats_interval: defaults::STATS_INTERVAL,
+            reuse_port: false,
             tick: defaults::TICK,
             pace: defaults::PACE,
             pace_policy: crate::pacer::PacePolicy::Fixed,

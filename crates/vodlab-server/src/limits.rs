@@ -138,6 +138,44 @@ impl<T> HeadQueue<T> {
     }
 }
 
+/// This process's soft open files limit (RLIMIT_NOFILE) now, 0 when it
+/// cannot be read.
+pub fn nofile() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit on a local struct
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 0;
+    }
+    r.rlim_cur
+}
+
+/// Raises this process's soft open files limit (RLIMIT_NOFILE) to its hard
+/// limit and returns the soft limit (0 when it cannot be read). The server
+/// calls it at start, so its connections may use every descriptor the
+/// process is allowed.
+pub fn raise_nofile() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a local struct
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+            }
+        }
+    }
+    r.rlim_cur
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

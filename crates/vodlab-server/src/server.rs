@@ -121,7 +121,8 @@ impl Server {
         };
         let tls = tls_cfg.clone().map(tokio_rustls::TlsAcceptor::from);
         let counters = Counters::default();
-        let listener = TcpListener::bind(listen).await?;
+        crate::limits::raise_nofile();
+        let listener = bind(listen, cfg.reuse_port)?;
         if let Some(mss) = cfg.pace_mss {
             crate::pacing::set_listener_mss(&listener, mss)?;
         }
@@ -161,6 +162,7 @@ impl Server {
             log,
             date: Mutex::new((0, String::new())),
             last_error_log: AtomicU64::new(0),
+            last_descriptor_log: Mutex::new((0, 0)),
             cfg,
         });
         let (tx, rx) = watch::channel(false);
@@ -216,6 +218,26 @@ fn events_sink(file: std::fs::File) -> Box<dyn FnMut(&vodlab_prefetch::events::E
             }
         }
     })
+}
+
+/// Listen backlog: the kernel caps it at `net.core.somaxconn`.
+const BACKLOG: u32 = 4096;
+
+/// The listening socket on `listen`; with `reuse_port` (`--workers`) it
+/// sets SO_REUSEPORT, so the workers' sockets share the address and the
+/// kernel spreads new connections over them.
+fn bind(listen: SocketAddr, reuse_port: bool) -> std::io::Result<TcpListener> {
+    let sock = if listen.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    if reuse_port {
+        sock.set_reuseport(true)?;
+    }
+    sock.bind(listen)?;
+    sock.listen(BACKLOG)
 }
 
 /// The periodic work: the prefetch controller's ticks and the statistics
@@ -315,7 +337,11 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                 }
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning
-                    st.log_error(&format_args!("accept: {e}"));
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                        st.accept_out_of_descriptors(&e);
+                    } else {
+                        st.log_error(&format_args!("accept: {e}"));
+                    }
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },

@@ -170,6 +170,28 @@ pub struct ServeArgs {
     /// Worker threads (default: one per core).
     #[cfg_attr(feature = "cli", arg(long))]
     pub threads: Option<usize>,
+    /// Run N server processes (workers) sharing --listen with SO_REUSEPORT,
+    /// each with its own runtime and descriptor limit, so together they hold
+    /// more connections than one process may (docs/serve.md, "Workers").
+    /// The parent starts them, forwards SIGINT/SIGTERM, restarts a worker
+    /// that dies (reporting it) and writes their merged statistics to
+    /// --stats-file (default: workers.json in --workers-dir).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    pub workers: Option<u32>,
+    /// Where the workers write their statistics (worker-I.json) and their
+    /// parent the merged ones (workers.json). Default: a new directory
+    /// under the system's temporary directory, named on stderr.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR", requires = "workers"))]
+    pub workers_dir: Option<PathBuf>,
+    /// Set SO_REUSEPORT on the listening socket, so other processes
+    /// listening with it share the address (--workers sets it on each
+    /// worker).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub reuse_port: bool,
+    /// Write the statistics (the JSON of /vodlab/stats) to FILE every
+    /// second, replaced atomically; with --workers, their merged statistics.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    pub stats_file: Option<PathBuf>,
     /// Pace each response at K × its bit rate (0 = unpaced, the default).
     /// The bit rate comes from CMCD `br`, then --bitrates, then
     /// --default-bitrate; a response none of them rates is sent unpaced.
@@ -389,6 +411,7 @@ impl ServeArgs {
             notsent_lowat: self.notsent_lowat,
             max_connections: self.max_connections,
             stats_interval: seconds("stats-interval", self.stats_interval)?,
+            reuse_port: self.reuse_port,
             // `fixed:K` sets K
             pace: self.pace_policy.k.unwrap_or(self.pace),
             pace_policy: self.pace_policy.policy,

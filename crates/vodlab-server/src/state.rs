@@ -76,6 +76,9 @@ pub struct Counters {
     pub shed: AtomicU64,
     /// Connections answered 503 and closed at the cap (none to shed).
     pub refused_at_cap: AtomicU64,
+    /// Accepts that failed because the process was out of descriptors
+    /// (EMFILE, ENFILE): the connection waits in the listen backlog.
+    pub accept_descriptor_errors: AtomicU64,
     /// Responses by kind, indexed by [`kind_index`].
     pub kinds: [AtomicU64; 6],
     /// TLS and HTTP/2 counters.
@@ -178,6 +181,9 @@ pub struct StatsView {
     pub shed: u64,
     /// Connections answered 503 at the cap.
     pub refused_at_cap: u64,
+    /// Accepts refused by the kernel for want of descriptors (EMFILE,
+    /// ENFILE); logged once per statistics interval.
+    pub accept_descriptor_errors: u64,
     /// Responses by kind.
     pub responses: ResponseCounts,
     /// Per storage device.
@@ -213,6 +219,9 @@ pub struct State {
     pub(crate) log: Option<Mutex<io::BufWriter<File>>>,
     pub(crate) date: Mutex<(u64, String)>,
     pub(crate) last_error_log: AtomicU64,
+    /// When the last out-of-descriptors line was logged, Unix seconds, and
+    /// the count it reported.
+    pub(crate) last_descriptor_log: Mutex<(u64, u64)>,
     /// The pacer and its counters.
     pub(crate) pacing: Arc<Pacing>,
     /// The `--bitrates` catalog.
@@ -252,6 +261,32 @@ impl State {
         if self.last_error_log.swap(secs, Ordering::Relaxed) != secs {
             eprintln!("vodlab serve: {what}");
         }
+    }
+
+    /// Counts an accept that failed for want of descriptors and, at most
+    /// once per statistics interval (at least a second), says so on
+    /// stderr with the count since the last line and this process's limit.
+    pub(crate) fn accept_out_of_descriptors(&self, e: &io::Error) {
+        let n = self
+            .counters
+            .accept_descriptor_errors
+            .fetch_add(1, Ordering::Relaxed)
+            + 1;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let every = self.cfg.stats_interval.as_secs().max(1);
+        let mut last = self.last_descriptor_log.lock().expect("lock");
+        if last.0 != 0 && now < last.0 + every {
+            return;
+        }
+        let since = n - last.1;
+        *last = (now, n);
+        drop(last);
+        eprintln!(
+            "vodlab serve: accept: out of file descriptors ({e}) {since} time(s) since the last report, {n} in all; new connections wait in the listen backlog. This process may hold {} descriptors (RLIMIT_NOFILE): lower --max-connections below it, or spread the connections over processes with --workers N",
+            crate::limits::nofile()
+        );
     }
 
     /// The configuration.
@@ -317,6 +352,7 @@ impl State {
             send_timeouts: c.send_timeouts.load(Ordering::Relaxed),
             shed: c.shed.load(Ordering::Relaxed),
             refused_at_cap: c.refused_at_cap.load(Ordering::Relaxed),
+            accept_descriptor_errors: c.accept_descriptor_errors.load(Ordering::Relaxed),
             responses: ResponseCounts {
                 full: k(0),
                 range: k(1),

@@ -15,6 +15,8 @@ use vodlab_client::{Live, Results};
 
 pub use vodlab_client::settings::RunSettings as RunArgs;
 
+mod spread;
+
 /// A library error with its exit status: [`RunError::CouldNotRun`] is
 /// [`crate::exit::could_not_run`] (3); [`RunError::NotWritten`] is
 /// [`crate::exit::NOT_WRITTEN`] (4), found by `status_of` in its chain,
@@ -59,7 +61,7 @@ impl RunObserver for Shell {
             .shard
             .map_or_else(String::new, |s| format!(", running shard {s} of them"));
         eprintln!(
-            "vodlab run: {} {} from {} ({} script shard(s){part}) against {} ({}, {}); open files limit {}",
+            "vodlab run: {} {} from {} ({} script shard(s){part}) against {} ({}, {}); open files limit {}{}",
             p.sessions,
             cfg.player.as_ref().map_or_else(
                 || "sessions".to_string(),
@@ -71,6 +73,11 @@ impl RunObserver for Shell {
             cfg.addr,
             cfg.transport.protocol,
             p.nofile,
+            p.need.map_or_else(String::new, |n| format!(
+                " (about {} needed at the peak: {} sessions at once)",
+                n.descriptors(),
+                n.peak_sessions
+            )),
         );
         let tc = p.time_compression;
         if !tc.is_none() {
@@ -138,6 +145,9 @@ impl RunObserver for Shell {
 
 /// `vodlab run`: runs, prints the summary, judges.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(n) = a.client_processes.filter(|&n| n != 1) {
+        return spread::run(&a, n);
+    }
     let mut shell = Shell {
         quiet: a.quiet,
         progress: None,

@@ -1,12 +1,27 @@
 //! `vodlab serve`: the flags and the server are the library's
 //! ([`vodlab_server::settings`], [`vodlab_server::launch`]); this waits for
-//! a signal and prints.
+//! a signal and prints. `--workers N` runs N of it ([`workers`]).
 
+use std::path::Path;
 use std::process::ExitCode;
 
 pub use vodlab_server::settings::ServeArgs;
 
+mod workers;
+
+/// Writes `v` to `path` as JSON, replaced atomically (a reader never sees
+/// half a file).
+pub(crate) fn write_json(path: &Path, v: &impl serde::Serialize) -> anyhow::Result<()> {
+    let bytes = serde_json::to_vec_pretty(v)?;
+    vodlab_client::out::atomic::write(path, &bytes)?;
+    Ok(())
+}
+
+/// `vodlab serve`: one server, or `--workers N` of them.
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(n) = a.workers {
+        return workers::run(&a, n);
+    }
     let cfg = a.config()?;
     let policy = cfg.prefetch_policy;
     let rt = vodlab_server::launch::runtime(a.threads)?;
@@ -39,12 +54,33 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(h3) = server.h3_addr {
             eprintln!("vodlab serve: HTTP/3 (QUIC) on udp {h3}; Alt-Svc advertised on h1/h2 responses");
         }
+        // `--stats-file`: the statistics every second (a `--workers`
+        // parent merges its workers' files)
+        let stats_writer = a.stats_file.clone().map(|path| {
+            let st = server.state.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+                let mut said = false;
+                loop {
+                    tick.tick().await;
+                    if let Err(e) = write_json(&path, &st.stats()) {
+                        if !said {
+                            eprintln!("vodlab serve: --stats-file {}: {e:#}", path.display());
+                            said = true;
+                        }
+                    }
+                }
+            })
+        });
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         eprintln!("vodlab serve: shutting down; finishing responses in flight");
+        if let Some(t) = stats_writer {
+            t.abort();
+        }
         serving.shutdown().await;
         eprintln!("vodlab serve: stopped");
         anyhow::Ok(())

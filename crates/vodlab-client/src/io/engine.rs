@@ -26,10 +26,12 @@ use crate::out::shard::{DumpInfo, MetricsDump, ShardRecord, SPLIT_RULE};
 
 mod checkpoint;
 mod collect;
+mod descriptors;
 mod player_session;
 mod session;
 pub use checkpoint::{Checkpoint, CheckpointConfig, CHECKPOINT_FILE};
 use collect::aggregate;
+pub use descriptors::{descriptor_need, DescriptorNeed, BASE_DESCRIPTORS};
 use player_session::run_player_session;
 use session::run_session;
 

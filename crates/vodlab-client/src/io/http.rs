@@ -81,7 +81,14 @@ pub struct Connection<T = TcpStream> {
 
 /// Opens a TCP connection with the link's receive buffer (for HTTP/1.1
 /// here, and under TLS by [`crate::io::transport`]).
-pub async fn tcp_connect(addr: SocketAddr, link: &LinkSpec) -> Result<TcpStream, Failure> {
+/// `source`: the local address to connect from (`--source-address`), its
+/// port chosen at connect time (`IP_BIND_ADDRESS_NO_PORT`), so each source
+/// address has the whole ephemeral port range towards the target.
+pub async fn tcp_connect(
+    addr: SocketAddr,
+    source: Option<std::net::IpAddr>,
+    link: &LinkSpec,
+) -> Result<TcpStream, Failure> {
     let io = |e: std::io::Error| Failure::new(ErrorKind::from_io(&e), format!("connect: {e}"));
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()
@@ -92,15 +99,41 @@ pub async fn tcp_connect(addr: SocketAddr, link: &LinkSpec) -> Result<TcpStream,
     if let Some(n) = link.recv_buffer() {
         socket.set_recv_buffer_size(n).map_err(io)?;
     }
+    if let Some(ip) = source {
+        bind_no_port(&socket).map_err(io)?;
+        socket.bind(SocketAddr::new(ip, 0)).map_err(io)?;
+    }
     let stream = socket.connect(addr).await.map_err(io)?;
     stream.set_nodelay(true).map_err(io)?;
     Ok(stream)
 }
 
+/// Sets `IP_BIND_ADDRESS_NO_PORT`: a bind to port 0 leaves the port to
+/// connect, which needs only the 4-tuple to be unique.
+fn bind_no_port(socket: &TcpSocket) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt on an open socket with a local int of the size given
+    let r = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 impl Connection<TcpStream> {
     /// Connects to `addr` with the link's receive buffer.
     pub async fn connect(addr: SocketAddr, host: &str, link: &LinkSpec) -> Result<Self, Failure> {
-        let stream = tcp_connect(addr, link).await?;
+        let stream = tcp_connect(addr, None, link).await?;
         Ok(Self::new(stream, host, link))
     }
 }

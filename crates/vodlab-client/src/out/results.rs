@@ -629,7 +629,7 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
     }
     if health.descriptor_errors > 0 {
         invalid.push(format!(
-            "the client ran out of file descriptors {} times (raise `ulimit -n`)",
+            "the client ran out of file descriptors {} times (EMFILE: more connections than this process may hold, its RLIMIT_NOFILE); spread the sessions over processes with --client-processes N (or --shard), each under the limit",
             health.descriptor_errors
         ));
     }

@@ -50,6 +50,16 @@ pub struct TransportSettings {
     /// of one connection; 1: one HTTP/2 connection per HTTP/1.1 connection).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 0, value_name = "N"))]
     pub h2_streams_per_connection: usize,
+    /// Open connections from these local addresses in turn (comma-
+    /// separated, the target's family), each with its own ephemeral port
+    /// range towards the target: e.g. 127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4
+    /// for more than ~28,000 connections to one loopback port. Default:
+    /// the kernel's choice.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "ADDR,...", value_delimiter = ',')
+    )]
+    pub source_address: Vec<std::net::IpAddr>,
 }
 
 impl TransportSettings {
@@ -90,6 +100,7 @@ impl TransportSettings {
                 max_concurrent_streams: self.h2_max_concurrent_streams,
                 streams_per_connection: self.h2_streams_per_connection,
             },
+            source: self.source_address.clone(),
         };
         cfg.validate()?;
         Ok(cfg)

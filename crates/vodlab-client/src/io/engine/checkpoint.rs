@@ -60,12 +60,18 @@ impl Checkpoint {
     }
 }
 
-/// Writes the checkpoints of one run (owned by the aggregator task).
+/// Writes the checkpoints of one run (owned by the aggregator task). The
+/// aggregator serializes a checkpoint; the file is written and synced on
+/// the blocking pool, so a slow disk (an fsync behind other writers took
+/// seconds here) never holds a runtime worker: while one write is in
+/// flight, a checkpoint that falls due is skipped.
 pub(super) struct Checkpointer {
     cfg: CheckpointConfig,
     origin_unix_s: f64,
     next: Instant,
     failed: bool,
+    /// The write in flight, if any; its outcome once it ended.
+    in_flight: Option<tokio::task::JoinHandle<Result<(), String>>>,
 }
 
 impl Checkpointer {
@@ -76,23 +82,30 @@ impl Checkpointer {
             origin_unix_s,
             next,
             failed: false,
+            in_flight: None,
         }
     }
 
-    /// When the next checkpoint is due.
-    pub(super) fn due(&self) -> Instant {
-        self.next
+    /// The outcome of the write in flight when it has ended (reported as
+    /// [`Self::write`] says); false while it is still writing.
+    fn settle(&mut self) -> bool {
+        let Some(h) = self.in_flight.as_mut() else {
+            return true;
+        };
+        if !h.is_finished() {
+            return false;
+        }
+        let h = self.in_flight.take().expect("in flight");
+        // finished: polling it once gives its output
+        let out = futures_util::FutureExt::now_or_never(h)
+            .map(|r| r.unwrap_or_else(|e| Err(e.to_string())))
+            .unwrap_or(Ok(()));
+        self.report(out);
+        true
     }
 
-    /// Writes a checkpoint of `m` at `now` and schedules the next one. A
-    /// failed write does not stop the run and leaves the last checkpoint
-    /// as it was; the first failure is reported on stderr, and so is the
-    /// first success after failures.
-    pub(super) fn write(&mut self, ctx: &Ctx, m: &RunMetrics, now: Instant) {
-        while self.next <= now {
-            self.next += self.cfg.every;
-        }
-        match self.try_write(ctx, m, now) {
+    fn report(&mut self, out: Result<(), String>) {
+        match out {
             Err(e) => {
                 if !self.failed {
                     eprintln!(
@@ -109,7 +122,43 @@ impl Checkpointer {
         }
     }
 
-    fn try_write(&self, ctx: &Ctx, m: &RunMetrics, now: Instant) -> Result<(), String> {
+    /// Waits for the write in flight, so no checkpoint lands after the
+    /// run's results (which supersede it and remove it).
+    pub(super) async fn finish(&mut self) {
+        if let Some(h) = self.in_flight.take() {
+            let out = h.await.unwrap_or_else(|e| Err(e.to_string()));
+            self.report(out);
+        }
+    }
+
+    /// When the next checkpoint is due.
+    pub(super) fn due(&self) -> Instant {
+        self.next
+    }
+
+    /// Writes a checkpoint of `m` at `now` and schedules the next one. A
+    /// failed write does not stop the run and leaves the last checkpoint
+    /// as it was; the first failure is reported on stderr, and so is the
+    /// first success after failures.
+    pub(super) fn write(&mut self, ctx: &Ctx, m: &RunMetrics, now: Instant) {
+        while self.next <= now {
+            self.next += self.cfg.every;
+        }
+        if !self.settle() {
+            return; // the last one is still being written
+        }
+        match self.serialize(ctx, m, now) {
+            Err(e) => self.report(Err(e)),
+            Ok(text) => {
+                let path = self.cfg.dir.join(CHECKPOINT_FILE);
+                self.in_flight = Some(tokio::task::spawn_blocking(move || {
+                    crate::out::atomic::write(&path, &text).map_err(|e| e.to_string())
+                }));
+            }
+        }
+    }
+
+    fn serialize(&self, ctx: &Ctx, m: &RunMetrics, now: Instant) -> Result<Vec<u8>, String> {
         let cfg = &ctx.cfg;
         let info = RunInfo {
             target: cfg.target.clone(),
@@ -165,8 +214,6 @@ impl Checkpointer {
             results: out,
             metrics: dump,
         };
-        let text = serde_json::to_vec(&c).map_err(|e| e.to_string())?;
-        crate::out::atomic::write(&self.cfg.dir.join(CHECKPOINT_FILE), &text)
-            .map_err(|e| e.to_string())
+        serde_json::to_vec(&c).map_err(|e| e.to_string())
     }
 }

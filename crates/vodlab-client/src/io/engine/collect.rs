@@ -89,6 +89,9 @@ pub(super) async fn aggregate(
             csv_err.get_or_insert(e);
         }
     }
+    if let Some(c) = checkpoint.as_mut() {
+        c.finish().await;
+    }
     (m, csv_err)
 }
 

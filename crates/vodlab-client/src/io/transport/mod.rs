@@ -170,6 +170,9 @@ pub struct TransportConfig {
     pub tls: TlsOptions,
     /// HTTP/2 settings (h2c and h2 only).
     pub h2: H2Settings,
+    /// Local addresses connections are opened from, in turn
+    /// (`--source-address`); empty: the kernel's choice.
+    pub source: Vec<std::net::IpAddr>,
 }
 
 impl TransportConfig {
@@ -192,6 +195,8 @@ pub struct Connector {
     host: String,
     cfg: TransportConfig,
     tls: Option<(ClientConfig, ServerName<'static>)>,
+    /// Connections opened so far: the next source address's turn.
+    next_source: std::sync::atomic::AtomicUsize,
 }
 
 impl Connector {
@@ -214,7 +219,15 @@ impl Connector {
             host: host.to_string(),
             cfg: cfg.clone(),
             tls,
+            next_source: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// The source address of the next connection (round robin over
+    /// [`TransportConfig::source`]).
+    fn source(&self) -> Option<std::net::IpAddr> {
+        let n = self.cfg.source.len();
+        (n > 0).then(|| self.cfg.source[self.next_source.fetch_add(1, Ordering::Relaxed) % n])
     }
 
     /// The protocol.
@@ -334,7 +347,7 @@ impl SessionTransport<'_> {
         let (Some(cfg), Some((_, name))) = (&self.tls, &self.c.tls) else {
             return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
         };
-        let tcp = tcp_connect(self.c.addr, link).await?;
+        let tcp = tcp_connect(self.c.addr, self.c.source(), link).await?;
         let mut shaped = Shaped::new(tcp, link);
         if yielding {
             shaped = shaped.yielding_to(self.yielded.clone());
@@ -368,7 +381,7 @@ impl SessionTransport<'_> {
         let host = &self.c.host;
         match self.c.cfg.protocol {
             Protocol::H1 => {
-                let tcp = tcp_connect(self.c.addr, link).await?;
+                let tcp = tcp_connect(self.c.addr, self.c.source(), link).await?;
                 let opened = Opened {
                     new_connection: true,
                     ..Opened::default()
@@ -395,7 +408,7 @@ impl SessionTransport<'_> {
                         opened,
                     )
                 } else {
-                    let tcp = tcp_connect(self.c.addr, link).await?;
+                    let tcp = tcp_connect(self.c.addr, self.c.source(), link).await?;
                     let opened = Opened {
                         new_connection: true,
                         ..Opened::default()
@@ -559,6 +572,7 @@ mod tests {
                 insecure: true,
             },
             h2: H2Settings::default(),
+            source: vec![],
         };
         assert!(cfg
             .validate()
