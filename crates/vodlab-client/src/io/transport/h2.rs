@@ -249,13 +249,7 @@ pub async fn exchange_limited(
     }
     let resp = fut.await.map_err(|e| fail(e, "read"))?;
     let ttfb = sent.elapsed();
-    let HeadFields {
-        status,
-        content_range,
-        cmsd_dynamic,
-        length,
-        header_bytes,
-    } = head_fields(&resp);
+    let head = head_fields(&resp);
     let mut body = resp.into_body();
     let mut got = 0u64;
     let mut stopped = false;
@@ -327,24 +321,9 @@ pub async fn exchange_limited(
         // the stream may be over, but the connection's window is shared
         let _ = body.flow_control().release_capacity(unreleased);
     }
-    if let Some(want) = length {
-        if req.method != "HEAD" && got != want && !stopped {
-            return Err(Failure::new(
-                ErrorKind::ShortBody,
-                format!("stream ended after {got} of {want} body bytes"),
-            ));
-        }
-    }
+    let r = head.response(req.method, got, stopped, ttfb)?;
     h.uses.fetch_add(1, Ordering::Relaxed);
-    Ok(Response {
-        status,
-        body_bytes: got,
-        header_bytes,
-        content_range,
-        ttfb,
-        keep_alive: true,
-        cmsd_dynamic,
-    })
+    Ok(r)
 }
 
 /// What the results take from a response head (HTTP/2 and HTTP/3 alike).
@@ -359,6 +338,38 @@ pub(crate) struct HeadFields {
     pub(crate) length: Option<u64>,
     /// The size the head would have had on HTTP/1.1.
     pub(crate) header_bytes: u64,
+}
+
+impl HeadFields {
+    /// The response of a multiplexed exchange (h2, h3) whose body ended
+    /// after `got` bytes (`stopped`: the reader stopped taking them): a
+    /// body shorter than its Content-Length is a failure, unless the
+    /// request was a HEAD or the reader stopped.
+    pub(crate) fn response(
+        self,
+        method: &str,
+        got: u64,
+        stopped: bool,
+        ttfb: std::time::Duration,
+    ) -> Result<Response, Failure> {
+        if let Some(want) = self.length {
+            if method != "HEAD" && got != want && !stopped {
+                return Err(Failure::new(
+                    ErrorKind::ShortBody,
+                    format!("stream ended after {got} of {want} body bytes"),
+                ));
+            }
+        }
+        Ok(Response {
+            status: self.status,
+            body_bytes: got,
+            header_bytes: self.header_bytes,
+            content_range: self.content_range,
+            ttfb,
+            keep_alive: true,
+            cmsd_dynamic: self.cmsd_dynamic,
+        })
+    }
 }
 
 /// The head's fields the results use.

@@ -23,7 +23,7 @@ use h3::error::{Code, StreamError};
 use quinn::crypto::rustls::QuicClientConfig;
 use rustls::ClientConfig;
 
-use super::h2::{head_fields, request, Driver, HeadFields};
+use super::h2::{head_fields, request, Driver};
 use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
 use crate::io::http::Outgoing;
 
@@ -174,13 +174,7 @@ pub async fn exchange_limited(
         .await
         .map_err(|e| fail(e, "read", true))?;
     let ttfb = sent.elapsed();
-    let HeadFields {
-        status,
-        content_range,
-        cmsd_dynamic,
-        length,
-        header_bytes,
-    } = head_fields(&resp);
+    let head = head_fields(&resp);
     let mut got = 0u64;
     let mut stopped = false;
     loop {
@@ -217,24 +211,9 @@ pub async fn exchange_limited(
     if stopped {
         stream.stop_sending(Code::H3_REQUEST_CANCELLED);
     }
-    if let Some(want) = length {
-        if req.method != "HEAD" && got != want && !stopped {
-            return Err(Failure::new(
-                ErrorKind::ShortBody,
-                format!("stream ended after {got} of {want} body bytes"),
-            ));
-        }
-    }
+    let r = head.response(req.method, got, stopped, ttfb)?;
     h.uses.fetch_add(1, Ordering::Relaxed);
-    Ok(Response {
-        status,
-        body_bytes: got,
-        header_bytes,
-        content_range,
-        ttfb,
-        keep_alive: true,
-        cmsd_dynamic,
-    })
+    Ok(r)
 }
 
 /// Whether the error ended the connection (or the server is going away), so
