@@ -288,20 +288,12 @@ pub async fn exchange_limited(
         let mut at = Instant::now();
         loop {
             let n = chunk.len();
-            let take = limits
-                .stop_after
-                .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
-            // read_kbps: the bytes are the reader's no earlier than the rate
-            // allows, and the window opens only then (one frame at a time)
-            if let Some(due) = limits.due_after(got + take as u64).map(|d| sent + d) {
-                if due > at {
-                    tokio::time::sleep(due - at).await;
-                    at = Instant::now();
-                }
-            }
-            sink(got, &chunk[..take]);
-            got += take as u64;
-            batch += take as u64;
+            // the window opens only once the reader took them (one frame at
+            // a time under read_kbps)
+            let take;
+            (take, at) = hand_over(&limits, sent, at, got, &chunk, sink).await;
+            got += take;
+            batch += take;
             unreleased += n;
             if paced || limits.done(got) {
                 break;
@@ -338,6 +330,33 @@ pub(crate) struct HeadFields {
     pub(crate) length: Option<u64>,
     /// The size the head would have had on HTTP/1.1.
     pub(crate) header_bytes: u64,
+}
+
+/// Hands the reader what it takes of `chunk`, which starts `got` bytes
+/// into a body whose request left at `sent` and arrived at `at`: all of it,
+/// or up to `ReadLimits::stop_after`, and with `read_kbps` no earlier than
+/// that rate allows (waiting until then). Returns the bytes taken and when
+/// the reader had them.
+pub(crate) async fn hand_over(
+    limits: &ReadLimits,
+    sent: Instant,
+    mut at: Instant,
+    got: u64,
+    chunk: &[u8],
+    sink: &mut (dyn FnMut(u64, &[u8]) + Send),
+) -> (u64, Instant) {
+    let n = chunk.len();
+    let take = limits
+        .stop_after
+        .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
+    if let Some(due) = limits.due_after(got + take as u64).map(|d| sent + d) {
+        if due > at {
+            tokio::time::sleep(due - at).await;
+            at = Instant::now();
+        }
+    }
+    sink(got, &chunk[..take]);
+    (take as u64, at)
 }
 
 impl HeadFields {

@@ -23,7 +23,7 @@ use h3::error::{Code, StreamError};
 use quinn::crypto::rustls::QuicClientConfig;
 use rustls::ClientConfig;
 
-use super::h2::{head_fields, request, Driver};
+use super::h2::{hand_over, head_fields, request, Driver};
 use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
 use crate::io::http::Outgoing;
 
@@ -193,20 +193,9 @@ pub async fn exchange_limited(
                 return Err(f);
             }
         };
-        let mut at = Instant::now();
-        let n = chunk.len();
-        let take = limits
-            .stop_after
-            .map_or(n, |s| (s.saturating_sub(got) as usize).min(n));
-        if let Some(due) = limits.due_after(got + take as u64).map(|d| sent + d) {
-            if due > at {
-                tokio::time::sleep(due - at).await;
-                at = Instant::now();
-            }
-        }
-        sink(got, &chunk[..take]);
-        got += take as u64;
-        arrived(at, take as u64);
+        let (take, at) = hand_over(&limits, sent, Instant::now(), got, &chunk, sink).await;
+        got += take;
+        arrived(at, take);
     }
     if stopped {
         stream.stop_sending(Code::H3_REQUEST_CANCELLED);
