@@ -185,7 +185,7 @@ start_vodlab() {
     sleep 0.1
   done
   wait_port "$PORT"
-  SERVER_PIDS=("$SERVER_MAIN" $(jq -r '.per_worker[].pid' "$d/workers/workers.json" | tr '\n' ' '))
+  SERVER_PIDS=("$SERVER_MAIN" $(python3 -c 'import json, sys; print(" ".join(str(w["pid"]) for w in json.load(open(sys.argv[1]))["per_worker"]))' "$d/workers/workers.json"))
 }
 
 {
