@@ -128,6 +128,7 @@ pub fn workload(
         shards: vec![Shard {
             file: file.to_path_buf(),
             sessions,
+            streamed: Vec::new(),
         }],
         ..LoadedWorkload::default()
     };

@@ -17,6 +17,7 @@ fn workload(text: &str, classes: &[(&str, LinkSpec)], ramp: (usize, usize)) -> L
         shards: vec![Shard {
             file: "test.vsl".into(),
             sessions: parse_script(text).unwrap().sessions,
+            streamed: Vec::new(),
         }],
         classes: classes
             .iter()
@@ -26,6 +27,7 @@ fn workload(text: &str, classes: &[(&str, LinkSpec)], ramp: (usize, usize)) -> L
         ramp_down: ramp.1,
         file_sizes: HashMap::new(),
         content_seed: None,
+        compression: None,
     }
 }
 

@@ -476,6 +476,7 @@ async fn end_to_end_against_a_paced_test_server() {
             sessions: parse_script("#@session id=1 bitrate=80000 class=c\n/m timeout=30\n")
                 .unwrap()
                 .sessions,
+            streamed: Vec::new(),
         }],
         classes: BTreeMap::new(),
         ..Default::default()

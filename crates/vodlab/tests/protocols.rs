@@ -594,6 +594,7 @@ fn the_link_emulation_shapes_every_protocol() {
                     sessions: vodlab_workload::script::parse_script(&text)
                         .unwrap()
                         .sessions,
+                    streamed: Vec::new(),
                 }],
                 classes: classes.clone(),
                 ..LoadedWorkload::default()

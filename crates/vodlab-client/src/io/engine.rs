@@ -483,6 +483,7 @@ mod tests {
             shards: vec![Shard {
                 file: "s0".into(),
                 sessions: classes.iter().map(|c| session(c)).collect(),
+                streamed: Vec::new(),
             }],
             ..Default::default()
         };

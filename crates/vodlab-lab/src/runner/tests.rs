@@ -101,6 +101,7 @@ fn a_compressed_workload_has_its_times_down_and_rates_up() {
         shards: vec![Shard {
             file: "s.vsl".into(),
             sessions: script.sessions.clone(),
+            streamed: Vec::new(),
         }],
         ..Default::default()
     };

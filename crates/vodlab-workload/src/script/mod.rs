@@ -11,7 +11,10 @@ pub mod export;
 mod parse;
 mod write;
 
-pub use parse::{parse_script, parse_script_bytes, utf8_position, ParseError, ParseErrorKind};
+pub use parse::{
+    parse_script, parse_script_bytes, parse_script_stream, utf8_position, ParseError,
+    ParseErrorKind, SessionSpan, StreamError,
+};
 pub use write::{
     export_cloudsuite, export_h2load, export_httperf, write_vodlab, write_vodlab_session,
     ExportReport,

@@ -99,6 +99,100 @@ pub fn parse_script(text: &str) -> Result<Script, ParseError> {
     })
 }
 
+/// Where a session lies in its script file: bytes `offset..offset + len`,
+/// from its first line (header or request) to the end of its last. Parsing
+/// those bytes alone gives the session back ([`parse_script`] of the slice
+/// holds exactly it): a reader can keep a session's place instead of its
+/// requests and read it again when it is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SessionSpan {
+    /// First byte.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// Parses a session script from a reader one line at a time, never holding
+/// the whole text: `each` gets every session in file order with its
+/// [`SessionSpan`], and may keep what it needs of it (a run keeps the
+/// header and the span, and reads the requests again when the session
+/// starts). Errors are those of [`parse_script`], with the same line and
+/// column; a read error is an I/O error. Returns the number of sessions.
+pub fn parse_script_stream<R: std::io::BufRead>(
+    mut reader: R,
+    mut each: impl FnMut(Session, SessionSpan),
+) -> Result<usize, StreamError> {
+    let mut p = Parser::default();
+    let mut buf = Vec::new();
+    let (mut offset, mut n, mut count) = (0u64, 0usize, 0usize);
+    // the first byte of the session being parsed, once it has begun
+    let mut start: Option<u64> = None;
+    let mut emit = |p: &mut Parser, start: &mut Option<u64>, end: u64, count: &mut usize| {
+        for s in p.sessions.drain(..) {
+            let from = start.take().unwrap_or(end);
+            each(
+                s,
+                SessionSpan {
+                    offset: from,
+                    len: end - from,
+                },
+            );
+            *count += 1;
+        }
+    };
+    loop {
+        buf.clear();
+        let read = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(StreamError::Io)?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        let raw = match buf.strip_suffix(b"\n") {
+            Some(r) => r,
+            None => &buf[..],
+        };
+        let text = std::str::from_utf8(raw).map_err(|e| {
+            let at = e.valid_up_to();
+            let (_, column) = utf8_position(raw, at);
+            StreamError::Parse(err(
+                n,
+                column,
+                ParseErrorKind::InvalidUtf8,
+                format!(
+                    "invalid UTF-8 (byte 0x{:02x}); a session script is UTF-8 text",
+                    raw[at]
+                ),
+            ))
+        })?;
+        let line = text.strip_suffix('\r').unwrap_or(text);
+        p.line(n, line).map_err(StreamError::Parse)?;
+        // a blank line ended the session before it: its end is this line's start
+        emit(&mut p, &mut start, offset, &mut count);
+        if start.is_none()
+            && (p.current.header != SessionHeader::default() || !p.current.requests.is_empty())
+        {
+            start = Some(offset);
+        }
+        offset += read as u64;
+    }
+    p.end_session();
+    emit(&mut p, &mut start, offset, &mut count);
+    Ok(count)
+}
+
+/// Why [`parse_script_stream`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// The reader failed.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// The script is malformed.
+    #[error(transparent)]
+    Parse(ParseError),
+}
+
 #[derive(Default)]
 struct Parser {
     sessions: Vec<Session>,

@@ -61,9 +61,18 @@ pub(super) async fn aggregate(
                 }
                 if let Some(f) = csv.as_mut() {
                     let id = session_id(session, shard, index);
+                    // the rows name each request's path and range: the
+                    // whole session (a streamed one is read again)
+                    let whole = match ctx.work.session(shard, index) {
+                        Ok(w) => w,
+                        Err(e) => {
+                            csv_err.get_or_insert(std::io::Error::other(e.to_string()));
+                            continue;
+                        }
+                    };
                     for s in &samples {
                         line.clear();
-                        csv_row(&mut line, id, shard, class, session, measured, s);
+                        csv_row(&mut line, id, shard, class, &whole, measured, s);
                         if let Err(e) = f.write_all(line.as_bytes()) {
                             csv_err.get_or_insert(e);
                         }

@@ -124,7 +124,13 @@ pub fn descriptor_need(cfg: &RunConfig, work: &LoadedWorkload) -> DescriptorNeed
             if !runs_session(cfg, work, k, i) {
                 continue;
             }
-            let s = &work.shards[k].sessions[i];
+            // a session that cannot be read now fails when it starts; its
+            // header alone counts one connection and no waits
+            let whole = work.session(k, i);
+            let s: &Session = match &whole {
+                Ok(w) => w,
+                Err(_) => &work.shards[k].sessions[i],
+            };
             let c = connections_of(s, cfg) as i64;
             let end = (start + min_duration_s(s, cfg)).min(cap_s);
             events.push((start, 1, c));

@@ -443,7 +443,11 @@ pub(super) async fn run_player_session(
         return;
     };
     let work = ctx.work.clone();
-    let session: &Session = &work.shards[shard].sessions[index];
+    let whole = match work.session(shard, index) {
+        Ok(w) => w,
+        Err(e) => return super::session::unreadable(&ctx, shard, index, &e, &tx),
+    };
+    let session: &Session = &whole;
     let class = session.header.class.as_deref().unwrap_or("default");
     let link = if ctx.cfg.shaping {
         work.classes.get(class).copied().unwrap_or_default()

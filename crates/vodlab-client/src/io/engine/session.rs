@@ -105,7 +105,11 @@ pub(super) async fn run_session(
     tx: mpsc::UnboundedSender<Report>,
 ) {
     let work = ctx.work.clone();
-    let session: &Session = &work.shards[shard].sessions[index];
+    let whole = match work.session(shard, index) {
+        Ok(w) => w,
+        Err(e) => return unreadable(&ctx, shard, index, &e, &tx),
+    };
+    let session: &Session = &whole;
     let link = if ctx.cfg.shaping {
         let class = session.header.class.as_deref().unwrap_or("default");
         work.classes.get(class).copied().unwrap_or_default()
@@ -485,4 +489,35 @@ fn sampled(
         ^ range.map_or(0, |g| g.start).rotate_left(29);
     let h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (h >> 31);
     (h % 1_000_000) < (fraction * 1_000_000.0) as u64
+}
+
+/// A session whose script cannot be read again (the file was rewritten
+/// during the run) fails at its start, its requests unsent; the first such
+/// error is said on stderr.
+pub(super) fn unreadable(
+    ctx: &Ctx,
+    shard: usize,
+    index: usize,
+    e: &crate::load::LoadError,
+    tx: &mpsc::UnboundedSender<Report>,
+) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!("vodlab: session {index} of script shard {shard} fails: {e}");
+    }
+    ctx.live.failed.fetch_add(1, Ordering::Relaxed);
+    let t = ctx.secs(Instant::now());
+    let _ = tx.send(Report::Session {
+        shard: shard as u32,
+        index: index as u32,
+        sample: SessionSample {
+            start_s: t,
+            end_s: t,
+            failure: Some(ErrorKind::Other),
+            skipped: 0,
+            viewer: None,
+            reconnects: 0,
+            server_closes: 0,
+        },
+    });
 }

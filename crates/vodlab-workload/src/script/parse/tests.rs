@@ -244,3 +244,52 @@ fn detach_is_a_flag_that_round_trips() {
     assert_eq!(parse_script(&text).unwrap(), s);
     assert_eq!(error_of("/a detach=yes\n").kind, ParseErrorKind::BadValue);
 }
+
+/// Streams `text` and checks the sessions against `parse_script`'s and each
+/// span against the session it names.
+fn stream_agrees(text: &str) {
+    let whole = parse_script(text).unwrap();
+    let mut got = Vec::new();
+    let n = parse_script_stream(text.as_bytes(), |s, span| got.push((s, span))).unwrap();
+    assert_eq!(n, whole.sessions.len());
+    assert_eq!(got.len(), whole.sessions.len());
+    for ((s, span), want) in got.iter().zip(&whole.sessions) {
+        assert_eq!(s, want);
+        let slice = &text[span.offset as usize..(span.offset + span.len) as usize];
+        let again = parse_script(slice).unwrap();
+        assert_eq!(again.sessions.len(), 1, "span {span:?}: {slice:?}");
+        assert_eq!(&again.sessions[0], want, "span {span:?}: {slice:?}");
+    }
+}
+
+#[test]
+fn a_streamed_script_gives_the_same_sessions_and_spans_that_hold_them() {
+    stream_agrees(FIGURE_5);
+    // bursts and think times, comments before and inside sessions
+    stream_agrees("# comment\n/foo.html think=2.0\n    /pict1.gif\n\t/pict2.gif\n/foo2.html method=POST contents='Post data with spaces'\n\n/x.html\n");
+    // CloudSuite `session` lines, CRLF line ends, no newline at the end
+    stream_agrees("session server=10.0.0.1 port=8080\r\n/a timeout=10 pace_time=10\r\n/b\r\n\r\n\r\nsession server=10.0.0.2\r\n/c");
+    // vodlab headers; a header alone before a blank line joins the next session
+    stream_agrees("#@session id=1 class=a\n/a range=0-9\n/b pacing=5\n\n#@session id=2\n\n/c\n\n\n#@session id=3 title=t rep=sd\n/d conn=1\n/e\n");
+    // what `write_vodlab` writes
+    let s = parse_script(FIGURE_5).unwrap();
+    stream_agrees(&write_vodlab(&s));
+    // nothing at all
+    stream_agrees("");
+    stream_agrees("# only a comment\n\n");
+}
+
+#[test]
+fn a_streamed_script_names_the_line_of_its_mistakes() {
+    let e = parse_script_stream("/a\n/b bogus=1\n".as_bytes(), |_, _| {}).unwrap_err();
+    let StreamError::Parse(e) = e else {
+        panic!("{e}")
+    };
+    assert_eq!((e.line, e.kind), (2, ParseErrorKind::UnknownKey));
+    assert_eq!(e, parse_script("/a\n/b bogus=1\n").unwrap_err());
+    let bytes = b"/a\n/\xffb\n";
+    let StreamError::Parse(e) = parse_script_stream(&bytes[..], |_, _| {}).unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(e, parse_script_bytes(bytes).unwrap_err());
+}
