@@ -367,6 +367,46 @@ fn players_honouring_cmsd_follow_the_servers_etp() {
     }
 }
 
+#[test]
+fn dashjs_profile_players_honouring_cmsd_follow_the_servers_etp() {
+    // --player-profile dashjs keeps dash.js's own throughput history: the
+    // etp must reach it (dash.js 4.7.4 mixes it into each sample there)
+    let d = tempfile::tempdir().unwrap();
+    let (w, _) = setup(d.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let run = |extra: &[&str]| {
+        let server = rt
+            .block_on(vodlab_client::groundtruth::GroundTruthServer::start(
+                etp_site(&w, 1000),
+            ))
+            .unwrap();
+        let out = d.path().join(format!("dashjs-{}", extra.len()));
+        let mut flags = vec!["--player-profile", "dashjs", "--no-abandon"];
+        flags.extend_from_slice(extra);
+        let r = common::run_dash_players(&w, &format!("http://{}", server.addr), &out, &flags);
+        let p = &r["players"]["overall"];
+        assert_eq!(
+            (p["sessions"].as_u64(), p["failed"].as_u64()),
+            (Some(8), Some(0)),
+            "{p}"
+        );
+        segments_by_session(&server.served(), &w)
+    };
+    // weight 1: every sample is 1,000 kbit/s; dash.js starts at the rung
+    // for 1,000 (750) and its throughput rule keeps 0.9 x 1,000 = 900: 750
+    let by = run(&["--honour-cmsd", "--cmsd-etp-weight", "1"]);
+    assert_eq!(by.len(), 8, "{by:?}");
+    for (sid, segs) in &by {
+        assert!(segs.len() >= 4, "{sid}: {segs:?}");
+        assert!(segs.iter().all(|&(k, _)| k <= 750.0), "{sid}: {segs:?}");
+    }
+    // not honoured: the loopback's measured throughput lifts them above it
+    let by = run(&[]);
+    for (sid, segs) in &by {
+        assert!(segs.last().unwrap().0 > 1750.0, "{sid}: {segs:?}");
+    }
+}
+
 /// Runs the players (4 segments each, unshaped loopback, the throughput
 /// rule, no abandonment) against `url`.
 fn run_players_at(w: &Path, url: &str, out: &Path, extra: &[&str]) -> serde_json::Value {

@@ -929,6 +929,7 @@ impl Player {
                         before,
                         self.buffer.level_ms(),
                         stalled,
+                        f.etp.map(|e| (e, self.cfg.etp_weight)),
                     );
                 }
                 if f.index > 0 {

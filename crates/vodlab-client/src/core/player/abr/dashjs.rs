@@ -280,7 +280,8 @@ impl DashJs {
     /// `request_ms`, its first byte after `ttfb_ms`, finished at
     /// `finish_ms`, `bits` received; `buffer_ms` buffered before it is
     /// appended, `after_ms` after; `stalled`: the buffer ran dry during the
-    /// download. Both buffer levels reach the DYNAMIC strategy (the lowest
+    /// download; `etp`: the response's CMSD `etp` (kbit/s) and the weight
+    /// it is blended with (`--honour-cmsd`, `--cmsd-etp-weight`), if any. Both buffer levels reach the DYNAMIC strategy (the lowest
     /// and the highest of the download: the buffer falls while it lasts).
     #[allow(clippy::too_many_arguments)]
     pub fn segment_loaded(
@@ -294,11 +295,14 @@ impl DashJs {
         buffer_ms: f64,
         after_ms: f64,
         stalled: bool,
+        etp: Option<(f64, f64)>,
     ) {
         self.buffer_level(buffer_ms);
         self.buffer_level(after_ms);
         let transfer = finish_ms - request_ms - ttfb_ms;
-        self.history.push(ttfb_ms, transfer, bits);
+        let (etp_kbps, weight) = etp.map_or((None, 0.0), |(e, w)| (Some(e), w));
+        self.history
+            .push_with_etp(ttfb_ms, transfer, bits, etp_kbps, weight);
         if let Some(b) = self.bola.as_mut() {
             if stalled {
                 b.buffer_empty();

@@ -51,9 +51,26 @@ impl ThroughputHistory {
     /// ms, and the bits received. The sample is `round(bits / transfer)`
     /// kbit/s.
     pub fn push(&mut self, ttfb_ms: f64, transfer_ms: f64, bits: f64) {
+        self.push_with_etp(ttfb_ms, transfer_ms, bits, None, 0.0);
+    }
+
+    /// [`Self::push`] with the server's CMSD `etp` (kbit/s) of the response
+    /// blended into the sample as dash.js 4.7.4's `ThroughputHistory.push`
+    /// does when `streaming.cmsd.abr.etpWeightRatio` `weight` is in
+    /// (0, 1]: `round(bits / transfer) × (1 − weight) + etp × weight`, not
+    /// rounded again ([`crate::core::player::estimate::blend_etp`]).
+    pub fn push_with_etp(
+        &mut self,
+        ttfb_ms: f64,
+        transfer_ms: f64,
+        bits: f64,
+        etp_kbps: Option<f64>,
+        weight: f64,
+    ) {
         let latency = whole_ms(ttfb_ms);
         let download = whole_ms(transfer_ms);
-        let throughput = (bits / download).round();
+        let throughput =
+            crate::core::player::estimate::blend_etp((bits / download).round(), etp_kbps, weight);
         if download < CACHE_LOAD_THRESHOLD_MS {
             if !self.throughput.is_empty() && !self.has_cached {
                 return;

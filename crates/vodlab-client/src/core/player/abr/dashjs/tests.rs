@@ -214,9 +214,52 @@ fn loaded(m: &Movie, kbps: f64, n: usize) -> DashJs {
             4000.0,
             8000.0,
             false,
+            None,
         );
     }
     d
+}
+
+#[test]
+fn the_servers_etp_enters_each_throughput_sample_by_its_weight() {
+    // 1,000,000 bits over 1,000 ms: 1,000 kbit/s measured; etp 3,000
+    let mut h = ThroughputHistory::new();
+    h.push_with_etp(10.0, 1000.0, 1_000_000.0, Some(3000.0), 0.5);
+    h.push_with_etp(10.0, 1000.0, 1_000_000.0, Some(3000.0), 1.0);
+    // weight 0 (dash.js's default) or no etp: measured only
+    h.push_with_etp(10.0, 1000.0, 1_000_000.0, Some(3000.0), 0.0);
+    h.push_with_etp(10.0, 1000.0, 1_000_000.0, None, 1.0);
+    assert_eq!(
+        h.samples().collect::<Vec<_>>(),
+        [2000.0, 3000.0, 1000.0, 1000.0]
+    );
+}
+
+#[test]
+fn a_low_etp_lowers_the_rules_throughput_average() {
+    let m = movie(15);
+    // measured 4,000 kbit/s on every segment; the server says 700
+    let run = |etp: Option<(f64, f64)>| {
+        let mut d = DashJs::new(&m);
+        for i in 0..6 {
+            d.segment_loaded(
+                i,
+                1,
+                0.0,
+                50.0,
+                3050.0,
+                3000.0 * 4000.0,
+                4000.0,
+                8000.0,
+                false,
+                etp,
+            );
+        }
+        d.history.average_throughput().unwrap()
+    };
+    assert_eq!(run(None), 4000.0);
+    assert_eq!(run(Some((700.0, 1.0))), 700.0);
+    assert_eq!(run(Some((700.0, 0.5))), 2350.0);
 }
 
 #[test]
@@ -237,7 +280,18 @@ fn the_start_and_the_insufficient_buffer_rule() {
     // initialBitrate 1000 kbit/s: 384p
     assert_eq!(d.quality(), 1);
     // segment 0: 1000 kbit/s, latency 50 ms
-    d.segment_loaded(0, 1, 0.0, 50.0, 3050.0, 3_000_000.0, 0.0, 4000.0, false);
+    d.segment_loaded(
+        0,
+        1,
+        0.0,
+        50.0,
+        3050.0,
+        3_000_000.0,
+        0.0,
+        4000.0,
+        false,
+        None,
+    );
     // segment 1 with 4 s buffered: the throughput rule's 900 × (1 −
     // 50/4000) = 888.75 → 384p; the insufficient-buffer rule still ignores
     // (one of its two segments left)
@@ -260,6 +314,7 @@ fn the_start_and_the_insufficient_buffer_rule() {
         1000.0,
         5000.0,
         false,
+        None,
     );
     // 5 s buffered: 1000 × 5/4 × 0.5 = 625, × 0.9875 = 617.2 → 240p wins
     // over the throughput rule's 384p: dash.js's drop at 1 Mbit/s
@@ -344,6 +399,7 @@ fn abandon_requests_rule_hand_worked() {
         3000.0,
         7000.0,
         false,
+        None,
     );
     d.segment_loaded(
         4,
@@ -355,6 +411,7 @@ fn abandon_requests_rule_hand_worked() {
         6000.0,
         10_000.0,
         false,
+        None,
     );
     // 10 000 kbit/s measured, but the throughput rule is off until 10 700
     let x = d.decide(&ctx(&m, 8000.0, 2000.0));
