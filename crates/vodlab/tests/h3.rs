@@ -226,12 +226,20 @@ fn run_h3_against_serve_h3_gets_every_byte_of_every_range() {
     assert_eq!(r["transport"]["connections"], sessions, "{r}");
     assert_eq!(r["transport"]["tls_handshakes"], sessions);
     assert_eq!(r["transport"]["tls_resumed"], 0);
-    // the server's h3 counters say the same
-    let st = stats(port, &ca);
     let (reqs, bytes) = (
         r["completed_requests"].as_u64().unwrap(),
         r["completed_bytes"].as_u64().unwrap(),
     );
+    check_quic_figures(&r["transport"]["quic"], sessions, reqs, bytes);
+    // summary.txt prints the same figures
+    let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    let line = format!(
+        "QUIC: {} packets sent, 0 lost (0 bytes, 0 of {sessions} connections), 0 congestion events",
+        r["transport"]["quic"]["packets_sent"]
+    );
+    assert!(summary.contains(&line), "{line} in {summary}");
+    // the server's h3 counters say the same
+    let st = stats(port, &ca);
     assert_eq!(st["h3"]["requests"], reqs, "{st}");
     assert_eq!(st["h3"]["bytes"], bytes, "{st}");
     assert_eq!(
@@ -275,6 +283,41 @@ fn run_h3_against_serve_h3_gets_every_byte_of_every_range() {
         logged, sent,
         "access log (path, range, bytes sent) = the client's rows"
     );
+}
+
+/// QUIC's figures of a loopback run (`transport.quic`) against what they
+/// must be: nothing lost (so no congestion event, and the window never
+/// below quinn's initial 12,000 bytes: 10 × 1200, CUBIC's and NewReno's
+/// default), one connection per session, a STREAM frame per request at
+/// least, the datagrams received carrying the response bodies (`bytes`)
+/// with bounded overhead, and a loopback RTT.
+fn check_quic_figures(q: &serde_json::Value, connections: u64, requests: u64, bytes: u64) {
+    let n = |k: &str| q[k].as_u64().unwrap_or_else(|| panic!("quic.{k}: {q}"));
+    eprintln!("transport.quic: {q}");
+    assert_eq!(n("connections"), connections, "{q}");
+    for k in [
+        "packets_lost",
+        "lost_bytes",
+        "congestion_events",
+        "connections_with_loss",
+    ] {
+        assert_eq!(n(k), 0, "{k} on loopback: {q}");
+    }
+    assert!(n("stream_frames_sent") >= requests, "{q}");
+    assert!(n("packets_sent") >= requests.max(2 * connections), "{q}");
+    let got = n("bytes_received");
+    assert!(
+        got >= bytes && got <= bytes + bytes / 10 + 20_000 * connections,
+        "{got} bytes received for {bytes} of bodies: {q}"
+    );
+    assert!(n("datagrams_received") * 1500 >= got, "{q}");
+    let cwnd = &q["cwnd_bytes"];
+    assert_eq!(cwnd["count"], connections, "{q}");
+    assert!(cwnd["min"].as_f64().unwrap() >= 11_990.0, "{q}");
+    let rtt = &q["rtt_ms"];
+    assert_eq!(rtt["count"], connections, "{q}");
+    assert!(rtt["min"].as_f64().unwrap() > 0.0, "{q}");
+    assert!(rtt["max"].as_f64().unwrap() < 200.0, "{q}");
 }
 
 /// The Python with aioquic: the test venv (`$VODLAB_TEST_VENV`, else
@@ -474,6 +517,13 @@ fn run_h3_against_ngtcp2_server() {
     assert!(
         rows.values().all(|v| v.1.is_empty()),
         "whole-file requests only"
+    );
+    // QUIC's figures hold against another server's QUIC stack too
+    check_quic_figures(
+        &r["transport"]["quic"],
+        r["scheduled_sessions"].as_u64().unwrap(),
+        r["completed_requests"].as_u64().unwrap(),
+        r["completed_bytes"].as_u64().unwrap(),
     );
     assert!(
         matches!(server.0.try_wait(), Ok(None)),

@@ -256,6 +256,15 @@ fn players_over_h3_play_to_their_end_with_every_byte() {
     assert_eq!(r["failed_sessions"], 0);
     assert_eq!(r["transport"]["connections"], 4, "{r}");
     assert_eq!(r["transport"]["tls_handshakes"], 4, "{r}");
+    // QUIC's figures (the schema checked above): one connection per player,
+    // nothing lost on loopback, a STREAM frame per request at least
+    let q = &r["transport"]["quic"];
+    assert_eq!(q["connections"], 4, "{r}");
+    assert_eq!(
+        (q["packets_lost"].as_u64(), q["lost_bytes"].as_u64()),
+        (Some(0), Some(0)),
+        "{q}"
+    );
     let (by, statuses) = requests_by_session(&log);
     assert_eq!(statuses.keys().copied().collect::<Vec<_>>(), vec![200]);
     assert_eq!(by.len(), 4, "{by:?}");
@@ -272,6 +281,8 @@ fn players_over_h3_play_to_their_end_with_every_byte() {
     }
     assert_eq!(r["completed_requests"], n, "{r}");
     assert_eq!(r["completed_bytes"], bytes, "{r}");
+    assert!(q["stream_frames_sent"].as_u64().unwrap() >= n, "{q}");
+    assert!(q["bytes_received"].as_u64().unwrap() >= bytes, "{q}");
     assert_eq!((st.h3.requests, st.h3.bytes), (n, bytes));
 }
 
