@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """One HTTP/3 GET with aioquic (PyPI), a third-party h3 client for vodlab's
-tests: h3get.py HOST PORT PATH OUT [--range SPEC] [--ca PEM] [--streams N].
-Writes the body to OUT and prints one JSON line: status, headers, bytes, ALPN.
+tests: h3get.py HOST PORT PATH OUT [--range SPEC] [--ca PEM] [--streams N]
+[--timeout S].
+Writes the body to OUT and prints one JSON line: status, headers, bytes, ALPN,
+and elapsed_s, the seconds from the first request sent to its stream's end
+(the pacing tests' measure: no interpreter start-up or handshake in it).
 With --streams N it opens N request streams at once (the stream cap's test)
 and reports how many were answered."""
-import argparse, asyncio, json, ssl
+import argparse, asyncio, json, ssl, time
 
 from aioquic.asyncio import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
@@ -26,7 +29,8 @@ class Client(QuicConnectionProtocol):
         hdrs += [(k.encode(), v.encode()) for k, v in headers]
         self.h3.send_headers(sid, hdrs, end_stream=True)
         fut = asyncio.get_running_loop().create_future()
-        self.streams[sid] = {"head": None, "body": bytearray(), "done": fut}
+        self.streams[sid] = {"head": None, "body": bytearray(), "done": fut,
+                             "t0": time.monotonic(), "t1": None}
         self.transmit()
         return fut
 
@@ -40,6 +44,7 @@ class Client(QuicConnectionProtocol):
             elif isinstance(e, DataReceived):
                 s["body"] += e.data
             if getattr(e, "stream_ended", False) and not s["done"].done():
+                s["t1"] = time.monotonic()
                 s["done"].set_result(s)
 
 
@@ -49,6 +54,7 @@ async def main():
     p.add_argument("path"); p.add_argument("out")
     p.add_argument("--range"); p.add_argument("--ca")
     p.add_argument("--streams", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=10.0)
     a = p.parse_args()
     cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN)
     if a.ca:
@@ -59,7 +65,7 @@ async def main():
     async with connect(a.host, a.port, configuration=cfg, create_protocol=Client,
                        wait_connected=True) as c:
         futs = [c.get(f"{a.host}:{a.port}", a.path, headers) for _ in range(a.streams)]
-        done, _ = await asyncio.wait(futs, timeout=10)
+        done, _ = await asyncio.wait(futs, timeout=a.timeout)
         first = futs[0].result() if futs[0].done() else None
         alpn = c._quic.tls.alpn_negotiated
     if first is not None:
@@ -67,7 +73,8 @@ async def main():
     head = dict(first["head"]) if first else {}
     print(json.dumps({"status": int(head.get(":status", 0)), "headers": head,
                       "bytes": len(first["body"]) if first else 0,
-                      "answered": len(done), "alpn": alpn}))
+                      "answered": len(done), "alpn": alpn,
+                      "elapsed_s": first["t1"] - first["t0"] if first else None}))
 
 
 asyncio.run(main())

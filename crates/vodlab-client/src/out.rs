@@ -2,12 +2,13 @@
 //! result files: temporary file, fsync, rename, fsync), [`metrics`] (bounded
 //! HdrHistograms and time bins, mergeable), [`results`] (`results.json`),
 //! [`shard`] (the parts a sharded run writes and their exact merge),
-//! [`codec`] (the dump's exact encoding) and [`thresholds`] (`--fail-on`
-//! rules over any result file).
+//! [`codec`] (the dump's exact encoding), [`quic`] (QUIC's own figures of
+//! an h3 run) and [`thresholds`] (`--fail-on` rules over any result file).
 
 pub mod atomic;
 pub mod codec;
 pub mod metrics;
+pub mod quic;
 pub mod results;
 pub mod shard;
 pub mod thresholds;

@@ -35,9 +35,11 @@
 //!   the helper watches the socket too, and reads with the kernel's
 //!   read-ahead off, so nothing reads on for it). So does a client that
 //!   goes away mid-send.
-//! - **The sink is a connection or an HTTP/2 stream** (`Sink`): bytes go
-//!   out with sendfile (plain TCP), through TLS, or as DATA on an h2
-//!   stream; for a stream, "went away" is the client's RST_STREAM.
+//! - **The sink is a connection, an HTTP/2 stream or an HTTP/3 stream**
+//!   (`Sink`): bytes go out with sendfile (plain TCP), through TLS, or as
+//!   DATA on an h2 or h3 stream; for an h2 stream, "went away" is the
+//!   client's RST_STREAM, for an h3 stream its QUIC connection closing
+//!   (the helper has no socket of its own to watch for it).
 
 use std::fs::File;
 use std::io;
@@ -223,7 +225,7 @@ impl RangeIo<'_, '_> {
     /// the connection takes the client's end of sending as its going away
     /// (`watch`: no pipelined request seen).
     fn start(&self, f: &FileCtx<'_>, start: u64, len: u64, watch: bool) -> Flight {
-        let client = watch.then(|| self.sink.client_fd());
+        let client = if watch { self.sink.client_fd() } else { None };
         Flight {
             pending: self.st.helpers.prefetch(f.file.clone(), start, len, client),
             start,

@@ -23,13 +23,20 @@ use crate::server::State;
 use crate::transport::Transport;
 
 /// Where a range executor ([`crate::asap`]) sends file bytes: an HTTP/1
-/// connection's transport, or an HTTP/2 stream.
+/// connection's transport, an HTTP/2 stream or an HTTP/3 stream.
 pub(crate) enum Sink<'a> {
     /// The connection's byte stream (sendfile on plain TCP).
     Conn(&'a mut Transport),
     /// An HTTP/2 stream's DATA, the file bytes sent on it, and its
     /// connection's TCP socket.
     H2(&'a mut SendStream<Bytes>, &'a mut u64, RawFd),
+    /// An HTTP/3 request stream, the file bytes sent on it, and its QUIC
+    /// connection (no socket of its own: the UDP socket is the server's).
+    H3(
+        &'a mut crate::h3::Stream,
+        &'a mut u64,
+        &'a quinn::Connection,
+    ),
 }
 
 impl Sink<'_> {
@@ -45,12 +52,16 @@ impl Sink<'_> {
         match self {
             Sink::Conn(t) => send_file(t, st, file, off, len).await,
             Sink::H2(out, sent, _) => send_range(st, out, file, off, len, false, sent, false).await,
+            Sink::H3(out, sent, _) => {
+                crate::h3::send_file(st, out, file, off, len, sent, false).await
+            }
         }
     }
 
     /// Whether the client has gone away already, without waiting: as
     /// [`Sink::gone`] would resolve `Ok(true)` now (the socket's read side
-    /// closed or errored, `poll(2)` with `POLLRDHUP`; the h2 stream reset).
+    /// closed or errored, `poll(2)` with `POLLRDHUP`; the h2 stream reset;
+    /// the QUIC connection closed).
     pub(crate) fn gone_now(&mut self) -> bool {
         match self {
             Sink::Conn(t) => socket_closed(t.tcp().as_raw_fd()),
@@ -62,22 +73,25 @@ impl Sink<'_> {
                         .poll_reset(&mut std::task::Context::from_waker(std::task::Waker::noop()))
                         .is_ready()
             }
+            Sink::H3(_, _, quic) => quic.close_reason().is_some(),
         }
     }
 
     /// The client's TCP socket (for an h2 stream its connection's), which
-    /// the prefetch helper watches ([`crate::prefetch::socket_closed`]).
-    pub(crate) fn client_fd(&self) -> RawFd {
+    /// the prefetch helper watches ([`crate::prefetch::socket_closed`]);
+    /// `None` for an h3 stream (QUIC has no socket per client).
+    pub(crate) fn client_fd(&self) -> Option<RawFd> {
         match self {
-            Sink::Conn(t) => t.tcp().as_raw_fd(),
-            Sink::H2(_, _, fd) => *fd,
+            Sink::Conn(t) => Some(t.tcp().as_raw_fd()),
+            Sink::H2(_, _, fd) => Some(*fd),
+            Sink::H3(..) => None,
         }
     }
 
     /// Resolves when the client has gone away (`Ok(true)`: the socket's
-    /// read side closed or errored, or the h2 stream was reset), or sent
-    /// something else (`Ok(false)`: a pipelined request; an h2 stream never
-    /// resolves so).
+    /// read side closed or errored, the h2 stream was reset, or the QUIC
+    /// connection closed), or sent something else (`Ok(false)`: a
+    /// pipelined request; an h2 or h3 stream never resolves so).
     pub(crate) async fn gone(&mut self) -> io::Result<bool> {
         match self {
             Sink::Conn(t) => {
@@ -88,6 +102,10 @@ impl Sink<'_> {
                 Ok(_) => Ok(true),
                 Err(_) => Ok(true),
             },
+            Sink::H3(_, _, quic) => {
+                quic.closed().await;
+                Ok(true)
+            }
         }
     }
 }

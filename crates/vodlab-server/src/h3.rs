@@ -8,14 +8,16 @@
 //! HEAD, 404/416, the statistics page, the access log and the response
 //! counters are shared; the head goes out through HTTP/2's conversion
 //! ([`crate::h2::to_response`], which drops the connection-specific
-//! fields HTTP/3 forbids as HTTP/2 does). Bodies are read from the file
-//! on the blocking pool, 256 KiB at a time, and written to the stream as
-//! QUIC's flow control and congestion controller take them.
-//!
-//! Not in this first slice: the ASAP probe and prefetch (the reads are
-//! ordinary reads, whatever `--io`), pacing (`--pace` leaves h3 responses
-//! unpaced; QUIC has its own pacer), the next-object prefetch is the
-//! shared prelude's. Limits: `--h3-max-concurrent-streams` (QUIC stream
+//! fields HTTP/3 forbids as HTTP/2 does). File bodies go out as HTTP/2's
+//! do ([`send`]): paced by the server's user-mode pacer (`--pace`; each
+//! grant's bytes are offered to the QUIC stream when the pacer releases
+//! them, and quinn's own pacer spaces the packets within its congestion
+//! window), through the ASAP range executor (probe, prefetch controller,
+//! one session per QUIC connection shared by its streams), or read on the
+//! blocking pool (`--io vanilla`). The next-object prefetch is the
+//! shared prelude's. A client going away is the QUIC connection closing
+//! (there is no TCP socket the prefetch helper could watch; a stream the
+//! client stops is noticed at the next write). Limits: `--h3-max-concurrent-streams` (QUIC stream
 //! credit), `--h3-idle-timeout` (QUIC's idle timeout), a cap on open
 //! connections (`--h3-max-connections`, beyond which new ones are
 //! refused before any state is kept), the header timeout for a stream's
@@ -24,6 +26,7 @@
 //! the bytes received, RFC 9000 §8.1) and, with `--h3-retry`, a Retry
 //! round trip that validates every address before its connection exists.
 
+use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -34,13 +37,16 @@ use h3::server::RequestResolver;
 use quinn::crypto::rustls::QuicServerConfig;
 use tokio::sync::watch;
 
+use vodlab_prefetch::SessionState;
+
 use crate::access::{log_line, CacheOutcome};
-use crate::config::h2::defaults as h2_defaults;
-use crate::conn_io::read_at;
-use crate::h2::{to_head, to_response};
-use crate::plan::{Body, ResponsePlan};
+use crate::config::PaceMode;
+use crate::h2::to_head;
 use crate::prepare::{prepare, FrontEnd};
 use crate::state::State;
+
+mod send;
+pub(crate) use send::{send_file, Stream};
 
 pub use crate::config::h3::{defaults, H3Settings};
 
@@ -161,7 +167,8 @@ pub(crate) async fn accept_loop(
 
 /// One QUIC connection: the handshake (within the header timeout), then
 /// its request streams, each a task of the connection's set (dropped with
-/// it).
+/// it), sharing the connection's prefetch session as an HTTP/2
+/// connection's streams do.
 async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch::Receiver<bool>) {
     let p = &st.counters.proto;
     let quic = match tokio::time::timeout(st.cfg.header_timeout, incoming).await {
@@ -179,6 +186,7 @@ async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch:
     let id = st.counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
     p.h3_connections.fetch_add(1, Ordering::Relaxed);
     st.counters.open.fetch_add(1, Ordering::Relaxed);
+    let session = Arc::new(tokio::sync::Mutex::new(SessionState::default()));
     let built = h3::server::builder()
         .max_field_section_size(u64::from(st.cfg.h2.max_header_list_size))
         .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
@@ -196,7 +204,11 @@ async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch:
                 r = conn.accept() => match r {
                     Ok(Some(resolver)) => {
                         let st = st.clone();
-                        streams.spawn(async move { request(&st, id, resolver).await });
+                        let session = session.clone();
+                        let quic = quic.clone();
+                        streams.spawn(async move {
+                            request(&st, (id, &quic), &session, resolver).await
+                        });
                     }
                     Ok(None) | Err(_) => break,
                 },
@@ -207,23 +219,19 @@ async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch:
         while streams.join_next().await.is_some() {}
     }
     quic.close(quinn::VarInt::from_u32(0x100), b"");
+    crate::asap::end_session(st, id, &mut *session.lock().await);
     st.counters.open.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// The stream types of a request on quinn.
-type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
-
-/// Why a response was cut short.
-enum Cut {
-    /// The stream failed (reset by the client, connection gone).
-    Stream,
-    /// A write made no progress for the send timeout.
-    Timeout,
-}
-
 /// Answers one request stream: its head (within the header timeout), the
-/// shared prelude, then the response.
-async fn request(st: &State, conn: u64, resolver: RequestResolver<h3_quinn::Connection, Bytes>) {
+/// shared prelude ([`crate::prepare`]: route, open, plan, bit rate,
+/// pacing), then the response ([`send::respond`]).
+async fn request(
+    st: &State,
+    (conn, quic): (u64, &quinn::Connection),
+    session: &tokio::sync::Mutex<SessionState>,
+    resolver: RequestResolver<h3_quinn::Connection, Bytes>,
+) {
     let (req, mut stream) =
         match tokio::time::timeout(st.cfg.header_timeout, resolver.resolve_request()).await {
             Ok(Ok(r)) => r,
@@ -239,130 +247,38 @@ async fn request(st: &State, conn: u64, resolver: RequestResolver<h3_quinn::Conn
     let fe = FrontEnd {
         conn,
         keep_alive: true,
-        can_pace: false,
+        // kernel-mode pacing is per TCP socket: not for a QUIC stream
+        can_pace: st.cfg.pace_mode == PaceMode::User,
         arrived: t0,
         alt_svc: false,
     };
     let prep = prepare(st, &head, fe);
     let p = &prep.plan;
     let mut sent = 0u64;
-    let res = respond(
+    let mut cache = CacheOutcome::None;
+    let sc = send::StreamCtx {
         st,
-        &mut stream,
-        p,
-        prep.file.as_ref().map(|f| &f.file),
-        &mut sent,
-    )
-    .await;
+        conn,
+        quic,
+        session,
+        head: &head,
+        file: prep.file_ctx(&head),
+        pace: prep.pace,
+    };
+    let res = send::respond(&sc, &mut stream, p, &mut sent, &mut cache).await;
     crate::asap::prefetch_next_objects(st, &prep.next);
     let c = &st.counters;
     c.requests.fetch_add(1, Ordering::Relaxed);
     c.proto.h3_requests.fetch_add(1, Ordering::Relaxed);
-    log_line(
-        st,
-        conn,
-        &head,
-        p,
-        (sent, CacheOutcome::None),
-        t0.elapsed(),
-        &prep.cmcd,
-    );
-    match res {
-        Ok(()) => {}
-        Err(Cut::Timeout) => {
+    log_line(st, conn, &head, p, (sent, cache), t0.elapsed(), &prep.cmcd);
+    if let Err(e) = res {
+        c.proto.h3_aborted.fetch_add(1, Ordering::Relaxed);
+        if e.kind() == io::ErrorKind::TimedOut {
             c.send_timeouts.fetch_add(1, Ordering::Relaxed);
-            c.proto.h3_aborted.fetch_add(1, Ordering::Relaxed);
             stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
-        }
-        Err(Cut::Stream) => {
+        } else {
             c.aborted.fetch_add(1, Ordering::Relaxed);
-            c.proto.h3_aborted.fetch_add(1, Ordering::Relaxed);
         }
-    }
-}
-
-/// Sends the plan's head and body, then finishes the stream.
-async fn respond(
-    st: &State,
-    out: &mut Stream,
-    p: &ResponsePlan,
-    file: Option<&Arc<std::fs::File>>,
-    sent: &mut u64,
-) -> Result<(), Cut> {
-    let limit = st.cfg.send_timeout;
-    timed(limit, out.send_response(to_response(p))).await?;
-    match &p.body {
-        Body::None => {}
-        Body::Bytes(b) => send(st, out, Bytes::from(b.clone()), None).await?,
-        Body::File(r) => send_file(st, out, file, r.offset, r.len, sent).await?,
-        Body::Multipart { parts, closing } => {
-            for part in parts {
-                send(st, out, Bytes::from(part.head.clone()), None).await?;
-                let r = part.range;
-                send_file(st, out, file, r.offset, r.len, sent).await?;
-                send(st, out, Bytes::from_static(b"\r\n"), None).await?;
-            }
-            send(st, out, Bytes::from(closing.clone()), None).await?;
-        }
-    }
-    timed(limit, out.finish()).await
-}
-
-/// Sends `len` bytes of the file from `off`, read on the blocking pool a
-/// body buffer at a time.
-async fn send_file(
-    st: &State,
-    out: &mut Stream,
-    file: Option<&Arc<std::fs::File>>,
-    mut off: u64,
-    len: u64,
-    sent: &mut u64,
-) -> Result<(), Cut> {
-    let Some(file) = file else {
-        return Err(Cut::Stream);
-    };
-    let end = off + len;
-    while off < end {
-        let n = ((end - off) as usize).min(h2_defaults::BODY_CHUNK);
-        let buf = match read_at(file, off, n, true).await {
-            Ok(b) => b,
-            Err(e) => {
-                st.log_error(&format_args!("h3 read: {e}"));
-                return Err(Cut::Stream);
-            }
-        };
-        send(st, out, crate::body_pool::bytes(buf), Some(sent)).await?;
-        off += n as u64;
-    }
-    Ok(())
-}
-
-/// Writes `data` to the stream within the send timeout; file bytes count in
-/// `sent` and the byte counters.
-async fn send(
-    st: &State,
-    out: &mut Stream,
-    data: Bytes,
-    sent: Option<&mut u64>,
-) -> Result<(), Cut> {
-    let n = data.len() as u64;
-    timed(st.cfg.send_timeout, out.send_data(data)).await?;
-    if let Some(s) = sent {
-        *s += n;
-        st.counters.bytes.fetch_add(n, Ordering::Relaxed);
-        st.counters.proto.h3_bytes.fetch_add(n, Ordering::Relaxed);
-    }
-    Ok(())
-}
-
-async fn timed<E>(
-    limit: std::time::Duration,
-    f: impl std::future::Future<Output = Result<(), E>>,
-) -> Result<(), Cut> {
-    match tokio::time::timeout(limit, f).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(_)) => Err(Cut::Stream),
-        Err(_) => Err(Cut::Timeout),
     }
 }
 

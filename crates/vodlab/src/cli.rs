@@ -74,6 +74,7 @@ pub enum Command {
     ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player dash --abr dynamic
     ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player hls --abr bba --max-buffer 30 --p1203
     ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player dash --player-timelines 20 -o results/dash
+    ///   vodlab run work/dash --target https://localhost:8443 --protocol h3 --ca ca.pem --rate 5 --player dash --no-shaping
     ///   vodlab run work/many --target http://127.0.0.1:8080 --rate 1000 --no-shaping --client-processes 6 --source-address 127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4 -o results/100k
     #[command(verbatim_doc_comment)]
     Run(crate::run::RunArgs),
@@ -120,6 +121,7 @@ pub enum Command {
     ///   vodlab serve --root /srv/video --listen 127.0.0.1:8080
     ///   vodlab serve --root /srv/video --io vanilla --access-log access.log
     ///   vodlab serve --root /srv/video --listen 127.0.0.1:8443 --tls-self-signed --tls-cert-out ca.pem --h3
+    ///   vodlab serve --root /srv/video --listen 127.0.0.1:8443 --tls-self-signed --h3 --pace 1.5 --default-bitrate 4000
     ///   vodlab serve --root /srv/video --listen 127.0.0.1:8080 --workers 4 --max-connections 19000
     #[command(verbatim_doc_comment)]
     Serve(Box<crate::serve::ServeArgs>),

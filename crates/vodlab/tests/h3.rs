@@ -226,12 +226,20 @@ fn run_h3_against_serve_h3_gets_every_byte_of_every_range() {
     assert_eq!(r["transport"]["connections"], sessions, "{r}");
     assert_eq!(r["transport"]["tls_handshakes"], sessions);
     assert_eq!(r["transport"]["tls_resumed"], 0);
-    // the server's h3 counters say the same
-    let st = stats(port, &ca);
     let (reqs, bytes) = (
         r["completed_requests"].as_u64().unwrap(),
         r["completed_bytes"].as_u64().unwrap(),
     );
+    check_quic_figures(&r["transport"]["quic"], sessions, reqs, bytes);
+    // summary.txt prints the same figures
+    let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    let line = format!(
+        "QUIC: {} packets sent, 0 lost (0 bytes, 0 of {sessions} connections), 0 congestion events",
+        r["transport"]["quic"]["packets_sent"]
+    );
+    assert!(summary.contains(&line), "{line} in {summary}");
+    // the server's h3 counters say the same
+    let st = stats(port, &ca);
     assert_eq!(st["h3"]["requests"], reqs, "{st}");
     assert_eq!(st["h3"]["bytes"], bytes, "{st}");
     assert_eq!(
@@ -275,6 +283,41 @@ fn run_h3_against_serve_h3_gets_every_byte_of_every_range() {
         logged, sent,
         "access log (path, range, bytes sent) = the client's rows"
     );
+}
+
+/// QUIC's figures of a loopback run (`transport.quic`) against what they
+/// must be: nothing lost (so no congestion event, and the window never
+/// below quinn's initial 12,000 bytes: 10 × 1200, CUBIC's and NewReno's
+/// default), one connection per session, a STREAM frame per request at
+/// least, the datagrams received carrying the response bodies (`bytes`)
+/// with bounded overhead, and a loopback RTT.
+fn check_quic_figures(q: &serde_json::Value, connections: u64, requests: u64, bytes: u64) {
+    let n = |k: &str| q[k].as_u64().unwrap_or_else(|| panic!("quic.{k}: {q}"));
+    eprintln!("transport.quic: {q}");
+    assert_eq!(n("connections"), connections, "{q}");
+    for k in [
+        "packets_lost",
+        "lost_bytes",
+        "congestion_events",
+        "connections_with_loss",
+    ] {
+        assert_eq!(n(k), 0, "{k} on loopback: {q}");
+    }
+    assert!(n("stream_frames_sent") >= requests, "{q}");
+    assert!(n("packets_sent") >= requests.max(2 * connections), "{q}");
+    let got = n("bytes_received");
+    assert!(
+        got >= bytes && got <= bytes + bytes / 10 + 20_000 * connections,
+        "{got} bytes received for {bytes} of bodies: {q}"
+    );
+    assert!(n("datagrams_received") * 1500 >= got, "{q}");
+    let cwnd = &q["cwnd_bytes"];
+    assert_eq!(cwnd["count"], connections, "{q}");
+    assert!(cwnd["min"].as_f64().unwrap() >= 11_990.0, "{q}");
+    let rtt = &q["rtt_ms"];
+    assert_eq!(rtt["count"], connections, "{q}");
+    assert!(rtt["min"].as_f64().unwrap() > 0.0, "{q}");
+    assert!(rtt["max"].as_f64().unwrap() < 200.0, "{q}");
 }
 
 /// The Python with aioquic: the test venv (`$VODLAB_TEST_VENV`, else
@@ -475,6 +518,13 @@ fn run_h3_against_ngtcp2_server() {
         rows.values().all(|v| v.1.is_empty()),
         "whole-file requests only"
     );
+    // QUIC's figures hold against another server's QUIC stack too
+    check_quic_figures(
+        &r["transport"]["quic"],
+        r["scheduled_sessions"].as_u64().unwrap(),
+        r["completed_requests"].as_u64().unwrap(),
+        r["completed_bytes"].as_u64().unwrap(),
+    );
     assert!(
         matches!(server.0.try_wait(), Ok(None)),
         "gtlsserver still up after the run"
@@ -535,4 +585,142 @@ fn h3_refuses_what_it_cannot_do_with_a_clear_error() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("no HTTP/3 (QUIC) connection"));
+}
+
+/// A file of `len` position-dependent bytes at `path`.
+fn varied_file(path: &Path, len: u32) -> Vec<u8> {
+    let data: Vec<u8> = (0..len)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(path, &data).unwrap();
+    data
+}
+
+/// The h2 pacing test's ground truth over HTTP/3 (h2_serve.rs,
+/// `h2_streams_are_paced_by_the_user_mode_pacer`): 3,000,000 bytes at
+/// 8 Mbit/s (1 MB/s) × K 1.5 with no burst take 2.0 s from request to the
+/// stream's end at aioquic, within the same 1.8-3.0 s, and are the file's
+/// bytes; the pacer counted the response and its grants (64 KiB at most
+/// each); unpaced, the same download is far faster.
+#[test]
+fn h3_streams_are_paced_by_the_user_mode_pacer() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let data = varied_file(&root.join("seg.m4s"), 3_000_000);
+    let got = t.path().join("got.bin");
+    let (mut serve, port, ca) = serve_h3(
+        t.path(),
+        &root,
+        &[
+            "--pace",
+            "1.5",
+            "--pace-burst",
+            "0",
+            "--default-bitrate",
+            "8000",
+        ],
+    );
+    let j = h3get(port, "/seg.m4s", &got, &ca, &["--timeout", "20"]);
+    assert_eq!(j["status"], 200, "{j}");
+    assert!(std::fs::read(&got).unwrap() == data, "the file's bytes");
+    let took = j["elapsed_s"].as_f64().unwrap();
+    eprintln!("paced h3 response: {took:.3} s (2.0 s at the paced rate)");
+    assert!((1.8..3.0).contains(&took), "{took:.2} s, paced 2.0 s");
+    let st = stats(port, &ca);
+    assert_eq!(st["pacing"]["paced_responses"], 1, "{st}");
+    assert!(
+        st["pacing"]["grants"].as_u64().unwrap() >= 3_000_000 / 65_536,
+        "{st}"
+    );
+    assert_eq!(st["h3"]["bytes"], 3_000_000, "{st}");
+    assert!(serve.stop(), "vodlab serve exits cleanly on SIGTERM");
+    // unpaced, the same download is far faster
+    let (mut serve, port, ca) = serve_h3(t.path(), &root, &[]);
+    let j = h3get(port, "/seg.m4s", &got, &ca, &[]);
+    assert_eq!(j["bytes"], 3_000_000, "{j}");
+    let took = j["elapsed_s"].as_f64().unwrap();
+    eprintln!("unpaced h3 response: {took:.3} s");
+    assert!(took < 1.5, "unpaced: {took:.2} s");
+    let st = stats(port, &ca);
+    assert_eq!(st["pacing"]["paced_responses"], 0, "{st}");
+    assert!(serve.stop());
+}
+
+/// Drops the (clean) page-cache pages of `path`.
+fn cool(path: &Path) {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: an open descriptor, advice only
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(r, 0, "posix_fadvise");
+}
+
+/// The prefetch helper's bytes read, over every device.
+fn helper_bytes(st: &serde_json::Value) -> u64 {
+    st["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["bytes"].as_u64().unwrap())
+        .sum()
+}
+
+/// ASAP over HTTP/3 as over HTTP/1.1 and HTTP/2 (hostile_prefetch.rs,
+/// `a_short_range_completes_with_its_read_ahead`; h2_serve.rs checks h2
+/// streams are probed): a range of an uncached file (on the real disk,
+/// dropped from the page cache) misses, and the helper reads the 4 MiB
+/// prefetch for it; the next range inside that prefetch, from another
+/// aioquic connection right after the first completed, hits and reads
+/// nothing more. The statistics and the access log's cache column say so;
+/// both ranges arrive byte for byte. With `--io vanilla` nothing is probed.
+#[test]
+fn h3_ranges_are_probed_and_prefetched_by_asap() {
+    let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let data = varied_file(&root.join("seg.mp4"), 8 << 20);
+    cool(&root.join("seg.mp4"));
+    let log = t.path().join("access.log");
+    let (mut serve, port, ca) = serve_h3(t.path(), &root, &["--access-log", log.to_str().unwrap()]);
+    let got = t.path().join("got.bin");
+    for (a, b) in [(0usize, 262_143usize), (262_144, 4_194_303)] {
+        let j = h3get(
+            port,
+            "/seg.mp4",
+            &got,
+            &ca,
+            &["--range", &format!("{a}-{b}")],
+        );
+        assert_eq!(j["status"], 206, "{j}");
+        assert!(std::fs::read(&got).unwrap() == data[a..=b], "{a}-{b}");
+    }
+    let st = stats(port, &ca);
+    assert_eq!(
+        (st["probe_misses"].as_u64(), st["probe_hits"].as_u64()),
+        (Some(1), Some(1)),
+        "the first range missed and read 4 MiB ahead, the second found them: {st}"
+    );
+    assert_eq!(helper_bytes(&st), 4 << 20, "{st}");
+    assert!(serve.stop());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let cache: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" /seg.mp4 "))
+        .map(|l| l.split(' ').nth(9).unwrap())
+        .collect();
+    assert_eq!(cache, ["miss", "hit"], "{text}");
+    // vanilla: plain reads, no probe, no helper
+    cool(&root.join("seg.mp4"));
+    let (mut serve, port, ca) = serve_h3(t.path(), &root, &["--io", "vanilla"]);
+    let j = h3get(port, "/seg.mp4", &got, &ca, &["--range", "0-262143"]);
+    assert_eq!(j["bytes"], 262_144, "{j}");
+    let st = stats(port, &ca);
+    assert_eq!(
+        (st["probe_misses"].as_u64(), helper_bytes(&st)),
+        (Some(0), 0),
+        "{st}"
+    );
+    assert!(serve.stop());
 }

@@ -407,6 +407,8 @@ pub struct TransportMetrics {
     pub tls_resumed: u64,
     /// Handshake durations, µs (TCP connect excluded).
     pub tls_handshake: Histogram<u64>,
+    /// QUIC's own figures of the h3 connections (none for TCP protocols).
+    pub quic: crate::out::quic::QuicMetrics,
 }
 
 impl Default for TransportMetrics {
@@ -416,6 +418,7 @@ impl Default for TransportMetrics {
             tls_handshakes: 0,
             tls_resumed: 0,
             tls_handshake: histogram(),
+            quic: crate::out::quic::QuicMetrics::default(),
         }
     }
 }
@@ -439,6 +442,7 @@ impl TransportMetrics {
         self.tls_handshake
             .add(&o.tls_handshake)
             .expect("same bounds");
+        self.quic.merge(&o.quic);
     }
 }
 

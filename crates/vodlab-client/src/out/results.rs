@@ -454,6 +454,9 @@ pub struct TransportResults {
     pub tls_resumed: u64,
     /// Handshake time (TCP connect excluded), ms.
     pub tls_handshake_ms: Summary,
+    /// QUIC's own figures per connection (`--protocol h3` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::out::quic::QuicResults>,
 }
 
 impl TransportResults {
@@ -464,6 +467,7 @@ impl TransportResults {
             tls_handshakes: t.tls_handshakes,
             tls_resumed: t.tls_resumed,
             tls_handshake_ms: Summary::of(&t.tls_handshake, 1e3),
+            quic: crate::out::quic::QuicResults::of(&t.quic),
         }
     }
 }
@@ -952,6 +956,20 @@ impl Results {
             );
         }
         s.push('\n');
+        if let Some(q) = &t.quic {
+            let _ = writeln!(
+                s,
+                "  QUIC: {} packets sent, {} lost ({} bytes, {} of {} connections), {} congestion events; RTT median {:.2} ms, cwnd median {:.0} bytes",
+                q.packets_sent,
+                q.packets_lost,
+                q.lost_bytes,
+                q.connections_with_loss,
+                q.connections,
+                q.congestion_events,
+                q.rtt_ms.p50,
+                q.cwnd_bytes.p50
+            );
+        }
         let h = &self.health;
         let _ = writeln!(
             s,

@@ -169,6 +169,9 @@ pub struct TransportDump {
     pub counts: [u64; 3],
     /// TLS handshake times, µs (V2, base64).
     pub tls_handshake: String,
+    /// QUIC's figures (h3 runs; absent otherwise and in older dumps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::out::quic::QuicDump>,
 }
 
 /// How a run went, apart from its metrics (for [`MetricsDump::new`]).
@@ -270,6 +273,10 @@ impl MetricsDump {
                     m.transport.tls_resumed,
                 ],
                 tls_handshake: encode_histogram("tls_handshake", &m.transport.tls_handshake)?,
+                quic: match m.transport.quic.connections {
+                    0 => None,
+                    _ => Some(m.transport.quic.dump()?),
+                },
             }),
             interval_s: info.interval_s,
             monitor: MonitorDump {
@@ -366,6 +373,9 @@ impl MetricsDump {
             let tm = &mut m.transport;
             [tm.connections, tm.tls_handshakes, tm.tls_resumed] = t.counts;
             add(&mut tm.tls_handshake, "tls_handshake", &t.tls_handshake)?;
+            if let Some(q) = &t.quic {
+                tm.quic = crate::out::quic::QuicMetrics::from_dump(q)?;
+            }
         }
         Ok(m)
     }

@@ -91,6 +91,7 @@ pub(super) async fn aggregate(
                 m.record_session(class, measured, &sample);
             }
             Report::Opened(o) => m.transport.record(&o),
+            Report::Quic(f) => m.transport.quic.record(&f),
         }
     }
     if let Some(f) = csv.as_mut() {

@@ -515,6 +515,9 @@ pub(super) async fn run_player_session(
         outcome.error = Some(e);
     }
     io.flush();
+    for f in io.transport.quic_figures() {
+        let _ = tx.send(Report::Quic(f));
+    }
     let end = Instant::now();
     drop(io);
     let mut agg = shared.lock();

@@ -221,6 +221,9 @@ pub(super) async fn run_session(
                     }
                     Action::Finished(o) => {
                         drop(steps);
+                        for f in transport.quic_figures() {
+                            let _ = tx.send(Report::Quic(f));
+                        }
                         batch.take_delivery(&mut driver);
                         batch.flush();
                         finish(&ctx, &batch, o);

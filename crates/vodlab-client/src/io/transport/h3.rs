@@ -7,10 +7,13 @@
 //! own future (its control stream, GOAWAY) is one of the session's
 //! drivers, polled by the session's task like an HTTP/2 connection's.
 //!
-//! Not in this first slice: the in-process link (`--link`/class rates and
-//! delay apply to TCP reads; a shaped link under h3 is refused, not
-//! ignored), QUIC's own figures (packets lost, congestion window) in the
-//! results.
+//! QUIC's own figures of each connection (packets sent and lost,
+//! congestion events, RTT, congestion window: [`figures`]) are taken from
+//! quinn's statistics when the session ends (`transport.quic` in the
+//! results).
+//!
+//! Not yet: the in-process link (`--link`/class rates and delay apply to
+//! TCP reads; a shaped link under h3 is refused, not ignored).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,6 +29,7 @@ use rustls::ClientConfig;
 use super::h2::{hand_over, head_fields, request, Driver};
 use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
 use crate::io::http::Outgoing;
+use crate::out::quic::QuicFigures;
 
 /// The ALPN protocol of HTTP/3 (RFC 9114 §3.1).
 pub const ALPN: &[u8] = b"h3";
@@ -39,12 +43,35 @@ pub struct H3Handle {
     alive: Arc<AtomicBool>,
     /// Requests completed on it.
     uses: Arc<AtomicU64>,
+    /// The QUIC connection under it (for its statistics).
+    quic: quinn::Connection,
 }
 
 impl H3Handle {
     /// Whether new streams may still open on it.
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Relaxed)
+    }
+
+    /// The QUIC connection it runs on.
+    pub fn quic(&self) -> &quinn::Connection {
+        &self.quic
+    }
+}
+
+/// QUIC's figures of `c` as quinn counts them now (the client's side).
+pub fn figures(c: &quinn::Connection) -> QuicFigures {
+    let s = c.stats();
+    QuicFigures {
+        packets_sent: s.path.sent_packets,
+        packets_lost: s.path.lost_packets,
+        lost_bytes: s.path.lost_bytes,
+        congestion_events: s.path.congestion_events,
+        datagrams_received: s.udp_rx.datagrams,
+        bytes_received: s.udp_rx.bytes,
+        stream_frames_sent: s.frame_tx.stream,
+        rtt: s.path.rtt,
+        cwnd: s.path.cwnd,
     }
 }
 
@@ -94,7 +121,7 @@ pub async fn connect(
             "the server did not negotiate ALPN `h3`",
         ));
     }
-    let (mut conn, send) = h3::client::new(h3_quinn::Connection::new(quic))
+    let (mut conn, send) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
         .await
         .map_err(|e| Failure::new(ErrorKind::BadResponse, format!("h3 handshake: {e}")))?;
     let alive = Arc::new(AtomicBool::new(true));
@@ -108,6 +135,7 @@ pub async fn connect(
             send,
             alive,
             uses: Arc::new(AtomicU64::new(0)),
+            quic,
         },
         driver,
         handshake,

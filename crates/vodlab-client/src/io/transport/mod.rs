@@ -252,6 +252,7 @@ impl Connector {
             tls: self.tls.as_ref().map(|(c, _)| tls::per_viewer(c)),
             groups: (0..groups).map(|_| tokio::sync::Mutex::new(None)).collect(),
             quic: std::sync::Mutex::new(None),
+            quic_conns: std::sync::Mutex::new(Vec::new()),
             drivers: std::sync::Mutex::new(Vec::new()),
             yielded: Arc::new(AtomicBool::new(false)),
         }
@@ -294,6 +295,9 @@ pub struct SessionTransport<'a> {
     /// The session's QUIC endpoint (one UDP socket), opened at its first
     /// HTTP/3 connection, with the QUIC client configuration.
     quic: std::sync::Mutex<Option<(quinn::Endpoint, quinn::ClientConfig)>>,
+    /// The QUIC connections the session opened, for their figures at its
+    /// end ([`Self::quic_figures`]).
+    quic_conns: std::sync::Mutex<Vec<quinn::Connection>>,
     /// The HTTP/2 connections' frame drivers, polled by the session's task.
     drivers: std::sync::Mutex<Vec<h2::Driver>>,
     /// Set when an HTTP/2 connection's read turn ended ([`Shaped::yielding_to`]).
@@ -450,6 +454,10 @@ impl SessionTransport<'_> {
                     return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
                 };
                 let (h, driver, took) = h3::connect(&ep, cfg, self.c.addr, &name.to_str()).await?;
+                self.quic_conns
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(h.quic().clone());
                 self.drivers
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -463,6 +471,13 @@ impl SessionTransport<'_> {
                 Ok((Conn::H3(h), opened))
             }
         }
+    }
+
+    /// QUIC's figures of every QUIC connection the session opened, as quinn
+    /// counts them now (empty for the TCP protocols).
+    pub fn quic_figures(&self) -> Vec<crate::out::quic::QuicFigures> {
+        let conns = self.quic_conns.lock().unwrap_or_else(|e| e.into_inner());
+        conns.iter().map(h3::figures).collect()
     }
 
     /// The session's QUIC endpoint and client configuration, made at the

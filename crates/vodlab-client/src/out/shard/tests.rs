@@ -112,6 +112,18 @@ fn feed(m: &mut RunMetrics, k: usize, i: usize) {
             server_closes: n % 5,
         },
     );
+    // an h3 session's QUIC connection
+    m.transport.quic.record(&crate::out::quic::QuicFigures {
+        packets_sent: 50 + n % 97,
+        packets_lost: n % 4,
+        lost_bytes: (n % 4) * 1_200,
+        congestion_events: n % 2,
+        datagrams_received: 400 + n % 31,
+        bytes_received: 500_000 + n * 7,
+        stream_frames_sent: 3 + n % 5,
+        rtt: Duration::from_micros(200 + n * 6_151 % 90_000),
+        cwnd: 12_000 + n * 1_013 % 500_000,
+    });
 }
 
 fn info(started: u64, stopped_by: StopReason) -> RunInfo {
@@ -264,6 +276,11 @@ fn four_shards_merge_into_exactly_the_one_process_results() {
         assert_eq!(m.response_time_cdf_ms, c.response_time_cdf_ms);
     }
     assert_eq!(merged.delivery, one.delivery);
+    // QUIC's figures: sums added, per-connection distributions merged exactly
+    let q = merged.transport.quic.as_ref().expect("transport.quic");
+    assert_eq!(Some(q), one.transport.quic.as_ref());
+    assert_eq!(q.connections, (s * per) as u64);
+    assert!(q.rtt_ms.p99 > q.rtt_ms.p50 && q.cwnd_bytes.p99 > q.cwnd_bytes.p50);
     let series = |r: &Results| {
         r.intervals
             .iter()

@@ -1,0 +1,259 @@
+//! QUIC's own figures of an h3 run (`transport.quic` in `results.json`):
+//! what quinn counted on each of the client's QUIC connections
+//! ([`QuicFigures`], taken from `quinn::Connection::stats()` when the
+//! session ends), summed and distributed over connections
+//! ([`QuicMetrics`], mergeable), as the results show them
+//! ([`QuicResults`]) and as a shard's dump keeps them ([`QuicDump`]).
+//! Pure: no I/O.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::out::codec::{decode_histogram, encode_histogram, ShardError};
+use crate::out::metrics::{histogram, record, Summary};
+
+/// One QUIC connection's figures as quinn counted them (the client's side:
+/// packets it sent and lost, datagrams it received).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QuicFigures {
+    /// QUIC packets the client sent (ACKs and requests; the responses
+    /// are the server's packets).
+    pub packets_sent: u64,
+    /// Of those, declared lost by the client's loss detection.
+    pub packets_lost: u64,
+    /// Bytes of the packets declared lost.
+    pub lost_bytes: u64,
+    /// Congestion events (a loss or ECN mark that reduced the window).
+    pub congestion_events: u64,
+    /// UDP datagrams received.
+    pub datagrams_received: u64,
+    /// Bytes of those datagrams (QUIC headers, frames and the responses'
+    /// bytes).
+    pub bytes_received: u64,
+    /// STREAM frames sent (each request stream's HEADERS and FIN take at
+    /// least one).
+    pub stream_frames_sent: u64,
+    /// Smoothed round-trip time at the end.
+    pub rtt: Duration,
+    /// The client's congestion window at the end, bytes.
+    pub cwnd: u64,
+}
+
+/// QUIC figures of a run: sums over its connections, and the distributions
+/// of their round-trip times and congestion windows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuicMetrics {
+    /// QUIC connections whose figures were taken.
+    pub connections: u64,
+    /// Of those, connections with a packet declared lost.
+    pub connections_with_loss: u64,
+    /// Sums over the connections (`packets_sent` .. `stream_frames_sent`
+    /// of [`QuicFigures`], in that order).
+    pub sums: [u64; 7],
+    /// Smoothed RTT per connection, µs.
+    pub rtt: Histogram<u64>,
+    /// Congestion window per connection, bytes.
+    pub cwnd: Histogram<u64>,
+}
+
+impl Default for QuicMetrics {
+    fn default() -> Self {
+        Self {
+            connections: 0,
+            connections_with_loss: 0,
+            sums: [0; 7],
+            rtt: histogram(),
+            cwnd: histogram(),
+        }
+    }
+}
+
+impl QuicFigures {
+    /// The summed counts, in [`QuicMetrics::sums`]'s order.
+    fn counts(&self) -> [u64; 7] {
+        [
+            self.packets_sent,
+            self.packets_lost,
+            self.lost_bytes,
+            self.congestion_events,
+            self.datagrams_received,
+            self.bytes_received,
+            self.stream_frames_sent,
+        ]
+    }
+}
+
+impl QuicMetrics {
+    /// Adds one connection's figures.
+    pub fn record(&mut self, f: &QuicFigures) {
+        self.connections += 1;
+        self.connections_with_loss += u64::from(f.packets_lost > 0);
+        for (s, c) in self.sums.iter_mut().zip(f.counts()) {
+            *s += c;
+        }
+        record(&mut self.rtt, f.rtt.as_micros() as u64);
+        record(&mut self.cwnd, f.cwnd);
+    }
+
+    /// Adds another part of the same run.
+    pub fn merge(&mut self, o: &QuicMetrics) {
+        self.connections += o.connections;
+        self.connections_with_loss += o.connections_with_loss;
+        for (s, c) in self.sums.iter_mut().zip(o.sums) {
+            *s += c;
+        }
+        self.rtt.add(&o.rtt).expect("same bounds");
+        self.cwnd.add(&o.cwnd).expect("same bounds");
+    }
+
+    /// As a shard's dump keeps it.
+    pub fn dump(&self) -> Result<QuicDump, ShardError> {
+        let mut counts = vec![self.connections, self.connections_with_loss];
+        counts.extend(self.sums);
+        Ok(QuicDump {
+            counts,
+            rtt: encode_histogram("quic.rtt", &self.rtt)?,
+            cwnd: encode_histogram("quic.cwnd", &self.cwnd)?,
+        })
+    }
+
+    /// From a shard's dump.
+    pub fn from_dump(d: &QuicDump) -> Result<Self, ShardError> {
+        if d.counts.len() != 9 {
+            return Err(ShardError::Mismatch(format!(
+                "transport.quic.counts has {} values, not 9",
+                d.counts.len()
+            )));
+        }
+        let mut sums = [0; 7];
+        sums.copy_from_slice(&d.counts[2..]);
+        Ok(Self {
+            connections: d.counts[0],
+            connections_with_loss: d.counts[1],
+            sums,
+            rtt: decode_histogram("quic.rtt", &d.rtt)?,
+            cwnd: decode_histogram("quic.cwnd", &d.cwnd)?,
+        })
+    }
+}
+
+/// [`QuicMetrics`] in a shard's dump.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuicDump {
+    /// `[connections, connections_with_loss, packets_sent, packets_lost,
+    /// lost_bytes, congestion_events, datagrams_received, bytes_received,
+    /// stream_frames_sent]`.
+    pub counts: Vec<u64>,
+    /// RTTs, µs (V2, base64).
+    pub rtt: String,
+    /// Congestion windows, bytes (V2, base64).
+    pub cwnd: String,
+}
+
+/// QUIC's figures in `results.json` (`transport.quic`, h3 runs only):
+/// sums over the run's QUIC connections and per-connection distributions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicResults {
+    /// QUIC connections whose figures were taken (at their session's end).
+    pub connections: u64,
+    /// Packets the client sent.
+    pub packets_sent: u64,
+    /// Of those, declared lost.
+    pub packets_lost: u64,
+    /// Bytes of the lost packets.
+    pub lost_bytes: u64,
+    /// Congestion events of the client's controller.
+    pub congestion_events: u64,
+    /// Connections with a packet declared lost.
+    pub connections_with_loss: u64,
+    /// UDP datagrams the client received.
+    pub datagrams_received: u64,
+    /// Bytes of those datagrams.
+    pub bytes_received: u64,
+    /// STREAM frames the client sent.
+    pub stream_frames_sent: u64,
+    /// Smoothed RTT per connection at its end, ms.
+    pub rtt_ms: Summary,
+    /// The client's congestion window per connection at its end, bytes.
+    pub cwnd_bytes: Summary,
+}
+
+impl QuicResults {
+    /// From a run's metrics; `None` when no QUIC connection was measured.
+    pub fn of(m: &QuicMetrics) -> Option<Self> {
+        if m.connections == 0 {
+            return None;
+        }
+        let [packets_sent, packets_lost, lost_bytes, congestion_events, datagrams_received, bytes_received, stream_frames_sent] =
+            m.sums;
+        Some(Self {
+            connections: m.connections,
+            packets_sent,
+            packets_lost,
+            lost_bytes,
+            congestion_events,
+            connections_with_loss: m.connections_with_loss,
+            datagrams_received,
+            bytes_received,
+            stream_frames_sent,
+            rtt_ms: Summary::of(&m.rtt, 1e3),
+            cwnd_bytes: Summary::of(&m.cwnd, 1.0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(lost: u64, rtt_ms: u64, cwnd: u64) -> QuicFigures {
+        QuicFigures {
+            packets_sent: 100,
+            packets_lost: lost,
+            lost_bytes: lost * 1200,
+            congestion_events: u64::from(lost > 0),
+            datagrams_received: 900,
+            bytes_received: 1_000_000,
+            stream_frames_sent: 10,
+            rtt: Duration::from_millis(rtt_ms),
+            cwnd,
+        }
+    }
+
+    #[test]
+    fn connections_sum_and_distribute_and_survive_a_dump() {
+        let mut a = QuicMetrics::default();
+        assert_eq!(QuicResults::of(&a), None, "no QUIC: no section");
+        a.record(&figures(0, 10, 12_000));
+        let mut b = QuicMetrics::default();
+        b.record(&figures(3, 30, 24_000));
+        a.merge(&b);
+        let r = QuicResults::of(&a).unwrap();
+        assert_eq!(
+            (r.connections, r.packets_sent, r.packets_lost, r.lost_bytes),
+            (2, 200, 3, 3600)
+        );
+        assert_eq!((r.congestion_events, r.connections_with_loss), (1, 1));
+        assert_eq!(
+            (r.datagrams_received, r.bytes_received, r.stream_frames_sent),
+            (1800, 2_000_000, 20)
+        );
+        assert_eq!((r.rtt_ms.count, r.rtt_ms.min), (2, 10.0));
+        assert!((r.rtt_ms.max - 30.0).abs() < 0.1, "{:?}", r.rtt_ms);
+        assert!(
+            (r.cwnd_bytes.max - 24_000.0).abs() < 24.0,
+            "{:?}",
+            r.cwnd_bytes
+        );
+        let back = QuicMetrics::from_dump(&a.dump().unwrap()).unwrap();
+        assert_eq!(back, a);
+        let mut bad = a.dump().unwrap();
+        bad.counts.pop();
+        assert!(QuicMetrics::from_dump(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("not 9"));
+    }
+}
