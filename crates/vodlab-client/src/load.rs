@@ -233,6 +233,16 @@ impl LoadedWorkload {
         })
     }
 
+    /// Every session, whole, shard by shard in order ([`Self::session`]
+    /// of each): what a reader of the scripts' requests iterates, since
+    /// [`Shard::sessions`] of a streamed shard holds headers only.
+    pub fn whole_sessions(&self) -> impl Iterator<Item = Result<Cow<'_, Session>, LoadError>> {
+        self.shards
+            .iter()
+            .enumerate()
+            .flat_map(move |(k, s)| (0..s.sessions.len()).map(move |i| self.session(k, i)))
+    }
+
     /// Session `i` of shard `k`, whole: the one held, or a streamed one read
     /// again from its script (and compressed as the workload was). An error
     /// when the file no longer holds the session loaded.

@@ -139,14 +139,13 @@ fn log_lines(log: &Path) -> Vec<(String, String, u16)> {
 /// Sessions of the workload as (id, title, segments its viewing time covers).
 fn sessions(w: &Path) -> Vec<(u64, String, usize)> {
     let work = LoadedWorkload::open(w).unwrap();
-    work.shards
-        .iter()
-        .flat_map(|s| &s.sessions)
+    work.whole_sessions()
         .map(|s| {
+            let s = s.unwrap();
             (
                 s.header.id.unwrap(),
                 s.header.title.clone().unwrap(),
-                segments_to_play(s, 4.0),
+                segments_to_play(&s, 4.0),
             )
         })
         .collect()

@@ -101,10 +101,8 @@ fn assert_schema(v: &serde_json::Value) {
 /// Segments the workload's sessions play, in all.
 fn segments_wanted(w: &Path) -> u64 {
     let work = LoadedWorkload::open(w).unwrap();
-    work.shards
-        .iter()
-        .flat_map(|s| &s.sessions)
-        .map(|s| segments_to_play(s, 4.0).min(MAX_SEGMENTS) as u64)
+    work.whole_sessions()
+        .map(|s| segments_to_play(&s.unwrap(), 4.0).min(MAX_SEGMENTS) as u64)
         .sum()
 }
 
