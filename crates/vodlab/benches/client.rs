@@ -209,8 +209,9 @@ delay_ms = 20.0
         Ok("unshaped") => vec![("unshaped", false)],
         _ => vec![("shaped", true), ("unshaped", false)],
     };
-    // (mode, build) -> per-round (steady KiB, peak KiB, CPU % per 1,000)
-    let mut mem: Vec<Vec<Vec<(f64, f64, f64)>>> = vec![vec![Vec::new(); bins.len()]; modes.len()];
+    // (mode, build) -> per-round (steady KiB, peak KiB, CPU % per 1,000:
+    // peak interval, steady-window mean)
+    let mut mem: Vec<Vec<Vec<RoundFigures>>> = vec![vec![Vec::new(); bins.len()]; modes.len()];
     for round in 0..b_rounds {
         for (m, (mode, shaped)) in modes.iter().enumerate() {
             for (k, (name, bin)) in bins.iter().enumerate() {
@@ -238,9 +239,12 @@ delay_ms = 20.0
                 let h = &r["health"];
                 let peak = rss.sessions;
                 let cpu_per_1000 = h["max_cpu_pct"].as_f64().unwrap() / peak * 1000.0;
+                // the mean over the steady window: the intervals with at
+                // least 95 % of the peak sessions running
+                let steady_cpu = steady_cpu_per_1000(&r);
                 let steady = rss.steady_kib.unwrap_or(f64::NAN);
                 println!(
-                    "(b) round {round} {mode} vodlab ({name}): {sessions} paced sessions (2 Mbit/s, 20 ms{}), peak {peak} concurrent, {} failed; send lateness p99 {:.2} ms (target < 5), start lateness p99 {:.2} ms; CPU max {:.0} % of {} cores ({cpu_per_1000:.2} % per 1000 sessions); process RSS per concurrent session: steady {steady:.1} KiB, peak {:.1} KiB (target <= 16); valid {}",
+                    "(b) round {round} {mode} vodlab ({name}): {sessions} paced sessions (2 Mbit/s, 20 ms{}), peak {peak} concurrent, {} failed; send lateness p99 {:.2} ms (target < 5), start lateness p99 {:.2} ms; CPU max {:.0} % of {} cores ({cpu_per_1000:.2} % per 1000 sessions; steady-window mean {steady_cpu:.2} % per 1000); process RSS per concurrent session: steady {steady:.1} KiB, peak {:.1} KiB (target <= 16); valid {}",
                     if *shaped { "" } else { " in the script; not emulated" },
                     r["failed_sessions"],
                     h["send_lateness_ms"]["p99"].as_f64().unwrap(),
@@ -250,7 +254,7 @@ delay_ms = 20.0
                     rss.peak_kib,
                     r["valid"],
                 );
-                mem[m][k].push((steady, rss.peak_kib, cpu_per_1000));
+                mem[m][k].push((steady, rss.peak_kib, cpu_per_1000, steady_cpu));
                 let errors: Vec<String> = r["errors"]
                     .as_object()
                     .map(|m| {
@@ -289,11 +293,12 @@ delay_ms = 20.0
         for (k, (name, _)) in bins.iter().enumerate() {
             let v = &mem[m][k];
             println!(
-                "(b) {mode}, vodlab ({name}), median of {} rounds: process RSS per concurrent session steady {:.1} KiB, peak {:.1} KiB (target <= 16); CPU max interval {:.2} % per 1000 sessions",
+                "(b) {mode}, vodlab ({name}), median of {} rounds: process RSS per concurrent session steady {:.1} KiB, peak {:.1} KiB (target <= 16); CPU per 1000 sessions: max interval {:.2} %, steady-window mean {:.2} % (target <= 1.5 shaped)",
                 v.len(),
                 median(v.iter().map(|x| x.0).collect()),
                 median(v.iter().map(|x| x.1).collect()),
                 median(v.iter().map(|x| x.2).collect()),
+                median(v.iter().map(|x| x.3).collect()),
             );
         }
     }
@@ -342,4 +347,39 @@ delay_ms = 20.0
         pick("Errors: total"),
         pick("Errors: fd-unavail")
     );
+}
+
+/// One round's figures of part (b): process RSS per concurrent session
+/// (steady, peak; KiB), CPU % of a core per 1,000 sessions (peak interval,
+/// steady-window mean).
+type RoundFigures = (f64, f64, f64, f64);
+
+/// CPU % of a core per 1,000 sessions, the mean over the steady window of
+/// a run's results: the intervals in which at least 95 % of the peak
+/// concurrent sessions ran (NaN when there are none).
+fn steady_cpu_per_1000(r: &serde_json::Value) -> f64 {
+    let iv: Vec<(f64, f64)> = r["intervals"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .map(|i| {
+                    (
+                        i["active_sessions"].as_f64().unwrap_or(0.0),
+                        i["cpu_pct"].as_f64().unwrap_or(0.0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let peak = iv.iter().map(|x| x.0).fold(0.0, f64::max);
+    let steady: Vec<&(f64, f64)> = iv
+        .iter()
+        .filter(|x| peak > 0.0 && x.0 >= 0.95 * peak)
+        .collect();
+    if steady.is_empty() {
+        return f64::NAN;
+    }
+    let mean_cpu = steady.iter().map(|x| x.1).sum::<f64>() / steady.len() as f64;
+    let mean_sessions = steady.iter().map(|x| x.0).sum::<f64>() / steady.len() as f64;
+    mean_cpu / mean_sessions * 1000.0
 }
