@@ -129,8 +129,9 @@ pub const LIVE_ABANDON_CHECK_MS: f64 = 50.0;
 /// batches of about this much of the link's time
 /// ([`crate::io::http::Connection::batch_reads`]): each batch ends when the
 /// bucket's chunk-by-chunk reads would have ended it, and the player still
-/// sees one progress report per chunk, dated as those reads; 4 reads of a
-/// 25 KB segment on a 120 kbit/s link instead of 18.
+/// sees one progress report per chunk, dated as those reads; 5 reads of a
+/// 25 KB segment on a 120 kbit/s link (a head chunk, 4 batches) instead
+/// of 18.
 pub const PLAYER_READ_INTERVAL: Duration = Duration::from_millis(500);
 
 impl PlayerRun {

@@ -212,6 +212,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
     /// earlier, never before the batch began waiting). Heads and bodies of
     /// unknown length are read chunk by chunk. No effect without a shaped
     /// downlink.
+    ///
     /// Returns the batch size in bytes (`None`: no shaped downlink). The
     /// transport must be able to hold a batch while the reader waits (see
     /// [`Connection::<TcpStream>::batch_reads_tcp`]).
