@@ -151,7 +151,7 @@ for r in $(seq 1 "$ROUNDS"); do
   s0=$(cpu_of "$server_pid")
   pre=()
   if [ "$PERF" = 1 ] && [ "$r" = 1 ] && [ "$n" = "$PLAYERS" ]; then
-    pre=(perf record -F 499 -g -o "$OUT/perf.data" --)
+    pre=(perf record -e cpu-clock -F 499 -g -o "$OUT/perf.data" --)
   fi
   /usr/bin/time -f '%e %U %S %M' -o "$OUT/time$tag" "${pre[@]}" "$VODLAB" run "$work/w" --sessions "$n" \
     --target "http://127.0.0.1:$port" --rate "$RATE" --arrivals constant \

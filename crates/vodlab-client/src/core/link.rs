@@ -50,11 +50,20 @@ impl LinkSpec {
 /// [`TokenBucket::consume`]s what it got, and before the next read waits
 /// [`TokenBucket::wait`]. The long-run rate is exact; bursts are bounded by
 /// `chunk`.
+///
+/// A reader may also take several chunks in one read
+/// ([`TokenBucket::wait_for`]): it waits until the read that would have
+/// carried the last of them chunk by chunk, so the batch ends exactly when
+/// the chunk-by-chunk reads would have, with one read instead of several.
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
     rate: f64,
     tokens: f64,
     cap: f64,
+    /// Tokens a batch being waited for may hold beyond `cap`
+    /// ([`TokenBucket::wait_for`]; 0 otherwise): chunk-by-chunk reads
+    /// would have spent them as they came, so the cap does not cut them.
+    allow: f64,
     last: Time,
 }
 
@@ -67,19 +76,54 @@ impl TokenBucket {
             rate,
             tokens: cap,
             cap,
+            allow: 0.0,
             last: now,
         }
     }
 
     fn refill(&mut self, now: Time) {
         let dt = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + dt * self.rate).min(self.cap);
+        self.tokens = (self.tokens + dt * self.rate).min(self.cap + self.allow);
         self.last = now;
     }
 
     /// Largest read to issue now.
     pub fn chunk(&self) -> usize {
         self.cap as usize
+    }
+
+    /// The rate, bytes per second.
+    pub fn bytes_per_s(&self) -> f64 {
+        self.rate
+    }
+
+    /// The largest batch to read at once when reads are spaced by about
+    /// `interval`: the link's bytes in that time in whole chunks, at least
+    /// one (whole chunks keep a batch's end on a chunk-by-chunk read's).
+    pub fn piece(&self, interval: Duration) -> usize {
+        let chunk = self.chunk().max(1);
+        ((self.rate * interval.as_secs_f64()) as usize / chunk).max(1) * chunk
+    }
+
+    /// How long to wait at `now` before one read of `bytes` (chunks taken
+    /// together): until the moment chunk-by-chunk reads ([`Self::wait`],
+    /// [`Self::chunk`], [`Self::consume`]) would have issued the read that
+    /// carries the last of these bytes. For `bytes <= chunk` this is
+    /// [`Self::wait`]. [`Self::consume`] the bytes the read got.
+    pub fn wait_for(&mut self, now: Time, bytes: usize) -> Duration {
+        let chunk = self.chunk().max(1);
+        // the chunk-by-chunk reads before the last one
+        let before = (bytes.max(1).div_ceil(chunk) - 1) * chunk;
+        // tokens until now are capped as always (an idle link's bucket
+        // holds one chunk); from now on the batch's chunks accrue
+        self.refill(now);
+        self.allow = before as f64;
+        let need = self.tokens - before as f64;
+        if need > 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-need / self.rate + 1e-6)
+        }
     }
 
     /// How long to wait at `now` before reading again (zero when tokens remain).
@@ -96,6 +140,7 @@ impl TokenBucket {
     pub fn consume(&mut self, now: Time, bytes: usize) {
         self.refill(now);
         self.tokens -= bytes as f64;
+        self.allow = 0.0;
     }
 }
 
@@ -118,6 +163,59 @@ mod tests {
         }
         let secs = (now - t0).as_secs_f64();
         assert!((secs - 4.194).abs() < 0.05, "{secs}");
+    }
+
+    /// Reads `total` bytes of a link that always has data, `batch` bytes
+    /// at most per read; the time each read is issued.
+    fn read_times(bits_per_s: f64, total: usize, batch: Option<usize>, idle: Duration) -> Vec<f64> {
+        let t0 = Time::ZERO;
+        let mut b = TokenBucket::new(bits_per_s, t0);
+        // the bucket starts after an idle spell (full), as a player's next segment
+        let mut now = t0 + idle;
+        let (mut left, mut times) = (total, Vec::new());
+        while left > 0 {
+            let n = batch.unwrap_or(b.chunk()).min(left);
+            now += b.wait_for(now, n);
+            times.push((now - t0).as_secs_f64());
+            b.consume(now, n);
+            left -= n;
+        }
+        times
+    }
+
+    #[test]
+    fn a_batched_read_ends_when_the_chunk_by_chunk_reads_would() {
+        // 120 kbit/s: 1,460-byte chunks; a 25,000-byte segment
+        for idle in [Duration::ZERO, Duration::from_secs(4)] {
+            let one = read_times(120e3, 25_000, None, idle);
+            let b = TokenBucket::new(120e3, Time::ZERO);
+            let piece = b.piece(Duration::from_millis(500));
+            assert_eq!(piece, 7_300);
+            let batched = read_times(120e3, 25_000, Some(piece), idle);
+            assert_eq!(one.len(), 18);
+            assert_eq!(batched.len(), 4);
+            // the last byte is read at the same moment (to the 1 µs steps)
+            let (a, z) = (one.last().unwrap(), batched.last().unwrap());
+            assert!((a - z).abs() < 1e-4, "{a} vs {z}");
+            // and each batch ends with the chunk that would have ended it
+            let mut at = 0;
+            for (i, t) in batched.iter().enumerate() {
+                at += if i + 1 < batched.len() {
+                    piece
+                } else {
+                    25_000 - 3 * piece
+                };
+                let k = at.div_ceil(1460) - 1;
+                assert!((one[k] - t).abs() < 1e-4, "batch {i}: {t} vs {}", one[k]);
+            }
+        }
+        // a batch of one chunk or less waits as a plain read
+        let mut a = TokenBucket::new(1e6, Time::ZERO);
+        let mut b = a.clone();
+        let now = Time::ZERO + Duration::from_millis(3);
+        a.consume(now, 5_000);
+        b.consume(now, 5_000);
+        assert_eq!(a.wait(now), b.wait_for(now, 100));
     }
 
     #[test]

@@ -77,6 +77,12 @@ pub struct Connection<T = TcpStream> {
     /// Requests completed on this connection.
     pub uses: u64,
     host: String,
+    /// Batched shaped reads ([`Self::batch_reads`]): about this much of the
+    /// link's time per read once a body's length is known.
+    batch: Option<std::time::Duration>,
+    /// The last shaped read took several chunks: when it began waiting, to
+    /// date its chunks (see [`Self::date_arrivals`]).
+    batched_since: Option<Instant>,
 }
 
 /// Opens a TCP connection with the link's receive buffer (for HTTP/1.1
@@ -136,6 +142,35 @@ impl Connection<TcpStream> {
         let stream = tcp_connect(addr, None, link).await?;
         Ok(Self::new(stream, host, link))
     }
+
+    /// [`Connection::batch_reads`], with a socket receive buffer that holds
+    /// two batches: the small buffer of a chunk-by-chunk reader
+    /// ([`LinkSpec::recv_buffer`]) held less than one, so a batch's read
+    /// found part of it and the rest came a read later, after the link's
+    /// time. (Raised after the handshake: the window stays below 64 KiB, so
+    /// the window scale the handshake chose does not matter.)
+    pub fn batch_reads_tcp(&mut self, interval: std::time::Duration) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let Some(piece) = self.batch_reads(interval) else {
+            return Ok(());
+        };
+        let want = (2 * piece).clamp(8 * 1024, 32 * 1024) as libc::c_int;
+        // SAFETY: setsockopt on an open socket with a local int of the size given
+        let r = unsafe {
+            libc::setsockopt(
+                self.io.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&want as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
@@ -160,19 +195,75 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             clock,
             uses: 0,
             host: host.to_string(),
+            batch: None,
+            batched_since: None,
         }
     }
 
-    async fn shaped_read(&mut self) -> io::Result<usize> {
-        let at = self.end;
-        let mut limit = self.buf.len() - at;
+    /// Reads a shaped body in batches of about `interval` of the link's
+    /// bytes (whole bucket chunks, [`TokenBucket::piece`]) instead of one
+    /// chunk per read, for a client that holds thousands of slow
+    /// connections (the players: one read per 97 ms chunk of a 120 kbit/s
+    /// link was most of their CPU). Each batch is read when the
+    /// chunk-by-chunk reads would have read its last chunk
+    /// ([`TokenBucket::wait_for`]), so a response ends at the same moment;
+    /// the `arrived` callback of an exchange still sees one call per chunk,
+    /// dated when that chunk would have been read (at most `interval`
+    /// earlier, never before the batch began waiting). Heads and bodies of
+    /// unknown length are read chunk by chunk. No effect without a shaped
+    /// downlink.
+    ///
+    /// Returns the batch size in bytes (`None`: no shaped downlink). The
+    /// transport must be able to hold a batch while the reader waits (see
+    /// [`Connection::<TcpStream>::batch_reads_tcp`]).
+    pub fn batch_reads(&mut self, interval: std::time::Duration) -> Option<usize> {
+        let b = self.down.as_ref()?;
+        let piece = b.piece(interval);
+        self.batch = Some(interval);
+        // a batch is read into an emptied buffer (a head is read chunk by
+        // chunk, and its bytes are consumed before the body's batches)
+        self.size = self.size.max(piece).min(BUF);
+        Some(piece)
+    }
+
+    /// `want`: bytes the response still has to deliver, when known.
+    async fn shaped_read(&mut self, want: Option<u64>) -> io::Result<usize> {
+        let mut limit = self.buf.len() - self.end;
+        self.batched_since = None;
         if let Some(b) = self.down.as_mut() {
-            let w = b.wait(self.clock.now());
-            if !w.is_zero() {
-                tokio::time::sleep(w).await;
+            let chunk = b.chunk();
+            let mut n = chunk;
+            let mut batched = false;
+            if let (Some(iv), Some(w)) = (self.batch, want) {
+                batched = true;
+                // whole chunks that fit, the body's end
+                let room = (limit / chunk).max(1) * chunk;
+                n = b
+                    .piece(iv)
+                    .min(room)
+                    .min(w.max(1) as usize)
+                    .max(chunk.min(limit));
+                if n > chunk {
+                    self.batched_since = Some(Instant::now());
+                }
             }
-            limit = limit.min(b.chunk());
+            let w = b.wait_for(self.clock.now(), n);
+            if !w.is_zero() {
+                // a batching reader holds no buffer while it waits (most of
+                // a slow download): nothing is unread between batches
+                let free = batched && self.start == self.end;
+                if free {
+                    self.release_buffer();
+                }
+                tokio::time::sleep(w).await;
+                if free {
+                    self.take_buffer();
+                }
+            }
+            // (a buffer taken again after the wait has its usual size)
+            limit = limit.min(n).min(self.buf.len() - self.end);
         }
+        let at = self.end;
         let n = self.io.read(&mut self.buf[at..at + limit]).await?;
         match self.down.as_mut() {
             Some(b) => b.consume(self.clock.now(), n),
@@ -219,6 +310,25 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             self.start = 0;
             self.end = 0;
             self.buf = Vec::new();
+        }
+    }
+
+    /// Tells `arrived` of `n` body bytes read at `at`: one call, or after a
+    /// batched read ([`Self::batch_reads`]) one per chunk, each dated when
+    /// the chunk-by-chunk reads would have read it (a chunk's time apart,
+    /// ending at `at`, none before the batch began waiting).
+    fn date_arrivals(&self, at: Instant, n: u64, arrived: &mut (dyn FnMut(Instant, u64) + Send)) {
+        let (Some(since), Some(b)) = (self.batched_since, self.down.as_ref()) else {
+            return arrived(at, n);
+        };
+        let chunk = b.chunk().max(1) as u64;
+        let m = n.div_ceil(chunk);
+        let step = chunk as f64 / b.bytes_per_s();
+        for j in 0..m {
+            let back = std::time::Duration::from_secs_f64((m - 1 - j) as f64 * step);
+            let t = at.checked_sub(back).map_or(since, |t| t.max(since));
+            let bytes = if j == 0 { n - (m - 1) * chunk } else { chunk };
+            arrived(t, bytes);
         }
     }
 
@@ -319,7 +429,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                             read_at = Instant::now();
                         }
                     }
-                    arrived(read_at, body - reported);
+                    self.date_arrivals(read_at, body - reported, arrived);
                     reported = body;
                 }
                 self.start += p.consumed;
@@ -337,7 +447,20 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                 }
             }
             self.make_room();
-            match self.shaped_read().await {
+            // the bytes still to come, when the head said (read_kbps and
+            // stop_after pace or cut the body: chunk by chunk there)
+            let want = match dec.head() {
+                Some(h) if limits.read_kbps.is_none() && limits.stop_after.is_none() => {
+                    match h.framing {
+                        vodlab_http::client::Framing::Length(l) => {
+                            Some(l.saturating_sub(dec.body_bytes()))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            match self.shaped_read(want).await {
                 Ok(0) => match dec.eof() {
                     Ok(()) => break,
                     Err(e) => return Err(decode_failure(e, reused)),
@@ -447,6 +570,136 @@ mod tests {
         }
         server.await.unwrap();
         sizes
+    }
+
+    /// A transport that counts its reads.
+    struct CountReads<T> {
+        io: T,
+        reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl<T: AsyncRead + Unpin> AsyncRead for CountReads<T> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            let r = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
+            if r.is_ready() {
+                self.reads
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            r
+        }
+    }
+
+    impl<T: AsyncWrite + Unpin> AsyncWrite for CountReads<T> {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            b: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            std::pin::Pin::new(&mut self.io).poll_write(cx, b)
+        }
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.io).poll_flush(cx)
+        }
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+        }
+    }
+
+    /// One 60,000-byte response over a 1.2 Mbit/s shaped link (150 kB/s,
+    /// 1,500-byte chunks), batched at `batch` or not: (socket reads, the
+    /// exchange's wall time s, the `arrived` calls).
+    async fn shaped_body(batch: Option<std::time::Duration>) -> (usize, f64, Vec<(f64, u64)>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        const LEN: usize = 60_000;
+        let (near, mut far) = tokio::io::duplex(1 << 20);
+        let server = tokio::spawn(async move {
+            let mut req = [0u8; 4096];
+            let _ = far.read(&mut req).await.unwrap();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {LEN}\r\n\r\n");
+            far.write_all(head.as_bytes()).await.unwrap();
+            far.write_all(&vec![7u8; LEN]).await.unwrap();
+            far
+        });
+        let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let io = CountReads {
+            io: near,
+            reads: reads.clone(),
+        };
+        let link = LinkSpec {
+            down_bps: 1.2e6,
+            ..Default::default()
+        };
+        let mut c = Connection::new(io, "h", &link);
+        if let Some(b) = batch {
+            c.batch_reads(b);
+        }
+        let req = Outgoing {
+            method: "GET",
+            path: "/f",
+            range: None,
+            headers: &[],
+            body: None,
+            session: 1,
+            http10: false,
+        };
+        let t0 = Instant::now();
+        let mut calls = Vec::new();
+        let mut got = 0u64;
+        let r = c
+            .exchange_timed(
+                &req,
+                &mut |_, b: &[u8]| got += b.len() as u64,
+                &mut |at, n| calls.push((at.saturating_duration_since(t0).as_secs_f64(), n)),
+            )
+            .await
+            .unwrap();
+        let secs = t0.elapsed().as_secs_f64();
+        assert_eq!((r.status, r.body_bytes, got), (200, LEN as u64, LEN as u64));
+        assert_eq!(calls.iter().map(|c| c.1).sum::<u64>(), LEN as u64);
+        assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "{calls:?}");
+        drop(server.await.unwrap());
+        (
+            reads.load(std::sync::atomic::Ordering::Relaxed),
+            secs,
+            calls,
+        )
+    }
+
+    #[tokio::test]
+    async fn batched_shaped_reads_end_as_chunk_by_chunk_reads_with_fewer_reads() {
+        // the link's pace: all but the first (free) chunk of head and body
+        let ideal = (60_000.0 + 42.0 - 1_500.0) / 150_000.0;
+        let (one_reads, one_s, one_calls) = shaped_body(None).await;
+        // 50 ms of 150 kB/s: batches of 5 chunks (7,500 bytes)
+        let (reads, secs, calls) = shaped_body(Some(std::time::Duration::from_millis(50))).await;
+        assert!(one_reads >= 40, "chunk by chunk: {one_reads} reads");
+        assert!(reads <= 11, "batched: {reads} reads");
+        // the same end, at the link's pace (timers on a shared box: 40 ms)
+        for s in [one_s, secs] {
+            assert!((s - ideal).abs() < 0.04, "{s} s against {ideal} s");
+        }
+        // the reader still hears of every chunk, spread over the batches
+        assert!(calls.len() >= 40, "{} arrival calls", calls.len());
+        assert!(calls.len() + 2 >= one_calls.len());
+        let first_half = calls
+            .iter()
+            .filter(|c| c.0 < ideal / 2.0)
+            .map(|c| c.1)
+            .sum::<u64>();
+        assert!(
+            (25_000..35_000).contains(&first_half),
+            "{first_half} bytes dated in the first half"
+        );
     }
 
     #[tokio::test]

@@ -863,3 +863,79 @@ fn a_viewer_that_leaves_after_its_segments_is_counted_until_its_buffer_is_played
     assert!(q.time_average_bitrate_kbps <= 100.0, "{q:?}");
     assert_eq!(p.poll_action(now + 5000.0), None, "done");
 }
+
+/// A live executor's loop over a 120 kbit/s link in virtual time (the
+/// bench's players: 4 s segments, an 8 s buffer, progress per 1,460-byte
+/// read): every timer it sets is a refill the player asked for, one per
+/// segment once the buffer is full, and a wake before that instant gets
+/// nothing to do.
+#[test]
+fn a_waiting_player_wakes_once_per_refill() {
+    let movie = Arc::new(Movie::constant(
+        4_000.0,
+        &[50.0, 75.0, 100.0, 150.0, 200.0],
+        20,
+    ));
+    let config = PlayerConfig {
+        max_buffer_ms: 8_000.0,
+        keep_records: false,
+        abandon_check_min_bits: 12_000.0,
+        abandon_check_min_ms: 50.0,
+        ..cfg(AbrRule::Dynamic)
+    };
+    let mut p = Player::new(movie, config).unwrap();
+    let (mut now, mut timers, mut refills, mut fetches) = (0.0, 0, 0, 0);
+    let mut last_wait = None;
+    loop {
+        match p.poll_action(now) {
+            None => {
+                // the executor sleeps to the player's next instant
+                let t = p
+                    .poll_timeout()
+                    .expect("a player with nothing to do names a time");
+                assert!(t > now, "a timer for now would be a busy loop");
+                now = t;
+                timers += 1;
+            }
+            Some(Action::WaitUntil { until, wait_ms }) => {
+                assert!(wait_ms > 0.0 && (until - now - wait_ms).abs() < 1e-9);
+                // the timer is for the instant the buffer drains to the
+                // refill point, and the player says so if asked again
+                assert_eq!(p.poll_timeout(), Some(until));
+                assert_eq!(p.poll_action(until - 1.0), None);
+                last_wait = Some(until);
+                now = until;
+                timers += 1;
+                refills += 1;
+            }
+            Some(Action::Fetch { bits, .. }) => {
+                if let Some(w) = last_wait.take() {
+                    assert_eq!(now, w, "the fetch leaves at the refill instant");
+                }
+                fetches += 1;
+                let mut got = 0.0;
+                while got < bits {
+                    got = (got + 11_680.0).min(bits);
+                    now += 11_680.0 / 120.0;
+                    p.handle(
+                        now,
+                        Event::Progress {
+                            received_bits: got,
+                            timing: None,
+                        },
+                    );
+                    assert!(!matches!(p.poll_action(now), Some(Action::Abandon { .. })));
+                }
+                p.handle(now, Event::Completed { timing: None });
+            }
+            Some(Action::Abandon { .. }) => unreachable!("checked at each read"),
+            Some(Action::Done { .. }) => break,
+        }
+    }
+    assert_eq!(fetches, 20);
+    // every timer was a refill: no polling wake-ups
+    assert_eq!(timers, refills);
+    // after the first segments filled the buffer, one refill per segment
+    assert!(refills >= 20 - 3, "{refills} refills for 20 segments");
+    assert_eq!(p.qoe().rebuffer_count, 0);
+}

@@ -36,6 +36,7 @@ use crate::out::metrics::{RequestSample, SampleDone, SessionSample};
 use crate::player_run::{
     absolutize, movie_of, segments_to_play, Parsed, PlayerRun, PlayerSessionError as E,
     PlayerSessionOutcome, PresentationCache, TimelineRecorder, MAX_MANIFEST_BYTES, MAX_VARIANTS,
+    PLAYER_READ_INTERVAL,
 };
 
 /// How a GET ended when it did not fail.
@@ -185,9 +186,14 @@ impl Io<'_> {
                     let r =
                         Self::drive(&self.transport, self.transport.connect(0, &self.link)).await;
                     match r {
-                        Ok((c, opened)) => {
+                        Ok((mut c, opened)) => {
                             if opened.new_connection {
                                 let _ = self.tx.send(Report::Opened(opened));
+                            }
+                            if let Conn::H1(h) = &mut c {
+                                // a few reads per segment, not one per bucket chunk
+                                // (a receive buffer left small only costs reads)
+                                let _ = h.batch_reads_tcp(PLAYER_READ_INTERVAL);
                             }
                             c
                         }
@@ -814,6 +820,56 @@ fn fail(e: &E) -> Event {
 #[cfg(test)]
 mod tests {
     use super::{cmsd_cap, cmsd_etp};
+
+    /// What every live player holds for its whole life besides its task's
+    /// future (pinned in `engine.rs`): the player core and the session's
+    /// I/O state with its HTTP/1.1 connection, inline in that future; the
+    /// core's vectors (ladder-sized, segment-sized) on the heap. The movie
+    /// and the parsed manifest are one `Arc` per title. docs/benchmarks.md
+    /// ("Players") has the attribution.
+    #[test]
+    fn a_live_players_parts_stay_small() {
+        use crate::core::player::{AbrRule, Movie, Player, PlayerConfig};
+        use std::mem::size_of;
+        use std::sync::Arc;
+        let player = size_of::<Player>();
+        let io = size_of::<super::Io<'static>>();
+        let h1 = size_of::<crate::io::http::Connection<tokio::net::TcpStream>>();
+        let conn = size_of::<crate::io::transport::Conn>();
+        // the bench's player after 20 segments: its heap besides the struct
+        let movie = Arc::new(Movie::constant(
+            4_000.0,
+            &[50.0, 75.0, 100.0, 150.0, 200.0],
+            20,
+        ));
+        let cfg = PlayerConfig {
+            abr: AbrRule::Dynamic,
+            max_buffer_ms: 8_000.0,
+            keep_records: false,
+            ..PlayerConfig::default()
+        };
+        let mut p = Player::new(movie, cfg).unwrap();
+        let mut now = 0.0;
+        while let Some(a) = p.poll_action(now) {
+            match a {
+                crate::core::player::Action::Fetch { .. } => {
+                    now += 1_000.0;
+                    p.handle(now, crate::core::player::Event::Completed { timing: None });
+                }
+                crate::core::player::Action::WaitUntil { until, .. } => now = until,
+                crate::core::player::Action::Done { .. } => break,
+                crate::core::player::Action::Abandon { .. } => {}
+            }
+        }
+        let heap = p.memory_bytes() - player;
+        eprintln!(
+            "Player {player} B (+{heap} B heap), Io {io} B, Connection {h1} B, Conn {conn} B"
+        );
+        assert!(player <= 1280, "Player is {player} bytes");
+        assert!(heap <= 512, "a lean player's heap is {heap} bytes");
+        assert!(io <= 800, "Io is {io} bytes");
+        assert!(h1 <= 320, "Connection is {h1} bytes");
+    }
 
     #[test]
     fn the_cap_and_the_etp_are_the_nearest_hops() {
