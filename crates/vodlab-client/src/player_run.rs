@@ -291,8 +291,13 @@ impl PlayerSessionError {
 /// `request_s`, or the request count when the script has no `request_s`)
 /// over the segment duration, rounded up, at least 1.
 pub fn segments_to_play(session: &Session, segment_s: f64) -> usize {
-    let n = session.requests.len().max(1);
-    match session.header.request_s {
+    segments_for(session.requests.len(), session.header.request_s, segment_s)
+}
+
+/// [`segments_to_play`] from a session's request count and `request_s`.
+pub fn segments_for(requests: usize, request_s: Option<f64>, segment_s: f64) -> usize {
+    let n = requests.max(1);
+    match request_s {
         Some(r) if r > 0.0 && segment_s > 0.0 => {
             ((n as f64 * r / segment_s) - 1e-9).ceil().max(1.0) as usize
         }
