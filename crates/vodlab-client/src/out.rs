@@ -11,4 +11,5 @@ pub mod metrics;
 pub mod quic;
 pub mod results;
 pub mod shard;
+pub mod summary;
 pub mod thresholds;

@@ -32,11 +32,7 @@ pub(crate) enum Sink<'a> {
     H2(&'a mut SendStream<Bytes>, &'a mut u64, RawFd),
     /// An HTTP/3 request stream, the file bytes sent on it, and its QUIC
     /// connection (no socket of its own: the UDP socket is the server's).
-    H3(
-        &'a mut crate::h3::Stream,
-        &'a mut u64,
-        &'a quinn::Connection,
-    ),
+    H3(&'a mut H3Stream, &'a mut u64, &'a quinn::Connection),
 }
 
 impl Sink<'_> {
@@ -52,9 +48,7 @@ impl Sink<'_> {
         match self {
             Sink::Conn(t) => send_file(t, st, file, off, len).await,
             Sink::H2(out, sent, _) => send_range(st, out, file, off, len, false, sent, false).await,
-            Sink::H3(out, sent, _) => {
-                crate::h3::send_file(st, out, file, off, len, sent, false).await
-            }
+            Sink::H3(out, sent, _) => h3_send_file(st, out, file, off, len, sent, false).await,
         }
     }
 
@@ -498,6 +492,74 @@ pub(crate) async fn send_range(
         st.counters.bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// The stream type of an HTTP/3 request on quinn.
+pub(crate) type H3Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// Sends `len` bytes of the file from `off`, read a body chunk at a time
+/// (on the blocking pool when `blocking`; inline for ASAP, whose range is
+/// resident, and for a pacer's grant in ASAP mode, as HTTP/2 does).
+pub(crate) async fn h3_send_file(
+    st: &State,
+    out: &mut H3Stream,
+    file: &Arc<std::fs::File>,
+    mut off: u64,
+    len: u64,
+    sent: &mut u64,
+    blocking: bool,
+) -> io::Result<()> {
+    let end = off + len;
+    while off < end {
+        let n = ((end - off) as usize).min(h2_defaults::BODY_CHUNK);
+        let buf = match read_at(file, off, n, blocking).await {
+            Ok(b) => b,
+            Err(e) => {
+                st.log_error(&format_args!("h3 read: {e}"));
+                return Err(e);
+            }
+        };
+        h3_send(st, out, crate::body_pool::bytes(buf), Some(sent)).await?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// Writes `data` to the stream within the send timeout; file bytes count in
+/// `sent` and the byte counters.
+pub(crate) async fn h3_send(
+    st: &State,
+    out: &mut H3Stream,
+    data: Bytes,
+    sent: Option<&mut u64>,
+) -> io::Result<()> {
+    let n = data.len() as u64;
+    h3_timed(st.cfg.send_timeout, out.send_data(data)).await?;
+    if let Some(s) = sent {
+        *s += n;
+        st.counters.bytes.fetch_add(n, Ordering::Relaxed);
+        st.counters.proto.h3_bytes.fetch_add(n, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// `f` within `limit`: its error as `ConnectionAborted` (the stream or
+/// connection failed), no progress for `limit` as `TimedOut`.
+pub(crate) async fn h3_timed<E: std::fmt::Display>(
+    limit: Duration,
+    f: impl std::future::Future<Output = Result<(), E>>,
+) -> io::Result<()> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(io::Error::new(
+            io::ErrorKind::ConnectionAborted,
+            e.to_string(),
+        )),
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "send timeout: the client read nothing",
+        )),
+    }
 }
 
 #[cfg(test)]

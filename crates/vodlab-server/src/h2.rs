@@ -47,6 +47,7 @@ use crate::bitrate::ResponseRate;
 use crate::config::{IoMode, PaceMode};
 use crate::conn_io::{capacity, h2_io, send_range, Sink};
 use crate::flood::{Flood, FloodSignal, Metered};
+use crate::plan::to_response;
 use crate::plan::{Body, ResponsePlan};
 use crate::prepare::{prepare, FrontEnd};
 use crate::request::chain_of;
@@ -271,25 +272,6 @@ pub(crate) fn to_head<B>(req: &http::Request<B>) -> Head {
         headers,
         len: 0,
     }
-}
-
-/// The plan's head as an HTTP/2 response: connection-specific fields
-/// (`Connection`, `Keep-Alive`, `Transfer-Encoding`) are dropped (RFC 9113
-/// §8.2.2).
-pub(crate) fn to_response(p: &ResponsePlan) -> http::Response<()> {
-    let mut r = http::Response::builder().status(p.head.status);
-    for (name, value) in &p.head.headers {
-        if name.eq_ignore_ascii_case("connection")
-            || name.eq_ignore_ascii_case("keep-alive")
-            || name.eq_ignore_ascii_case("transfer-encoding")
-        {
-            continue;
-        }
-        let mut v = Vec::new();
-        value.write(&mut v);
-        r = r.header(name.to_ascii_lowercase(), v);
-    }
-    r.body(()).expect("a valid response head")
 }
 
 /// What a stream's body sender needs besides the stream.

@@ -7,7 +7,7 @@
 //! ([`crate::prepare`]: route, open, plan, CMCD, CMSD): ranges, If-Range,
 //! HEAD, 404/416, the statistics page, the access log and the response
 //! counters are shared; the head goes out through HTTP/2's conversion
-//! ([`crate::h2::to_response`], which drops the connection-specific
+//! ([`crate::plan::to_response`], which drops the connection-specific
 //! fields HTTP/3 forbids as HTTP/2 does). File bodies go out as HTTP/2's
 //! do ([`send`]): paced by the server's user-mode pacer (`--pace`; each
 //! grant's bytes are offered to the QUIC stream when the pacer releases
@@ -46,7 +46,6 @@ use crate::prepare::{prepare, FrontEnd};
 use crate::state::State;
 
 mod send;
-pub(crate) use send::{send_file, Stream};
 
 pub use crate::config::h3::{defaults, H3Settings};
 

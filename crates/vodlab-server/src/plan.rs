@@ -414,5 +414,24 @@ pub fn encode_head(plan: &ResponsePlan, out: &mut Vec<u8>) {
     encode_response_head(&plan.head, out);
 }
 
+/// The plan's head as an HTTP/2 or HTTP/3 response: connection-specific fields
+/// (`Connection`, `Keep-Alive`, `Transfer-Encoding`) are dropped (RFC 9113
+/// §8.2.2).
+pub(crate) fn to_response(p: &ResponsePlan) -> http::Response<()> {
+    let mut r = http::Response::builder().status(p.head.status);
+    for (name, value) in &p.head.headers {
+        if name.eq_ignore_ascii_case("connection")
+            || name.eq_ignore_ascii_case("keep-alive")
+            || name.eq_ignore_ascii_case("transfer-encoding")
+        {
+            continue;
+        }
+        let mut v = Vec::new();
+        value.write(&mut v);
+        r = r.header(name.to_ascii_lowercase(), v);
+    }
+    r.body(()).expect("a valid response head")
+}
+
 #[cfg(test)]
 mod tests;

@@ -97,7 +97,7 @@ enum Report {
     /// A new connection was opened (TLS handshake time and resumption).
     Opened(Opened),
     /// QUIC's figures of one of a session's h3 connections, at its end.
-    Quic(crate::out::quic::QuicFigures),
+    Quic(crate::io::transport::QuicFigures),
 }
 
 /// Runs the workload until every session ended, `cancel` turns true, the

@@ -6,40 +6,12 @@
 //! ([`QuicResults`]) and as a shard's dump keeps them ([`QuicDump`]).
 //! Pure: no I/O.
 
-use std::time::Duration;
-
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub use crate::io::transport::QuicFigures;
 use crate::out::codec::{decode_histogram, encode_histogram, ShardError};
-use crate::out::metrics::{histogram, record, Summary};
-
-/// One QUIC connection's figures as quinn counted them (the client's side:
-/// packets it sent and lost, datagrams it received).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QuicFigures {
-    /// QUIC packets the client sent (ACKs and requests; the responses
-    /// are the server's packets).
-    pub packets_sent: u64,
-    /// Of those, declared lost by the client's loss detection.
-    pub packets_lost: u64,
-    /// Bytes of the packets declared lost.
-    pub lost_bytes: u64,
-    /// Congestion events (a loss or ECN mark that reduced the window).
-    pub congestion_events: u64,
-    /// UDP datagrams received.
-    pub datagrams_received: u64,
-    /// Bytes of those datagrams (QUIC headers, frames and the responses'
-    /// bytes).
-    pub bytes_received: u64,
-    /// STREAM frames sent (each request stream's HEADERS and FIN take at
-    /// least one).
-    pub stream_frames_sent: u64,
-    /// Smoothed round-trip time at the end.
-    pub rtt: Duration,
-    /// The client's congestion window at the end, bytes.
-    pub cwnd: u64,
-}
+use crate::out::summary::{histogram, record, Summary};
 
 /// QUIC figures of a run: sums over its connections, and the distributions
 /// of their round-trip times and congestion windows.
@@ -67,21 +39,6 @@ impl Default for QuicMetrics {
             rtt: histogram(),
             cwnd: histogram(),
         }
-    }
-}
-
-impl QuicFigures {
-    /// The summed counts, in [`QuicMetrics::sums`]'s order.
-    fn counts(&self) -> [u64; 7] {
-        [
-            self.packets_sent,
-            self.packets_lost,
-            self.lost_bytes,
-            self.congestion_events,
-            self.datagrams_received,
-            self.bytes_received,
-            self.stream_frames_sent,
-        ]
     }
 }
 
@@ -217,7 +174,7 @@ mod tests {
             datagrams_received: 900,
             bytes_received: 1_000_000,
             stream_frames_sent: 10,
-            rtt: Duration::from_millis(rtt_ms),
+            rtt: std::time::Duration::from_millis(rtt_ms),
             cwnd,
         }
     }

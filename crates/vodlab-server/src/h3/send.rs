@@ -20,8 +20,6 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use vodlab_http::server::Head;
@@ -30,16 +28,13 @@ use vodlab_prefetch::SessionState;
 use crate::access::CacheOutcome;
 use crate::asap::{FileCtx, RangeIo};
 use crate::bitrate::ResponseRate;
-use crate::config::h2::defaults as h2_defaults;
 use crate::config::IoMode;
-use crate::conn_io::{read_at, Sink};
-use crate::h2::to_response;
+use crate::conn_io::H3Stream as Stream;
+use crate::conn_io::{h3_send as send, h3_send_file as send_file, h3_timed as timed, Sink};
+use crate::plan::to_response;
 use crate::plan::{Body, ResponsePlan};
 use crate::request::chain_of;
 use crate::state::State;
-
-/// The stream type of a request on quinn.
-pub(crate) type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
 /// What a stream's body sender needs besides the stream.
 pub(super) struct StreamCtx<'a> {
@@ -145,64 +140,4 @@ async fn send_file_part(
         .send_range(info, off, len, chain_of(&sc.head.target))
         .await;
     res.map(|()| cache)
-}
-
-/// Sends `len` bytes of the file from `off`, read a body chunk at a time
-/// (on the blocking pool when `blocking`; inline for ASAP, whose range is
-/// resident, and for a pacer's grant in ASAP mode, as HTTP/2 does).
-pub(crate) async fn send_file(
-    st: &State,
-    out: &mut Stream,
-    file: &Arc<std::fs::File>,
-    mut off: u64,
-    len: u64,
-    sent: &mut u64,
-    blocking: bool,
-) -> io::Result<()> {
-    let end = off + len;
-    while off < end {
-        let n = ((end - off) as usize).min(h2_defaults::BODY_CHUNK);
-        let buf = match read_at(file, off, n, blocking).await {
-            Ok(b) => b,
-            Err(e) => {
-                st.log_error(&format_args!("h3 read: {e}"));
-                return Err(e);
-            }
-        };
-        send(st, out, crate::body_pool::bytes(buf), Some(sent)).await?;
-        off += n as u64;
-    }
-    Ok(())
-}
-
-/// Writes `data` to the stream within the send timeout; file bytes count in
-/// `sent` and the byte counters.
-async fn send(st: &State, out: &mut Stream, data: Bytes, sent: Option<&mut u64>) -> io::Result<()> {
-    let n = data.len() as u64;
-    timed(st.cfg.send_timeout, out.send_data(data)).await?;
-    if let Some(s) = sent {
-        *s += n;
-        st.counters.bytes.fetch_add(n, Ordering::Relaxed);
-        st.counters.proto.h3_bytes.fetch_add(n, Ordering::Relaxed);
-    }
-    Ok(())
-}
-
-/// `f` within `limit`: its error as `ConnectionAborted` (the stream or
-/// connection failed), no progress for `limit` as `TimedOut`.
-async fn timed<E: std::fmt::Display>(
-    limit: Duration,
-    f: impl std::future::Future<Output = Result<(), E>>,
-) -> io::Result<()> {
-    match tokio::time::timeout(limit, f).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(io::Error::new(
-            io::ErrorKind::ConnectionAborted,
-            e.to_string(),
-        )),
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "send timeout: the client read nothing",
-        )),
-    }
 }

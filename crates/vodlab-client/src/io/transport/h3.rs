@@ -27,9 +27,9 @@ use quinn::crypto::rustls::QuicClientConfig;
 use rustls::ClientConfig;
 
 use super::h2::{hand_over, head_fields, request, Driver};
+use super::QuicFigures;
 use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
 use crate::io::http::Outgoing;
-use crate::out::quic::QuicFigures;
 
 /// The ALPN protocol of HTTP/3 (RFC 9114 §3.1).
 pub const ALPN: &[u8] = b"h3";

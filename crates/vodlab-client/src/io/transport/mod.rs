@@ -274,6 +274,48 @@ fn handshake_detail(e: &std::io::Error) -> String {
     }
 }
 
+/// One QUIC connection's figures as quinn counted them (the client's side:
+/// packets it sent and lost, datagrams it received).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QuicFigures {
+    /// QUIC packets the client sent (ACKs and requests; the responses
+    /// are the server's packets).
+    pub packets_sent: u64,
+    /// Of those, declared lost by the client's loss detection.
+    pub packets_lost: u64,
+    /// Bytes of the packets declared lost.
+    pub lost_bytes: u64,
+    /// Congestion events (a loss or ECN mark that reduced the window).
+    pub congestion_events: u64,
+    /// UDP datagrams received.
+    pub datagrams_received: u64,
+    /// Bytes of those datagrams (QUIC headers, frames and the responses'
+    /// bytes).
+    pub bytes_received: u64,
+    /// STREAM frames sent (each request stream's HEADERS and FIN take at
+    /// least one).
+    pub stream_frames_sent: u64,
+    /// Smoothed round-trip time at the end.
+    pub rtt: Duration,
+    /// The client's congestion window at the end, bytes.
+    pub cwnd: u64,
+}
+
+impl QuicFigures {
+    /// The summed counts, in `crate::out::quic::QuicMetrics::sums`'s order.
+    pub(crate) fn counts(&self) -> [u64; 7] {
+        [
+            self.packets_sent,
+            self.packets_lost,
+            self.lost_bytes,
+            self.congestion_events,
+            self.datagrams_received,
+            self.bytes_received,
+            self.stream_frames_sent,
+        ]
+    }
+}
+
 /// What opening a connection cost, for the results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Opened {
@@ -475,7 +517,7 @@ impl SessionTransport<'_> {
 
     /// QUIC's figures of every QUIC connection the session opened, as quinn
     /// counts them now (empty for the TCP protocols).
-    pub fn quic_figures(&self) -> Vec<crate::out::quic::QuicFigures> {
+    pub fn quic_figures(&self) -> Vec<QuicFigures> {
         let conns = self.quic_conns.lock().unwrap_or_else(|e| e.into_inner());
         conns.iter().map(h3::figures).collect()
     }
