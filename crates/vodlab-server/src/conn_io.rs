@@ -45,11 +45,54 @@ impl Sink<'_> {
         off: u64,
         len: u64,
     ) -> io::Result<()> {
+        self.send_part(st, file, off, len, false).await
+    }
+
+    /// [`Sink::send_file`], reading on the blocking pool when `blocking`
+    /// (an h2 or h3 stream; the connection sends with `sendfile`).
+    async fn send_part(
+        &mut self,
+        st: &State,
+        file: &Arc<File>,
+        off: u64,
+        len: u64,
+        blocking: bool,
+    ) -> io::Result<()> {
         match self {
             Sink::Conn(t) => send_file(t, st, file, off, len).await,
-            Sink::H2(out, sent, _) => send_range(st, out, file, off, len, false, sent, false).await,
-            Sink::H3(out, sent, _) => h3_send_file(st, out, file, off, len, sent, false).await,
+            Sink::H2(out, sent, _) => {
+                send_range(st, out, file, off, len, false, sent, blocking).await
+            }
+            Sink::H3(out, sent, _) => h3_send_file(st, out, file, off, len, sent, blocking).await,
         }
+    }
+
+    /// Sends `len` bytes of `file` from `off` paced by the server's
+    /// user-mode pacer: the stream is a pacer session (burst, chunk rule,
+    /// link capacity as for HTTP/1.1) and each grant's bytes go out when the
+    /// driver hands the grant over (no ASAP probe, as for a paced HTTP/1.1
+    /// response). The h2 and h3 streams' paced bodies.
+    pub(crate) async fn send_paced(
+        &mut self,
+        st: &State,
+        file: &Arc<File>,
+        rate: &crate::bitrate::ResponseRate,
+        mut off: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        st.pacing.counters.paced.fetch_add(1, Ordering::Relaxed);
+        let mut pacing = crate::pacing::register_stream(&st.pacing, len, rate)?;
+        let end = off + len;
+        let blocking = st.cfg.io == crate::config::IoMode::Vanilla;
+        while off < end {
+            let Some(n) = pacing.grants.recv().await else {
+                return Err(io::Error::other("pacer driver stopped"));
+            };
+            let n = n.min(end - off);
+            self.send_part(st, file, off, n, blocking).await?;
+            off += n;
+        }
+        Ok(())
     }
 
     /// Whether the client has gone away already, without waiting: as

@@ -354,7 +354,12 @@ async fn send_body(
         Body::None => Ok(()),
         Body::Bytes(b) => send_bytes(out, Bytes::from(b.clone()), true, limit).await,
         Body::File(r) if sc.pace.is_some() => {
-            send_paced(sc, out, r.offset, r.len, sent).await?;
+            let (Some(f), Some(rate)) = (&sc.file, &sc.pace) else {
+                return Err(io::Error::other("a paced body without a file or rate"));
+            };
+            Sink::H2(out, sent, sc.client)
+                .send_paced(sc.st, f.file, rate, r.offset, r.len)
+                .await?;
             send_bytes(out, Bytes::new(), true, limit).await
         }
         Body::File(r) => {
@@ -371,36 +376,6 @@ async fn send_body(
             send_bytes(out, Bytes::from(closing.clone()), true, limit).await
         }
     }
-}
-
-/// Sends a file range paced by the server's user-mode pacer: the stream
-/// is a pacer session (burst, chunk rule, link capacity as for HTTP/1.1)
-/// and sends each grant's bytes as DATA when the driver hands it over (no
-/// ASAP probe, as for a paced HTTP/1.1 response).
-async fn send_paced(
-    sc: &StreamCtx<'_>,
-    out: &mut SendStream<Bytes>,
-    mut off: u64,
-    len: u64,
-    sent: &mut u64,
-) -> io::Result<()> {
-    let (Some(f), Some(rate)) = (&sc.file, &sc.pace) else {
-        return Err(io::Error::other("a paced body without a file or rate"));
-    };
-    let st = sc.st;
-    st.pacing.counters.paced.fetch_add(1, Ordering::Relaxed);
-    let mut pacing = crate::pacing::register_stream(&st.pacing, len, rate)?;
-    let end = off + len;
-    let blocking = st.cfg.io == IoMode::Vanilla;
-    while off < end {
-        let Some(n) = pacing.grants.recv().await else {
-            return Err(io::Error::other("pacer driver stopped"));
-        };
-        let n = n.min(end - off);
-        send_range(st, out, f.file, off, n, false, sent, blocking).await?;
-        off += n;
-    }
-    Ok(())
 }
 
 /// Sends one range of the response's file: through the ASAP executor (the

@@ -118,14 +118,28 @@ pub async fn tcp_connect(
 /// connect, which needs only the 4-tuple to be unique.
 fn bind_no_port(socket: &TcpSocket) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let one: libc::c_int = 1;
+    set_int_option(
+        socket.as_raw_fd(),
+        libc::IPPROTO_IP,
+        libc::IP_BIND_ADDRESS_NO_PORT,
+        1,
+    )
+}
+
+/// `setsockopt(fd, level, name, &value)` for an int-valued option.
+fn set_int_option(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> std::io::Result<()> {
     // SAFETY: setsockopt on an open socket with a local int of the size given
     let r = unsafe {
         libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
-            (&one as *const libc::c_int).cast(),
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -155,21 +169,7 @@ impl Connection<TcpStream> {
             return Ok(());
         };
         let want = (2 * piece).clamp(8 * 1024, 32 * 1024) as libc::c_int;
-        // SAFETY: setsockopt on an open socket with a local int of the size given
-        let r = unsafe {
-            libc::setsockopt(
-                self.io.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&want as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        set_int_option(self.io.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, want)
     }
 }
 

@@ -19,7 +19,6 @@
 //! stopped reading, its stream stopped and counted).
 
 use std::io;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use vodlab_http::server::Head;
@@ -66,7 +65,14 @@ pub(super) async fn respond(
     match &p.body {
         Body::None => {}
         Body::Bytes(b) => send(sc.st, out, Bytes::from(b.clone()), None).await?,
-        Body::File(r) if sc.pace.is_some() => send_paced(sc, out, r.offset, r.len, sent).await?,
+        Body::File(r) if sc.pace.is_some() => {
+            let (Some(f), Some(rate)) = (&sc.file, &sc.pace) else {
+                return Err(io::Error::other("a paced body without a file or rate"));
+            };
+            Sink::H3(out, sent, sc.quic)
+                .send_paced(sc.st, f.file, rate, r.offset, r.len)
+                .await?
+        }
         Body::File(r) => *cache = send_file_part(sc, out, r.offset, r.len, sent).await?,
         Body::Multipart { parts, closing } => {
             for part in parts {
@@ -79,37 +85,6 @@ pub(super) async fn respond(
         }
     }
     timed(limit, out.finish()).await
-}
-
-/// Sends a file range paced by the server's user-mode pacer: the stream is
-/// a pacer session (burst, chunk rule, link capacity as for HTTP/1.1 and
-/// HTTP/2) and each grant's bytes are written to the stream when the
-/// driver hands it over (no ASAP probe, as for a paced HTTP/1.1 or HTTP/2
-/// response).
-async fn send_paced(
-    sc: &StreamCtx<'_>,
-    out: &mut Stream,
-    mut off: u64,
-    len: u64,
-    sent: &mut u64,
-) -> io::Result<()> {
-    let (Some(f), Some(rate)) = (&sc.file, &sc.pace) else {
-        return Err(io::Error::other("a paced body without a file or rate"));
-    };
-    let st = sc.st;
-    st.pacing.counters.paced.fetch_add(1, Ordering::Relaxed);
-    let mut pacing = crate::pacing::register_stream(&st.pacing, len, rate)?;
-    let end = off + len;
-    let blocking = st.cfg.io == IoMode::Vanilla;
-    while off < end {
-        let Some(n) = pacing.grants.recv().await else {
-            return Err(io::Error::other("pacer driver stopped"));
-        };
-        let n = n.min(end - off);
-        send_file(st, out, f.file, off, n, sent, blocking).await?;
-        off += n;
-    }
-    Ok(())
 }
 
 /// Sends one range of the response's file: through the ASAP executor (the
