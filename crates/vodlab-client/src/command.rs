@@ -331,6 +331,12 @@ pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunE
     cfg.transport = transport;
     cfg.interval_s = a.interval;
     cfg.shaping = !a.no_shaping;
+    if a.no_shaping {
+        // set by `vodlab lab run --flow-down` for its client commands
+        cfg.kernel_shaping = std::env::var("VODLAB_LAB_FLOW_DOWN")
+            .ok()
+            .filter(|r| !r.is_empty());
+    }
     if let Some(c) = &a.only_class {
         if !work.classes.contains_key(c) {
             return Err(flag(format!(

@@ -27,6 +27,10 @@ pub struct RunConfig {
     pub late_threshold: Duration,
     /// Emulate client access links (rate, delay) from the workload's classes.
     pub shaping: bool,
+    /// The per-connection rate the network lab's kernel shapes to
+    /// (`VODLAB_LAB_FLOW_DOWN`), recorded in the results; only with
+    /// `shaping` off.
+    pub kernel_shaping: Option<String>,
     /// Apply pacing and think times (off: every request as soon as possible).
     pub pacing: bool,
     /// What a paced request does when its slot has passed.
@@ -94,6 +98,7 @@ impl RunConfig {
             interval_s: DEFAULT_INTERVAL_S,
             late_threshold: Duration::from_millis(DEFAULT_LATE_THRESHOLD_MS),
             shaping: true,
+            kernel_shaping: None,
             pacing: true,
             late_pacing: LatePacing::Delay,
             max_sessions: None,

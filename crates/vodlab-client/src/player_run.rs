@@ -125,14 +125,6 @@ pub const MAX_VARIANTS: usize = 64;
 pub const LIVE_ABANDON_CHECK_BITS: f64 = 12_000.0;
 /// ...and ms since it.
 pub const LIVE_ABANDON_CHECK_MS: f64 = 50.0;
-/// A player's HTTP/1.1 connection on an emulated downlink reads a body in
-/// batches of about this much of the link's time
-/// ([`crate::io::http::Connection::batch_reads`]): each batch ends when the
-/// bucket's chunk-by-chunk reads would have ended it, and the player still
-/// sees one progress report per chunk, dated as those reads; 5 reads of a
-/// 25 KB segment on a 120 kbit/s link (a head chunk, 4 batches) instead
-/// of 18.
-pub const PLAYER_READ_INTERVAL: Duration = Duration::from_millis(500);
 
 impl PlayerRun {
     /// A run of `kind` players with `config`, the live executor's

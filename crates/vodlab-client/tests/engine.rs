@@ -321,6 +321,9 @@ async fn results_json_validates_against_its_schema() {
     for q in ["p25", "p50", "p75", "p99"] {
         assert!(value["response_time_ms"][q].is_number());
     }
+    // the run emulated its links itself
+    assert_eq!(value["shaping_mode"], "in_process");
+    assert!(value.get("kernel_shaping_rate").is_none());
     // other tools read it back typed, losing nothing
     let text = serde_json::to_string(&r).unwrap();
     let back: Results = serde_json::from_str(&text).unwrap();

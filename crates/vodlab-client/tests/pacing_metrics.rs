@@ -438,6 +438,7 @@ fn older_results_without_delivery_figures_still_load() {
         arrivals: Arrivals::Constant { rate: 1.0 },
         seed: 1,
         shaping: false,
+        kernel_shaping: None,
         pacing: true,
         interval_s: 1.0,
         late_threshold: Duration::from_millis(10),

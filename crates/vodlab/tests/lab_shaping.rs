@@ -127,6 +127,20 @@ exec {bin} run {work} --target http://$VODLAB_LAB_SERVER:8080 --allow-remote --r
     assert!(o.status.success(), "{err}");
     assert!(err.contains("starting 4 client(s)"), "{err}");
     assert!(err.contains("lab: removed vl-ts-"), "{err}");
+    // each host's results say who shaped it: the lab's htb class at the
+    // host's rate (as `tc` was told: 3.5mbit is 3500kbit), or vodlab itself
+    let rates = ["10mbit", "3500kbit", "1mbit", "10mbit"];
+    for (i, rate) in rates.iter().enumerate() {
+        let p = out.join(format!("c{i}/results.json"));
+        let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
+        if kernel {
+            assert_eq!(r["shaping_mode"], "kernel", "host {i}");
+            assert_eq!(r["kernel_shaping_rate"], *rate, "host {i}");
+        } else {
+            assert_eq!(r["shaping_mode"], "in_process", "host {i}");
+            assert!(r.get("kernel_shaping_rate").is_none(), "host {i}");
+        }
+    }
     (0..4)
         .map(|i| {
             let p = out.join(format!("c{i}/requests.csv"));

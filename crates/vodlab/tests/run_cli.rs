@@ -272,7 +272,10 @@ fn bytes_from_a_real_file_set_are_checked() {
             .map(String::from)
             .collect();
         eprintln!("{name}: first failed requests: {errors:#?}");
-        common::results(&out)
+        let r = common::results(&out);
+        // --no-shaping outside a lab: nobody shaped the links
+        assert_eq!(r["shaping_mode"], "off", "{name}");
+        r
     };
     let r = run("clean", 0);
     assert_eq!(r["failed_sessions"], 0, "{r}");

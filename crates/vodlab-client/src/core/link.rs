@@ -1,9 +1,12 @@
 //! In-process access-link emulation.
 //!
 //! What is emulated (per session, from its client class):
-//! - **downlink rate**: a token bucket on the client's reads, with a small
-//!   socket receive buffer, so a server sending faster meets a full window
-//!   and is slowed by TCP flow control, as by a slow access link;
+//! - **downlink rate**: a token bucket on the client's reads, with a
+//!   bounded socket receive buffer, so a server sending faster meets a full
+//!   window and is slowed by TCP flow control, as by a slow access link
+//!   (HTTP/1.1 bodies are read in batches of up to 500 ms of the link, each
+//!   when the chunk-by-chunk reads would have ended it:
+//!   `io::http::SHAPED_READ_INTERVAL`);
 //! - **uplink rate**: a token bucket on the client's writes (requests are
 //!   small, so this matters only for request bodies);
 //! - **one-way delay**: a request leaves `delay` after the client issues it,

@@ -330,6 +330,7 @@ pub async fn run_parts(
         arrivals: cfg.arrivals.clone(),
         seed: cfg.seed,
         shaping: cfg.shaping,
+        kernel_shaping: cfg.kernel_shaping.clone(),
         pacing: cfg.pacing,
         interval_s: cfg.interval_s,
         late_threshold: cfg.late_threshold,

@@ -304,6 +304,14 @@ pub struct Results {
     pub seed: u64,
     /// Link emulation on.
     pub shaping: bool,
+    /// Who shaped the access links ([`ShapingMode`]). Absent in results
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shaping_mode: Option<ShapingMode>,
+    /// With `shaping_mode` `kernel`: the per-connection rate the network
+    /// lab's kernel shaped to (`VODLAB_LAB_FLOW_DOWN`, e.g. `2mbit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_shaping_rate: Option<String>,
     /// Pacing on.
     pub pacing: bool,
     /// Wall-clock start, Unix seconds.
@@ -498,6 +506,10 @@ pub struct RunInfo {
     pub seed: u64,
     /// Link emulation on.
     pub shaping: bool,
+    /// With link emulation off: the rate the network lab's kernel shapes
+    /// each connection to (`vodlab lab run --flow-down`, seen in
+    /// `VODLAB_LAB_FLOW_DOWN`), if any.
+    pub kernel_shaping: Option<String>,
     /// Pacing on.
     pub pacing: bool,
     /// Width of the interval series, s.
@@ -550,6 +562,33 @@ impl Monitor {
     }
 }
 
+/// Who shaped a run's access links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShapingMode {
+    /// `vodlab run`'s own link emulation (token buckets per session, from
+    /// the client classes): HTTP/1.1 bodies read in batches of up to
+    /// 500 ms of the link, other protocols chunk by chunk.
+    InProcess,
+    /// `--no-shaping` inside the network lab's per-connection htb classes
+    /// (`vodlab lab run --flow-down`): the client reads what arrives.
+    Kernel,
+    /// No shaping that vodlab knows of (`--no-shaping` outside the lab).
+    Off,
+}
+
+impl ShapingMode {
+    /// The mode of a run with link emulation on or off, in a lab that
+    /// shapes each connection or not.
+    pub fn of(emulated: bool, kernel: bool) -> Self {
+        match (emulated, kernel) {
+            (true, _) => Self::InProcess,
+            (false, true) => Self::Kernel,
+            (false, false) => Self::Off,
+        }
+    }
+}
+
 /// A `results.json` of a run that measured nothing: the shape every run's
 /// results have (`players`, `shard` and `merge` are absent), for checking
 /// `--fail-on` rules before a run, with the client classes given.
@@ -560,6 +599,7 @@ pub fn shape(classes: &[String]) -> serde_json::Value {
         arrivals: Arrivals::Constant { rate: 1.0 },
         seed: 0,
         shaping: false,
+        kernel_shaping: None,
         pacing: false,
         interval_s: 1.0,
         late_threshold: Duration::ZERO,
@@ -699,6 +739,12 @@ pub fn assemble(info: &RunInfo, sh: &RunMetrics, mon: &Monitor) -> Results {
         arrivals: info.arrivals.clone(),
         seed: info.seed,
         shaping: info.shaping,
+        shaping_mode: Some(ShapingMode::of(info.shaping, info.kernel_shaping.is_some())),
+        kernel_shaping_rate: if info.shaping {
+            None
+        } else {
+            info.kernel_shaping.clone()
+        },
         pacing: info.pacing,
         started_at_unix_s: info.started_unix,
         duration_s,

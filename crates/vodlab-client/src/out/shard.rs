@@ -550,6 +550,7 @@ pub fn merge(parts: &[Part], missing_dirs: &[String]) -> Result<Results, ShardEr
         arrivals: r0.arrivals.clone(),
         seed: r0.seed,
         shaping: r0.shaping,
+        kernel_shaping: r0.kernel_shaping_rate.clone(),
         pacing: r0.pacing,
         interval_s: d0.interval_s,
         late_threshold: std::time::Duration::from_micros(d0.late_threshold_us),

@@ -333,6 +333,7 @@ fn write_shard(dir: &Path, spec: ShardSpec, started: u64, stop: StopReason) {
         arrivals: Arrivals::Poisson { rate: 3.0 },
         seed: 4,
         shaping: false,
+        kernel_shaping: None,
         pacing: false,
         interval_s: 1.0,
         late_threshold: Duration::from_millis(10),

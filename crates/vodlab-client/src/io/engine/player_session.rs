@@ -30,13 +30,12 @@ use crate::core::exchange::{ErrorKind, Failure};
 use crate::core::link::LinkSpec;
 use crate::core::player::{Action, Event, Player, PlayerProfile};
 use crate::core::viewer::ViewerStats;
-use crate::io::http::Outgoing;
+use crate::io::http::{Outgoing, SHAPED_READ_INTERVAL};
 use crate::io::transport::{Conn, SessionTransport};
 use crate::out::metrics::{RequestSample, SampleDone, SessionSample};
 use crate::player_run::{
     absolutize, movie_of, segments_for, Parsed, PlayerRun, PlayerSessionError as E,
     PlayerSessionOutcome, PresentationCache, TimelineRecorder, MAX_MANIFEST_BYTES, MAX_VARIANTS,
-    PLAYER_READ_INTERVAL,
 };
 
 /// How a GET ended when it did not fail.
@@ -193,7 +192,7 @@ impl Io<'_> {
                             if let Conn::H1(h) = &mut c {
                                 // a few reads per segment, not one per bucket chunk
                                 // (a receive buffer left small only costs reads)
-                                let _ = h.batch_reads_tcp(PLAYER_READ_INTERVAL);
+                                let _ = h.batch_reads_tcp(SHAPED_READ_INTERVAL);
                             }
                             c
                         }

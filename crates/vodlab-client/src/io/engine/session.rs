@@ -23,7 +23,7 @@ use crate::core::driver::{
 use crate::core::exchange::{ErrorKind, Failure};
 use crate::core::link::LinkSpec;
 use crate::core::time::{Clock, Time};
-use crate::io::http::Outgoing;
+use crate::io::http::{Outgoing, SHAPED_READ_INTERVAL};
 use crate::io::transport::{Conn, SessionTransport};
 use crate::out::metrics::{RequestSample, SampleDone, SessionSample};
 
@@ -171,7 +171,13 @@ pub(super) async fn run_session(
                         let (link, transport, tx) = (&link, &transport, &tx);
                         let fut = async move {
                             match transport.connect(conn, link).await {
-                                Ok((c, opened)) => {
+                                Ok((mut c, opened)) => {
+                                    if let Conn::H1(h) = &mut c {
+                                        // a shaped body in a few batched reads, not one
+                                        // per bucket chunk (a receive buffer left small
+                                        // only costs reads)
+                                        let _ = h.batch_reads_tcp(SHAPED_READ_INTERVAL);
+                                    }
                                     ctx.refused_streak.store(0, Ordering::Relaxed);
                                     ctx.last_connect_ok_us
                                         .store(ctx.us(Instant::now()), Ordering::Relaxed);

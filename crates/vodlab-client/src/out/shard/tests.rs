@@ -133,6 +133,7 @@ fn info(started: u64, stopped_by: StopReason) -> RunInfo {
         arrivals: crate::core::schedule::Arrivals::Poisson { rate: 10.0 },
         seed: 1,
         shaping: true,
+        kernel_shaping: None,
         pacing: true,
         interval_s: 1.0,
         late_threshold: Duration::from_millis(10),
