@@ -135,9 +135,7 @@ pub struct HlsJs {
 /// `getMaxBufferLength` for a level of `kbps`, ms.
 pub fn max_buffer_length_ms(kbps: f64) -> f64 {
     let by_size = 8.0 * MAX_BUFFER_SIZE_BYTES / (kbps * 1000.0) * 1000.0;
-    by_size
-        .max(MAX_BUFFER_LENGTH_MS)
-        .min(MAX_MAX_BUFFER_LENGTH_MS)
+    by_size.clamp(MAX_BUFFER_LENGTH_MS, MAX_MAX_BUFFER_LENGTH_MS)
 }
 
 impl HlsJs {

@@ -101,7 +101,8 @@ impl BandwidthEstimator {
     /// A download of `bytes` that took `duration_ms` (`sample`); nothing for
     /// no bytes.
     pub fn sample(&mut self, duration_ms: f64, bytes: f64) {
-        if !(bytes > 0.0) {
+        // `numBytes <= 0` (and NaN) is no sample
+        if bytes.is_nan() || bytes <= 0.0 {
             return;
         }
         let min_delay = MIN_DELAY_MS.min(bytes / 100_000.0);
