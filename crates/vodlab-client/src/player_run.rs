@@ -129,10 +129,16 @@ pub const LIVE_ABANDON_CHECK_MS: f64 = 50.0;
 impl PlayerRun {
     /// A run of `kind` players with `config`, the live executor's
     /// abandonment spacing ([`LIVE_ABANDON_CHECK_BITS`],
-    /// [`LIVE_ABANDON_CHECK_MS`]) and lean players (no per-segment records).
+    /// [`LIVE_ABANDON_CHECK_MS`]; the hlsjs profile: hls.js's 100 ms timer
+    /// whatever arrived) and lean players (no per-segment records).
     pub fn new(kind: PlayerKind, mut config: PlayerConfig) -> Self {
-        config.abandon_check_min_bits = LIVE_ABANDON_CHECK_BITS;
-        config.abandon_check_min_ms = LIVE_ABANDON_CHECK_MS;
+        if config.profile == crate::core::player::PlayerProfile::Hlsjs {
+            config.abandon_check_min_bits = 0.0;
+            config.abandon_check_min_ms = crate::core::player::abr::hlsjs::ABANDON_CHECK_MS;
+        } else {
+            config.abandon_check_min_bits = LIVE_ABANDON_CHECK_BITS;
+            config.abandon_check_min_ms = LIVE_ABANDON_CHECK_MS;
+        }
         config.keep_records = false;
         Self {
             kind,
@@ -605,9 +611,10 @@ pub struct PlayersResults {
     /// Player profile (`--player-profile`; absent in older results: sabre).
     #[serde(default)]
     pub profile: crate::core::player::PlayerProfile,
-    /// ABR rule (`dashjs` under that profile).
+    /// ABR rule (`dashjs` or `hlsjs` under those profiles).
     pub abr: String,
-    /// Buffer capacity, s (the dashjs profile: its 30 s top-level target).
+    /// Buffer capacity, s (the dashjs profile: its 30 s top-level target;
+    /// hlsjs: its 30 s `maxBufferLength`).
     pub max_buffer_s: f64,
     /// Abandonment on.
     pub abandon: bool,

@@ -607,6 +607,81 @@ fn the_dashjs_profile_starts_at_384p_and_fetches_an_init_at_every_change() {
     }
 }
 
+/// `--player hls --player-profile hlsjs` on loopback: every session reads
+/// the master playlist and its media playlists, starts at 240p (the only
+/// rung under hls.js's 500 kbit/s default estimate), goes to the top rung
+/// once one fragment is measured (0.7 × the estimate is far above 5.8
+/// Mbit/s on loopback, and its fragment loads well within the 4 s
+/// buffered) and fetches each rung's init segment once, right before that
+/// rung's first fragment, as hls.js does.
+#[test]
+fn the_hlsjs_profile_starts_at_240p_and_fetches_an_init_once_per_rung() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, root) = setup(d.path(), None);
+    let log = d.path().join("access.log");
+    let s = Running::start(&root, |c| c.access_log = Some(log.clone()));
+    let r = run_players(
+        &w,
+        &s,
+        &d.path().join("o"),
+        &[
+            "--player",
+            "hls",
+            "--player-profile",
+            "hlsjs",
+            "--no-shaping",
+        ],
+    );
+    drop(s); // flushes the access log
+    let p = &r["players"];
+    assert_eq!(p["player"], "hls", "{p}");
+    assert_eq!(p["profile"], "hlsjs", "{p}");
+    assert_eq!(p["abr"], "hlsjs", "{p}");
+    assert_eq!(p["max_buffer_s"], 30.0, "{p}");
+    assert_eq!(p["overall"]["sessions"], 8, "{p}");
+    assert_eq!(p["overall"]["failed"], 0, "{p}");
+    assert_eq!(p["overall"]["abandoned"], 0, "{p}");
+    let mut by_session: HashMap<String, Vec<String>> = HashMap::new();
+    for (sess, path, status) in log_lines(&log) {
+        assert_eq!(status, 200, "{path}");
+        by_session.entry(sess).or_default().push(path);
+    }
+    for (id, title, n) in sessions(&w) {
+        let reqs = &by_session[&id.to_string()];
+        assert_eq!(
+            reqs[0],
+            format!("/{title}/{}", vodlab_manifest::MASTER_NAME),
+            "session {id}"
+        );
+        // (rung, is init) of every request after the playlists
+        let parts: Vec<(String, bool)> = reqs[1..]
+            .iter()
+            .filter(|p| !p.ends_with(".m3u8"))
+            .map(|p| {
+                let f: Vec<&str> = p.split('/').collect();
+                (f[2].to_string(), f[3] == "init.mp4")
+            })
+            .collect();
+        let media: Vec<&String> = parts.iter().filter(|p| !p.1).map(|p| &p.0).collect();
+        assert_eq!(media.len(), n.min(MAX_SEGMENTS), "session {id}: {reqs:?}");
+        assert_eq!(media[0], "240p", "session {id}: {reqs:?}");
+        assert!(
+            media[1..].iter().all(|r| *r == "1080p-hi"),
+            "session {id}: {reqs:?}"
+        );
+        // one init per rung played, right before its first fragment
+        let inits: Vec<&String> = parts.iter().filter(|p| p.1).map(|p| &p.0).collect();
+        let mut rungs: Vec<&String> = media.clone();
+        rungs.dedup();
+        assert_eq!(inits, rungs, "session {id}: {reqs:?}");
+        for (k, (rung, init)) in parts.iter().enumerate() {
+            if *init {
+                assert_eq!(parts.get(k + 1), Some(&(rung.clone(), false)));
+            }
+        }
+    }
+}
+
 #[test]
 fn player_flags_are_checked() {
     let d = tempfile::tempdir().unwrap();
@@ -624,7 +699,7 @@ fn player_flags_are_checked() {
         "-o",
         out,
     ];
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--player", "smooth"], "unknown player `smooth`"),
         (&["--player", "dash", "--abr", "mpc"], "--abr"),
         (&["--abr", "bola"], "--player"),
@@ -663,6 +738,17 @@ fn player_flags_are_checked() {
                 "dash",
                 "--player-profile",
                 "dashjs",
+                "--max-buffer",
+                "20",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &[
+                "--player",
+                "hls",
+                "--player-profile",
+                "hlsjs",
                 "--max-buffer",
                 "20",
             ],

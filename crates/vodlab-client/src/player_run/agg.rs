@@ -293,10 +293,11 @@ impl ClassAgg {
 pub struct PlayersSettings {
     /// `dash` or `hls`.
     pub player: PlayerKind,
-    /// Player profile (`sabre`, `dashjs`); absent in older results: sabre.
+    /// Player profile (`sabre`, `dashjs`, `hlsjs`); absent in older
+    /// results: sabre.
     #[serde(default)]
     pub profile: crate::core::player::PlayerProfile,
-    /// ABR rule (`dashjs` under that profile).
+    /// ABR rule (`dashjs` or `hlsjs` under those profiles).
     pub abr: String,
     /// Buffer capacity, s.
     pub max_buffer_s: f64,
@@ -322,6 +323,7 @@ impl PlayersSettings {
             abr: match run.config.profile {
                 crate::core::player::PlayerProfile::Sabre => run.config.abr.name().to_string(),
                 crate::core::player::PlayerProfile::Dashjs => "dashjs".to_string(),
+                crate::core::player::PlayerProfile::Hlsjs => "hlsjs".to_string(),
             },
             max_buffer_s: run.config.max_buffer_ms / 1000.0,
             abandon: run.config.abandon,

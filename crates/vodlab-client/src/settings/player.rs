@@ -38,14 +38,20 @@ pub struct PlayerSettings {
     /// 12 s / 6 s of buffer, the insufficient-buffer, switch-history and
     /// abandon-requests rules, a 12 s buffer target (30 s at the top
     /// level), fast switching and an init segment at every change of
-    /// level; docs/run.md "Player profiles"). E.g. `--player dash
-    /// --player-profile dashjs`.
+    /// level; docs/run.md "Player profiles") or `hlsjs` (hls.js 1.7.4 with
+    /// its defaults: two EWMAs of 3 s and 9 s from 500 kbit/s, the start
+    /// level for that estimate, 0.95 of the estimate to stay or go down and
+    /// 0.7 to go up within the buffer's starvation budget, the emergency
+    /// switch-down of a fragment loading too slowly (an abort goes to level
+    /// 0), a buffer target of max(30 s, 60 MB / bit rate) up to 600 s, an
+    /// init segment once per level). E.g. `--player dash --player-profile
+    /// dashjs`, `--player hls --player-profile hlsjs`.
     #[cfg_attr(
         feature = "cli",
         arg(
             long,
             default_value = "sabre",
-            value_name = "sabre|dashjs",
+            value_name = "sabre|dashjs|hlsjs",
             requires = "player",
             conflicts_with_all = ["abr", "max_buffer"]
         )
@@ -195,6 +201,11 @@ impl PlayerSettings {
                 abandon: !self.no_abandon,
                 etp_weight,
                 ..PlayerConfig::dashjs()
+            },
+            // hls.js 1.7.4 does not read CMSD: no etp in its estimate
+            PlayerProfile::Hlsjs => PlayerConfig {
+                abandon: !self.no_abandon,
+                ..PlayerConfig::hlsjs()
             },
         };
         let mut run = PlayerRun::new(kind, cfg);

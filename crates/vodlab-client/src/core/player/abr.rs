@@ -6,10 +6,11 @@
 //! SIGCOMM 2014, BBA-0). Units: ms, bits, kbit/s (= bits/ms). See
 //! docs/abr.md for the formulas and their sources. BOLA-E is in its own
 //! file, [`bolae`]; dash.js 4.7.4's rules (`--player-profile dashjs`) in
-//! [`dashjs`].
+//! [`dashjs`]; hls.js 1.7.4's (`--player-profile hlsjs`) in [`hlsjs`].
 
 pub mod bolae;
 pub mod dashjs;
+pub mod hlsjs;
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,6 +21,7 @@ use super::movie::Movie;
 use super::PlayerError;
 use bolae::BolaE;
 use dashjs::DashJs;
+use hlsjs::HlsJs;
 
 /// The ABR rule of a player.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -503,6 +505,8 @@ pub enum Abr {
     },
     /// dash.js 4.7.4's rules (`--player-profile dashjs`).
     Dashjs(Box<DashJs>),
+    /// hls.js 1.7.4's rules (`--player-profile hlsjs`).
+    Hlsjs(Box<HlsJs>),
 }
 
 impl Abr {
@@ -534,11 +538,17 @@ impl Abr {
         Abr::Dashjs(Box::new(DashJs::new(movie)))
     }
 
+    /// hls.js's rules for `movie`.
+    pub fn hlsjs(movie: &Movie) -> Self {
+        Abr::Hlsjs(Box::new(HlsJs::new(movie)))
+    }
+
     /// The level of the first segment (Sabre's rules: the lowest; dash.js:
-    /// the level for its initial bit rate).
+    /// the level for its initial bit rate; hls.js: its `firstAutoLevel`).
     pub fn first_quality(&self) -> usize {
         match self {
             Abr::Dashjs(d) => d.quality(),
+            Abr::Hlsjs(h) => h.start_level(0.0),
             _ => 0,
         }
     }
@@ -555,6 +565,7 @@ impl Abr {
                 let x = d.decide(c);
                 (x.quality, x.delay_ms)
             }
+            Abr::Hlsjs(h) => (h.decide(c), 0.0),
             Abr::Dynamicdash {
                 bola,
                 tput,
@@ -604,6 +615,7 @@ impl Abr {
             Abr::Bola(b) | Abr::Dynamic { bola: b, .. } => b.utilities.capacity() * f,
             Abr::Bolae(b) | Abr::Dynamicdash { bola: b, .. } => b.utilities_len() * f,
             Abr::Dashjs(d) => std::mem::size_of::<DashJs>() + d.heap_bytes(),
+            Abr::Hlsjs(h) => std::mem::size_of::<HlsJs>() + h.heap_bytes(),
             Abr::Throughput(_) | Abr::Bba(_) => 0,
         }
     }
@@ -637,7 +649,9 @@ impl Abr {
 
     /// Whether to abandon the download in progress, and the lower level
     /// suggested instead. `buffer_ms` is the buffer at the request's start
-    /// minus the elapsed time, floored at 0; `index` the segment.
+    /// minus the elapsed time, floored at 0; `index` the segment. hls.js's
+    /// check needs the time ([`HlsJs::check_abandon`], which the player
+    /// calls itself): `None` here.
     pub fn check_abandon(
         &mut self,
         m: &Movie,
@@ -650,7 +664,7 @@ impl Abr {
             Abr::Dashjs(d) => d.check_abandon(index, pr, buffer_ms),
             Abr::Throughput(t) => t.check_abandon(m, pr, latency_ms),
             Abr::Bola(b) => b.check_abandon(m, pr, buffer_ms),
-            Abr::Bba(_) => None,
+            Abr::Bba(_) | Abr::Hlsjs(_) => None,
             Abr::Dynamic { tput, .. } => tput.check_abandon(m, pr, latency_ms),
             Abr::Bolae(b) => b.check_abandon(m, pr, buffer_ms),
             Abr::Dynamicdash {

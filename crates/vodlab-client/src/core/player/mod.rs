@@ -88,9 +88,9 @@ pub enum PlayerError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PlayerConfig {
-    /// The profile: `dashjs` replaces the rule ([`Self::abr`]), the buffer
-    /// capacity and the session's behaviour with dash.js 4.7.4's
-    /// ([`profile`]).
+    /// The profile: `dashjs` and `hlsjs` replace the rule ([`Self::abr`]),
+    /// the buffer capacity and the session's behaviour with dash.js
+    /// 4.7.4's or hls.js 1.7.4's ([`profile`]).
     pub profile: PlayerProfile,
     /// The ABR rule.
     pub abr: AbrRule,
@@ -150,6 +150,20 @@ impl PlayerConfig {
         Self {
             profile: PlayerProfile::Dashjs,
             max_buffer_ms: abr::dashjs::TOP_QUALITY_BUFFER_MS,
+            ..Self::default()
+        }
+    }
+
+    /// hls.js 1.7.4's player ([`PlayerProfile::Hlsjs`]); the buffer
+    /// capacity is reported as hls.js's `maxBufferLength`, 30 s (the
+    /// profile's own target, `max(30 s, 60 MB / bit rate)` up to 600 s,
+    /// decides when a request leaves), and abandonment is looked at every
+    /// 100 ms as hls.js's `_abandonRulesCheck` timer does.
+    pub fn hlsjs() -> Self {
+        Self {
+            profile: PlayerProfile::Hlsjs,
+            max_buffer_ms: abr::hlsjs::MAX_BUFFER_LENGTH_MS,
+            abandon_check_min_ms: abr::hlsjs::ABANDON_CHECK_MS,
             ..Self::default()
         }
     }
@@ -404,6 +418,7 @@ impl Player {
             abr: match cfg.profile {
                 PlayerProfile::Sabre => Abr::new(cfg.abr, cfg.params, &movie, cfg.max_buffer_ms),
                 PlayerProfile::Dashjs => Abr::dashjs(&movie),
+                PlayerProfile::Hlsjs => Abr::hlsjs(&movie),
             },
             est: Ewma::new(&cfg.half_life_ms, movie.segment_duration_ms),
             buffer: PlayoutBuffer::new(movie.segment_duration_ms),
@@ -501,9 +516,13 @@ impl Player {
         }
     }
 
-    /// The throughput estimate, kbit/s.
+    /// The throughput estimate, kbit/s (the hlsjs profile: hls.js's own,
+    /// its default before the first sample).
     pub fn throughput_estimate(&self) -> Option<f64> {
-        self.est.throughput()
+        match &self.abr {
+            Abr::Hlsjs(h) => Some(h.estimate_kbps()),
+            _ => self.est.throughput(),
+        }
     }
 
     /// Levels of the segments downloaded so far, in play order.
@@ -627,6 +646,7 @@ impl Player {
                 }
                 let full = match &self.abr {
                     Abr::Dashjs(d) => d.schedule_wait_ms(self.buffer.level_ms()),
+                    Abr::Hlsjs(h) => h.schedule_wait_ms(self.buffer.level_ms()),
                     _ => {
                         self.buffer.level_ms() + self.movie.segment_duration_ms
                             - self.cfg.max_buffer_ms
@@ -701,11 +721,12 @@ impl Player {
 
     fn decide_and_fetch(&mut self, now: f64, wait_ms: f64) -> Action {
         let mut index = self.next;
-        let dashjs = self.cfg.profile == PlayerProfile::Dashjs;
+        let browser = self.cfg.profile != PlayerProfile::Sabre;
         let mut changed = false;
         let (q, delay) = match self.suggestion.take() {
-            // dash.js refetches an abandoned segment at the suggested level
-            Some(q) if self.cfg.apply_abandon_suggestion || dashjs => (q, 0.0),
+            // dash.js and hls.js refetch an abandoned segment at the
+            // suggested level
+            Some(q) if self.cfg.apply_abandon_suggestion || browser => (q, 0.0),
             _ => {
                 let c = Context {
                     movie: &self.movie,
@@ -766,6 +787,9 @@ impl Player {
     fn fetch(&mut self, now: f64, index: usize, quality: usize, wait_ms: f64, buf: f64) -> Action {
         let quality = self.capped(quality);
         let bits = self.movie.size_bits(index, quality);
+        if let Abr::Hlsjs(h) = &mut self.abr {
+            h.fragment_loading(index, quality);
+        }
         self.state = State::Downloading(Flight {
             index,
             quality,
@@ -777,10 +801,12 @@ impl Player {
             abr_delay_ms: 0.0,
             tput: match &self.abr {
                 Abr::Dashjs(d) => d.history().average_throughput(),
+                Abr::Hlsjs(h) => Some(h.estimate_kbps()),
                 _ => self.est.throughput(),
             },
             lat: match &self.abr {
                 Abr::Dashjs(d) => d.history().average_latency(),
+                Abr::Hlsjs(h) => Some(h.ttfb_estimate_ms()),
                 _ => self.est.latency(),
             },
             received: 0.0,
@@ -868,8 +894,9 @@ impl Player {
                 f.received = received_bits;
                 let t = Self::timing(f, now, timing);
                 f.timing = Some(t);
-                // Sabre never abandons the first segment; dash.js may
-                let first = f.index == 0 && self.cfg.profile != PlayerProfile::Dashjs;
+                // Sabre never abandons the first segment; dash.js and hls.js
+                // may
+                let first = f.index == 0 && self.cfg.profile == PlayerProfile::Sabre;
                 if !self.cfg.abandon
                     || first
                     || received_bits >= f.bits
@@ -893,7 +920,10 @@ impl Player {
                 let buf = (f.buffer_before - t.elapsed_ms).max(0.0);
                 let index = f.index;
                 let lat = self.est.latency().unwrap_or(0.0);
-                self.pending_abandon = self.abr.check_abandon(&self.movie, index, &pr, buf, lat);
+                self.pending_abandon = match &mut self.abr {
+                    Abr::Hlsjs(h) => h.check_abandon(now, index, &pr, buf),
+                    abr => abr.check_abandon(&self.movie, index, &pr, buf, lat),
+                };
             }
             Event::Completed { timing } => {
                 let mut f = f.clone();
@@ -931,6 +961,9 @@ impl Player {
                         stalled,
                         f.etp.map(|e| (e, self.cfg.etp_weight)),
                     );
+                }
+                if let Abr::Hlsjs(h) = &mut self.abr {
+                    h.fragment_loaded(f.quality, t.ttfb_ms, t.elapsed_ms, received);
                 }
                 if f.index > 0 {
                     // Sabre tells the rule of every download but the first

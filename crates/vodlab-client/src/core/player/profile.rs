@@ -11,6 +11,13 @@
 //!   pauses, fast switching (an up-switch refetches the buffered segments
 //!   from 1.5 segments ahead of the playhead at the new level) and an init
 //!   segment fetched at every change of level.
+//! - `hlsjs`: hls.js 1.7.4 with its defaults ([`super::abr::hlsjs`]): the
+//!   two-EWMA (3 s / 9 s) estimate from 500 kbit/s, the start level for it,
+//!   the throughput rule at 0.95 of the estimate (0.7 to switch up) with
+//!   the buffer's starvation budget, the emergency switch-down of a
+//!   fragment loading too slowly, and a buffer target of
+//!   `max(30 s, 60 MB / bit rate)` up to 600 s; an init segment once per
+//!   level.
 
 use std::fmt;
 use std::str::FromStr;
@@ -28,17 +35,24 @@ pub enum PlayerProfile {
     Sabre,
     /// dash.js 4.7.4 with its default settings.
     Dashjs,
+    /// hls.js 1.7.4 with its default settings.
+    Hlsjs,
 }
 
 impl PlayerProfile {
     /// Every profile.
-    pub const ALL: [PlayerProfile; 2] = [PlayerProfile::Sabre, PlayerProfile::Dashjs];
+    pub const ALL: [PlayerProfile; 3] = [
+        PlayerProfile::Sabre,
+        PlayerProfile::Dashjs,
+        PlayerProfile::Hlsjs,
+    ];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             PlayerProfile::Sabre => "sabre",
             PlayerProfile::Dashjs => "dashjs",
+            PlayerProfile::Hlsjs => "hlsjs",
         }
     }
 }
@@ -57,7 +71,7 @@ impl FromStr for PlayerProfile {
             .find(|p| p.name() == s)
             .ok_or_else(|| PlayerError::Invalid {
                 key: "player_profile",
-                why: format!("unknown profile {s:?} (sabre, dashjs)"),
+                why: format!("unknown profile {s:?} (sabre, dashjs, hlsjs)"),
             })
     }
 }
