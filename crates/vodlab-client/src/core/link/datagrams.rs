@@ -71,7 +71,7 @@ pub enum Verdict {
 }
 
 /// The counts of one direction (what `transport.quic_link` reports).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DirectionCounts {
     /// Datagrams passed (delivered or to be delivered).
     pub passed_datagrams: u64,
