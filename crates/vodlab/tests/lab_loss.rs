@@ -11,6 +11,8 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{require, vodlab};
@@ -27,39 +29,58 @@ fn drops(ns: &str, dev: &str) -> (u64, u64) {
     clsact_counts(&text).unwrap_or_else(|| panic!("no clsact on {ns} {dev}: {text}"))
 }
 
+/// The number that ends a stream of datagrams ([`udp_through`]).
+const END: u32 = u32::MAX;
+
 /// Sends `n` numbered datagrams from namespace `from` to `to` (bound in
 /// namespace `at`), paced at 20 per ms (under 40 Mbit/s: neither the
-/// lab's 50 Mbit/s queue nor the receiver's buffer overflows); the
-/// numbers received.
+/// lab's 50 Mbit/s queue nor the receiver's buffer overflows), then an
+/// end marker every 10 ms until the receiver has seen two (markers may be
+/// lost too; a datagram sent before the first marker arrives before the
+/// second, 10 ms later, whatever the kernel's reordering between CPUs);
+/// the numbers received.
 fn udp_through(from: &str, at: &str, to: SocketAddr, n: u32) -> Vec<u32> {
-    let rx = in_namespace(at, move || {
-        let s = UdpSocket::bind(to).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        s
-    })
-    .unwrap();
-    let from = from.to_string();
+    let rx = in_namespace(at, move || UdpSocket::bind(to).unwrap()).unwrap();
+    rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let (from, stop) = (from.to_string(), done.clone());
     let sender = std::thread::spawn(move || {
         in_namespace(&from, move || {
             let s = UdpSocket::bind("0.0.0.0:0").unwrap();
-            for i in 0..n {
+            let send = |i: u32| {
                 let mut d = [0u8; 200];
                 d[..4].copy_from_slice(&i.to_be_bytes());
                 s.send_to(&d, to).unwrap();
+            };
+            for i in 0..n {
+                send(i);
                 if i % 20 == 19 {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
+            // the poll interval of a bounded wait for the receiver
+            for _ in 0..1000 {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                send(END);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("the receiver never saw two end markers");
         })
         .unwrap()
     });
-    let mut got = Vec::new();
+    let (mut got, mut ends) = (Vec::new(), 0);
     let mut buf = [0u8; 512];
-    while let Ok(len) = rx.recv(&mut buf) {
+    while ends < 2 {
+        let len = rx.recv(&mut buf).expect("a datagram within 10 s");
         assert_eq!(len, 200);
-        got.push(u32::from_be_bytes(buf[..4].try_into().unwrap()));
+        match u32::from_be_bytes(buf[..4].try_into().unwrap()) {
+            END => ends += 1,
+            i => got.push(i),
+        }
     }
+    done.store(true, Ordering::Relaxed);
     sender.join().unwrap();
     got
 }
@@ -144,8 +165,8 @@ fn lab_loss_drops_about_p_of_udp_and_tcp_both_ways() {
     let lost = u64::from(n) - got.len() as u64;
     let (seen, dropped) = (after.0 - before.0, after.1 - before.1);
     eprintln!("down: {lost} of {n} datagrams lost; tc: {dropped} dropped of {seen} seen");
-    // tc's drops are the datagrams missing, plus any of the few other
-    // packets on the link (ARP)
+    // tc's drops are the datagrams missing, plus end markers and the few
+    // other packets on the link (ARP)
     assert!(
         dropped >= lost && dropped - lost <= seen - u64::from(n),
         "{lost} {dropped} {seen}"
