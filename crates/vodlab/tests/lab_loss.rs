@@ -194,7 +194,7 @@ fn lab_loss_drops_about_p_of_udp_and_tcp_both_ways() {
     // TCP: 4 MB from the server arrive whole while its segments are dropped
     let before = (drops(&hub, "c0"), drops(&cli, "eth0"));
     let listener = in_namespace(&srv, || TcpListener::bind("10.77.0.1:9002").unwrap()).unwrap();
-    let body: Vec<u8> = (0..4_000_000u32).map(|i| (i * 7 >> 3) as u8).collect();
+    let body: Vec<u8> = (0..4_000_000u32).map(|i| ((i * 7) >> 3) as u8).collect();
     let want = body.clone();
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
