@@ -9,7 +9,8 @@
 //! - [`viewer`]: the playout buffer that turns completion times into start-up
 //!   delay and stalls; [`delivery`] the per-request delivery meter.
 //! - [`schedule`]: seeded open-loop session arrivals.
-//! - [`link`]: the token bucket of an emulated access link.
+//! - [`link`]: the token bucket of an emulated access link, and
+//!   [`link::datagrams`] its lossy datagram model (QUIC).
 //! - [`player`]: closed-loop adaptive players (ABR rules, buffer, QoE), and
 //!   [`cmcd`] the CMCD they send.
 //! - [`time`]: virtual time, a [`time::Time`] for a point and a `Duration`

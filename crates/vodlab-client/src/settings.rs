@@ -139,7 +139,8 @@ pub struct RunSettings {
     /// Override the workload's per-shard ramp-down.
     #[cfg_attr(feature = "cli", arg(long))]
     pub ramp_down: Option<usize>,
-    /// Do not emulate client access links (rate and delay).
+    /// Do not emulate the client classes' access links (rate and delay);
+    /// --link-loss and --link-jitter (h3) still apply.
     #[cfg_attr(feature = "cli", arg(long))]
     pub no_shaping: bool,
     /// Ignore pacing and think times: every request as soon as the previous completes.

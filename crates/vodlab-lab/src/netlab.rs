@@ -1,8 +1,9 @@
 //! A network lab on one machine: a network namespace for the server and
 //! one per client host, joined by veth pairs on a bridge that lives in a
 //! namespace of its own, links shaped in the kernel with `htb` (this kernel
-//! has no `netem` or `fq`, so there is no emulated delay or loss; only
-//! rates and queues).
+//! has no `netem` or `fq`, so there is no emulated delay; rates and
+//! queues), and random loss by a classic-BPF program on a `clsact` hook
+//! ([`loss`]; `act_gact`'s random drop is not built in this kernel either).
 //!
 //! Nothing touches the machine's own network namespace: every address,
 //! route, bridge and qdisc is inside a namespace the lab created, and
@@ -28,8 +29,10 @@ use std::str::FromStr;
 use thiserror::Error;
 
 pub mod flow;
+pub mod loss;
 mod run;
 
+pub use loss::Loss;
 pub use run::{host_ns, run_lab, spawn_in, stop, LabRunError, LabRunObserver, RunArgs, ShapeArgs};
 
 /// Most client namespaces one lab makes.
@@ -156,6 +159,11 @@ pub struct LabSpec {
     /// Each TCP connection's upstream on client host I, as `flow_down`.
     /// Excludes `client_up`.
     pub flow_up: Vec<Rate>,
+    /// Random loss of every packet toward each client host (TCP and UDP
+    /// alike), if any ([`loss`]).
+    pub loss_down: Option<Loss>,
+    /// Random loss of every packet from each client host, if any.
+    pub loss_up: Option<Loss>,
 }
 
 impl LabSpec {
@@ -170,6 +178,8 @@ impl LabSpec {
             mtu: 1500,
             flow_down: Vec::new(),
             flow_up: Vec::new(),
+            loss_down: None,
+            loss_up: None,
         }
     }
 
@@ -315,7 +325,9 @@ pub fn plan_up(spec: &LabSpec) -> Result<Vec<Cmd>, LabError> {
     if let Some(r) = spec.server_egress {
         v.extend(shape(&spec.server_ns(), "eth0", r));
     }
-    if !spec.flow_down.is_empty() {
+    // one packet per segment from the server: per-flow rates, and a random
+    // drop that takes one packet, not a 64 KiB GSO burst of them
+    if !spec.flow_down.is_empty() || spec.loss_down.is_some() {
         v.push(flow::no_gso(&spec.server_ns()));
     }
     for i in 0..spec.clients {
@@ -325,6 +337,14 @@ pub fn plan_up(spec: &LabSpec) -> Result<Vec<Cmd>, LabError> {
         }
         if let Some(r) = spec.client_up {
             v.extend(shape(&ns, "eth0", r));
+        }
+        // the egress hook runs before the root qdisc: a dropped packet
+        // never takes a rate's tokens
+        if let Some(l) = spec.loss_down {
+            v.extend(loss::drop_random(&hub, &format!("c{i}"), l));
+        }
+        if let Some(l) = spec.loss_up {
+            v.extend(loss::drop_random(&ns, "eth0", l));
         }
         let (down, up) = (spec.flow_down_of(i), spec.flow_up_of(i));
         if down.is_some() || up.is_some() {
@@ -338,8 +358,10 @@ pub fn plan_up(spec: &LabSpec) -> Result<Vec<Cmd>, LabError> {
                 flow::Direction::Down,
             ));
         }
-        if let Some(r) = up {
+        if up.is_some() || spec.loss_up.is_some() {
             v.push(flow::no_gso(&ns));
+        }
+        if let Some(r) = up {
             v.extend(flow::per_flow(&ns, "eth0", r, flow::Direction::Up));
         }
     }
@@ -616,6 +638,42 @@ mod tests {
         s.client_up = Some(Rate(1_000_000));
         let n = plan_up(&s).unwrap().iter().filter(|c| c[0] == "tc").count();
         assert_eq!(n, 2 + 2 * 2 * 2);
+    }
+
+    #[test]
+    fn loss_drops_on_each_client_links_egress_both_ways() {
+        let mut s = LabSpec::new("l", 2);
+        s.client_down = Some(Rate(8_000_000));
+        s.loss_down = Some(Loss(20_000));
+        s.loss_up = Some(Loss(5_000));
+        let lines: Vec<String> = plan_up(&s).unwrap().iter().map(|c| c.join(" ")).collect();
+        for i in 0..2 {
+            // toward the client: the hub's port; from it: its own eth0
+            for (ns, dev, t) in [
+                ("vl-l-hub", format!("c{i}"), 85_899_345),
+                ("vl-l-c{i}", "eth0".into(), 21_474_836),
+            ] {
+                let ns = ns.replace("{i}", &i.to_string());
+                assert!(
+                    lines.contains(&format!("tc -n {ns} qdisc add dev {dev} clsact")),
+                    "{ns} {dev}"
+                );
+                let f = format!("tc -n {ns} filter add dev {dev} egress prio 1 bpf da bytecode \"4,32 0 0 4294963256,53 1 0 {t},6 0 0 2,6 0 0 4294967295\"");
+                assert!(lines.contains(&f), "{f}");
+            }
+        }
+        // the senders send one packet per segment (a drop is one packet)
+        for ns in ["vl-l-srv", "vl-l-c0", "vl-l-c1"] {
+            let g = format!("ip -n {ns} link set eth0 gso_max_size 1500 gso_max_segs 1");
+            assert_eq!(lines.iter().filter(|l| **l == g).count(), 1, "{g}");
+        }
+        // beside the rate's htb, not instead of it
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("tc -n vl-l-hub qdisc add dev c1 root")));
+        // and every tc command goes through tc -batch, which unquotes the program
+        let b = flow::batches(&plan_up(&s).unwrap());
+        assert!(b.iter().all(|(c, _)| c[0] != "tc" || c[3] == "-batch"));
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub enum Command {
     ///   vodlab run work/yt --target http://10.0.0.5:8080 --allow-remote --rate 40 --shard 0/4 --start-at 2025-01-31T12:00:00Z -o results/s0
     ///   vodlab run work/yt --target https://localhost:8443 --protocol h2 --ca ca.pem --rate 10
     ///   vodlab run work/yt --target https://localhost:8443 --protocol h3 --ca ca.pem --rate 10 --no-shaping
+    ///   vodlab run work/yt --target https://localhost:8443 --protocol h3 --ca ca.pem --rate 10 --link-loss 2 --link-jitter 5ms
     ///   vodlab run work/yt --target http://127.0.0.1:8080 --protocol h2c --h2-window-bits 16 --rate 10
     ///   vodlab run --timing-script bbc.txt --clients 91 --stagger 1000 --target http://127.0.0.1:8080 --protocol h2c
     ///   vodlab run work/dash --target http://127.0.0.1:8080 --rate 5 --player dash --abr dynamic

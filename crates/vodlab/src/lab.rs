@@ -1,5 +1,5 @@
 //! `vodlab lab`: a network lab on this machine (namespaces, veth, a bridge,
-//! htb-shaped links; the library builds and runs it: [`vodlab_lab::netlab`];
+//! htb-shaped links, random loss; the library builds and runs it: [`vodlab_lab::netlab`];
 //! docs/lab.md).
 
 use std::net::SocketAddr;
@@ -18,6 +18,7 @@ pub enum LabCommand {
     /// Examples:
     ///   vodlab lab up --clients 4 --server-egress 1gbit
     ///   vodlab lab up --clients 4 --flow-down 10mbit,3.5mbit,1mbit,10mbit
+    ///   vodlab lab up --clients 1 --client-down 10mbit --loss-down 2 --loss-up 2
     #[command(verbatim_doc_comment)]
     Up(ShapeArgs),
     /// Remove a lab's namespaces (and with them its links and qdiscs).

@@ -12,13 +12,18 @@
 //! - **one-way delay**: a request leaves `delay` after the client issues it,
 //!   and response bytes count as arrived `delay` after they are read.
 //!
-//! What is not: the delay is applied above TCP, so the kernel still sees a
+//! For QUIC ([`datagrams`]): the same rates and delay applied to each UDP
+//! datagram, with jitter, random loss and a bounded bottleneck queue.
+//!
+//! What is not (TCP): the delay is applied above TCP, so the kernel still sees a
 //! loopback round trip; congestion-window growth, the bandwidth-delay product
 //! and losses are not emulated. Use network namespaces with netem/tbf for those.
 
 use std::time::Duration;
 
 use crate::core::time::Time;
+
+pub mod datagrams;
 
 /// Link parameters of a client class.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

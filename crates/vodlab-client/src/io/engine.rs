@@ -98,6 +98,8 @@ enum Report {
     Opened(Opened),
     /// QUIC's figures of one of a session's h3 connections, at its end.
     Quic(crate::io::transport::QuicFigures),
+    /// The counts of a session's in-process QUIC link, at its end.
+    QuicLink(crate::io::transport::quic_link::LinkCounts),
 }
 
 /// Runs the workload until every session ended, `cancel` turns true, the

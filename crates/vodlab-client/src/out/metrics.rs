@@ -346,6 +346,8 @@ pub struct TransportMetrics {
     pub tls_handshake: Histogram<u64>,
     /// QUIC's own figures of the h3 connections (none for TCP protocols).
     pub quic: crate::out::quic::QuicMetrics,
+    /// The in-process QUIC links' counts (h3 sessions with a link).
+    pub quic_link: crate::out::quic_link::QuicLinkMetrics,
 }
 
 impl Default for TransportMetrics {
@@ -356,6 +358,7 @@ impl Default for TransportMetrics {
             tls_resumed: 0,
             tls_handshake: histogram(),
             quic: crate::out::quic::QuicMetrics::default(),
+            quic_link: crate::out::quic_link::QuicLinkMetrics::default(),
         }
     }
 }
@@ -380,6 +383,7 @@ impl TransportMetrics {
             .add(&o.tls_handshake)
             .expect("same bounds");
         self.quic.merge(&o.quic);
+        self.quic_link.merge(&o.quic_link);
     }
 }
 

@@ -465,6 +465,10 @@ pub struct TransportResults {
     /// QUIC's own figures per connection (`--protocol h3` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic: Option<crate::out::quic::QuicResults>,
+    /// The in-process QUIC link's counts (`--protocol h3` with a link:
+    /// a class rate or delay, `--link-loss` or `--link-jitter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_link: Option<crate::out::quic_link::QuicLinkResults>,
 }
 
 impl TransportResults {
@@ -476,6 +480,7 @@ impl TransportResults {
             tls_resumed: t.tls_resumed,
             tls_handshake_ms: Summary::of(&t.tls_handshake, 1e3),
             quic: crate::out::quic::QuicResults::of(&t.quic),
+            quic_link: crate::out::quic_link::QuicLinkResults::of(&t.quic_link),
         }
     }
 }
@@ -1014,6 +1019,19 @@ impl Results {
                 q.congestion_events,
                 q.rtt_ms.p50,
                 q.cwnd_bytes.p50
+            );
+        }
+        if let Some(l) = &t.quic_link {
+            let _ = writeln!(
+                s,
+                "  QUIC link: down {} datagrams passed, {} lost, {} queue-dropped; up {} passed, {} lost, {} queue-dropped ({} sessions)",
+                l.down.passed_datagrams,
+                l.down.lost_datagrams,
+                l.down.queue_dropped_datagrams,
+                l.up.passed_datagrams,
+                l.up.lost_datagrams,
+                l.up.queue_dropped_datagrams,
+                l.links
             );
         }
         let h = &self.health;

@@ -172,6 +172,10 @@ pub struct TransportDump {
     /// QUIC's figures (h3 runs; absent otherwise and in older dumps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic: Option<crate::out::quic::QuicDump>,
+    /// The in-process QUIC links' counts (`[links, up × 6, down × 6]`;
+    /// absent without a link and in older dumps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_link: Option<Vec<u64>>,
 }
 
 /// How a run went, apart from its metrics (for [`MetricsDump::new`]).
@@ -277,6 +281,10 @@ impl MetricsDump {
                     0 => None,
                     _ => Some(m.transport.quic.dump()?),
                 },
+                quic_link: match m.transport.quic_link.links {
+                    0 => None,
+                    _ => Some(m.transport.quic_link.dump()),
+                },
             }),
             interval_s: info.interval_s,
             monitor: MonitorDump {
@@ -375,6 +383,9 @@ impl MetricsDump {
             add(&mut tm.tls_handshake, "tls_handshake", &t.tls_handshake)?;
             if let Some(q) = &t.quic {
                 tm.quic = crate::out::quic::QuicMetrics::from_dump(q)?;
+            }
+            if let Some(l) = &t.quic_link {
+                tm.quic_link = crate::out::quic_link::QuicLinkMetrics::from_dump(l)?;
             }
         }
         Ok(m)

@@ -4,7 +4,28 @@
 use std::path::PathBuf;
 
 use super::{flag, SettingsError};
-use crate::io::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
+use crate::io::transport::{H2Settings, LinkImpairment, Protocol, TlsOptions, TransportConfig};
+
+/// `--link-loss PCT` in parts per million (bounds are checked by
+/// [`TransportConfig::validate`], this refuses what is not a number).
+fn pct_to_ppm(pct: f64) -> Result<u32, SettingsError> {
+    if !pct.is_finite() || pct < 0.0 {
+        return Err(flag(format!(
+            "--link-loss must be from 0 to 50 (%), got {pct}"
+        )));
+    }
+    Ok((pct * 1e4).round().min(f64::from(u32::MAX)) as u32)
+}
+
+/// `--link-jitter` (ms) as a duration.
+fn ms_to_duration(ms: f64) -> Result<std::time::Duration, SettingsError> {
+    if !ms.is_finite() || !(0.0..=1e7).contains(&ms) {
+        return Err(flag(format!(
+            "--link-jitter must be from 0 to 10 s, got {ms} ms"
+        )));
+    }
+    Ok(std::time::Duration::from_secs_f64(ms / 1e3))
+}
 
 /// Protocol, TLS and HTTP/2 options of `run`, `capacity` and `compare`.
 #[derive(Debug, Clone)]
@@ -12,8 +33,9 @@ use crate::io::transport::{H2Settings, Protocol, TlsOptions, TransportConfig};
 pub struct TransportSettings {
     /// `h1` (HTTP/1.1), `h2c` (HTTP/2 over TCP with prior knowledge),
     /// `https` (HTTP/1.1 over TLS), `h2` (HTTP/2 over TLS by ALPN) or `h3`
-    /// (HTTP/3 over QUIC, UDP to the target's port; 0-RTT off; no
-    /// in-process link yet: use --no-shaping).
+    /// (HTTP/3 over QUIC, UDP to the target's port; 0-RTT off; the
+    /// classes' rates and delay apply to its datagrams, with --link-loss
+    /// and --link-jitter).
     /// Default: h1 for an http:// target, h2 for https://. The same
     /// workload and seed send the same requests at the same times under
     /// every protocol.
@@ -60,6 +82,20 @@ pub struct TransportSettings {
         arg(long, value_name = "ADDR,...", value_delimiter = ',')
     )]
     pub source_address: Vec<std::net::IpAddr>,
+    /// Lose PCT % of the datagrams in each direction of every session's
+    /// in-process QUIC link (--protocol h3 only; 0 to 50), seeded by
+    /// --seed and the session: the same run loses the same datagrams.
+    /// Applies with --no-shaping too (which turns off only the classes'
+    /// rates and delay). E.g. `--protocol h3 --link-loss 2`. TCP's
+    /// in-process shaping cannot drop packets: for loss under h1/h2 use
+    /// `vodlab lab --loss-down/--loss-up` (docs/run.md).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0.0, value_name = "PCT"))]
+    pub link_loss: f64,
+    /// Add a random delay of 0 to DURATION (uniform, bare = ms) to each
+    /// datagram of the in-process QUIC link, in each direction, without
+    /// reordering (--protocol h3 only; at most 10 s). E.g. `--link-jitter 5ms`.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0.0, value_name = "DURATION", value_parser = vodlab_units::millis_arg))]
+    pub link_jitter: f64,
 }
 
 impl TransportSettings {
@@ -101,6 +137,10 @@ impl TransportSettings {
                 streams_per_connection: self.h2_streams_per_connection,
             },
             source: self.source_address.clone(),
+            link: LinkImpairment {
+                loss_ppm: pct_to_ppm(self.link_loss)?,
+                jitter: ms_to_duration(self.link_jitter)?,
+            },
         };
         cfg.validate()?;
         Ok(cfg)

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use super::{existing_namespaces, in_namespace, Lab, LabError, LabSpec, Rate, SERVER_ADDR};
+use super::{existing_namespaces, in_namespace, Lab, LabError, LabSpec, Loss, Rate, SERVER_ADDR};
 
 /// The lab's shape, shared by `up` and `run`.
 #[derive(Debug, Clone)]
@@ -62,6 +62,17 @@ pub struct ShapeArgs {
         )
     )]
     pub flow_up: Vec<Rate>,
+    /// Drop PCT % of the packets toward each client host at random (TCP
+    /// and UDP alike: a fair loss for h1/h2 against h3), e.g. 2 or 0.5%
+    /// (above 0, at most 50). A classic-BPF program on the link's egress
+    /// (this kernel has no netem); `tc -n vl-NAME-hub -s qdisc show dev
+    /// cI` counts what it dropped.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PCT"))]
+    pub loss_down: Option<Loss>,
+    /// Drop PCT % of the packets from each client host at random, as
+    /// --loss-down (counted on the client host's eth0).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PCT"))]
+    pub loss_up: Option<Loss>,
 }
 
 impl ShapeArgs {
@@ -76,6 +87,8 @@ impl ShapeArgs {
             mtu: self.mtu,
             flow_down: self.flow_down.clone(),
             flow_up: self.flow_up.clone(),
+            loss_down: self.loss_down,
+            loss_up: self.loss_up,
         }
     }
 }

@@ -28,6 +28,20 @@ pub fn vodlab_ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
+/// Asserts that `v` follows `docs/<schema>` (e.g. `results.schema.json`).
+pub fn assert_follows_schema(schema: &str, v: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(schema);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&doc).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+}
+
 /// An unpaced workload of `preset` (`pacing_s = 0`) made by `vodlab gen`
 /// in `dir/w`, and sparse files for its catalog in `dir/root`: (workload,
 /// root).

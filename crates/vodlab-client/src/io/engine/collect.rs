@@ -92,6 +92,7 @@ pub(super) async fn aggregate(
             }
             Report::Opened(o) => m.transport.record(&o),
             Report::Quic(f) => m.transport.quic.record(&f),
+            Report::QuicLink(c) => m.transport.quic_link.record(&c),
         }
     }
     if let Some(f) = csv.as_mut() {

@@ -473,7 +473,10 @@ pub(super) async fn run_player_session(
     let mut io = Io {
         ctx: &ctx,
         run,
-        transport: ctx.connector.session(1),
+        transport: ctx
+            .connector
+            .session(1)
+            .for_session(ctx.cfg.seed, shard, index),
         link,
         conn: None,
         id: session_id(session, shard, index),
@@ -531,6 +534,9 @@ pub(super) async fn run_player_session(
     io.flush();
     for f in io.transport.quic_figures() {
         let _ = tx.send(Report::Quic(f));
+    }
+    if let Some(c) = io.transport.link_counts() {
+        let _ = tx.send(Report::QuicLink(c));
     }
     let end = Instant::now();
     drop(io);

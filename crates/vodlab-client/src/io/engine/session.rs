@@ -136,7 +136,12 @@ pub(super) async fn run_session(
     let dcfg = DriverConfig {
         pacing: ctx.cfg.pacing,
         late_pacing: ctx.cfg.late_pacing,
-        link_delay: link.delay,
+        // under h3 the delay is the QUIC link's, datagram by datagram
+        link_delay: if ctx.cfg.transport.protocol.is_h3() {
+            std::time::Duration::ZERO
+        } else {
+            link.delay
+        },
         playback_buffer: ctx.cfg.playback_buffer,
         pace_target: ctx.cfg.pace_target,
         epoch: Some(Time::ZERO),
@@ -149,7 +154,10 @@ pub(super) async fn run_session(
         start,
     ));
     let n = lock(&shared).connections();
-    let transport = ctx.connector.session(n);
+    let transport = ctx
+        .connector
+        .session(n)
+        .for_session(ctx.cfg.seed, shard, index);
     let mut conns: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
     // what is in flight on each connection; dropping it abandons the exchange
     // (a session has few connections: polling each slot on a wake is cheaper
@@ -229,6 +237,9 @@ pub(super) async fn run_session(
                         drop(steps);
                         for f in transport.quic_figures() {
                             let _ = tx.send(Report::Quic(f));
+                        }
+                        if let Some(c) = transport.link_counts() {
+                            let _ = tx.send(Report::QuicLink(c));
                         }
                         batch.take_delivery(&mut driver);
                         batch.flush();

@@ -12,8 +12,10 @@
 //! quinn's statistics when the session ends (`transport.quic` in the
 //! results).
 //!
-//! Not yet: the in-process link (`--link`/class rates and delay apply to
-//! TCP reads; a shaped link under h3 is refused, not ignored).
+//! The in-process link (the class's rates and delay, `--link-loss`,
+//! `--link-jitter`) is a wrapper of the endpoint's UDP socket
+//! ([`super::quic_link`]); without one the endpoint is quinn's own
+//! ([`endpoint`]).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

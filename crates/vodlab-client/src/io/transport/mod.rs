@@ -10,12 +10,15 @@
 //! share one connection, each carrying one stream at a time. Every
 //! protocol reads through the same link emulation ([`Shaped`], or
 //! [`crate::io::http::Connection`]'s own buckets for plain h1), so the same
-//! seeded schedule meets the same link under every TCP protocol (HTTP/3
-//! has no in-process link yet: a shaped link under h3 is refused).
+//! seeded schedule meets the same link under every TCP protocol. HTTP/3
+//! meets it datagram by datagram ([`quic_link`]: the class's rates and
+//! delay, with `--link-loss` and `--link-jitter`), which TCP's shaping of
+//! reads and writes cannot do (it drops nothing).
 
 pub mod frames;
 pub mod h2;
 pub mod h3;
+pub mod quic_link;
 pub mod shaped;
 pub mod tls;
 
@@ -35,12 +38,14 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use crate::core::exchange::{ErrorKind, Failure, ReadLimits, Response};
+use crate::core::link::datagrams::{default_queue_bytes, session_seed, DirectionSpec};
 use crate::core::link::LinkSpec;
 pub use crate::io::http::tcp_connect;
 use crate::io::http::{Connection, Outgoing};
 pub use frames::FrameReads;
 pub use h2::{H2Handle, H2Settings};
 pub use h3::H3Handle;
+pub use quic_link::LinkCounts;
 pub use shaped::Shaped;
 pub use tls::TlsOptions;
 
@@ -159,6 +164,38 @@ pub enum TransportError {
     /// An HTTP/2 setting is out of bounds.
     #[error("{0}")]
     H2(String),
+    /// A setting of the in-process QUIC link is out of bounds, or given
+    /// to a protocol it cannot apply to.
+    #[error("{0}")]
+    Link(String),
+}
+
+/// Loss and jitter of the in-process QUIC link (`--link-loss`,
+/// `--link-jitter`): both directions of every h3 session's link, beside
+/// its class's rates and delay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkImpairment {
+    /// Probability of losing a datagram, parts per million (20,000 = 2 %).
+    pub loss_ppm: u32,
+    /// Largest extra one-way delay per datagram (uniform in `[0, jitter]`).
+    pub jitter: Duration,
+}
+
+impl LinkImpairment {
+    /// Most loss accepted: 50 % (beyond it a QUIC handshake rarely ends).
+    pub const MAX_LOSS_PPM: u32 = 500_000;
+    /// Most jitter accepted.
+    pub const MAX_JITTER: Duration = Duration::from_secs(10);
+
+    /// True when it adds nothing.
+    pub fn is_none(&self) -> bool {
+        self.loss_ppm == 0 && self.jitter.is_zero()
+    }
+
+    /// The loss probability.
+    pub fn loss(&self) -> f64 {
+        f64::from(self.loss_ppm) / 1e6
+    }
 }
 
 /// Transport settings of a run.
@@ -173,12 +210,36 @@ pub struct TransportConfig {
     /// Local addresses connections are opened from, in turn
     /// (`--source-address`); empty: the kernel's choice.
     pub source: Vec<std::net::IpAddr>,
+    /// Loss and jitter of the in-process QUIC link (h3 only).
+    pub link: LinkImpairment,
 }
 
 impl TransportConfig {
     /// Checks the settings, naming the one at fault.
     pub fn validate(&self) -> Result<(), TransportError> {
         self.h2.validate().map_err(TransportError::H2)?;
+        let l = &self.link;
+        if l.loss_ppm > LinkImpairment::MAX_LOSS_PPM {
+            return Err(TransportError::Link(format!(
+                "--link-loss must be from 0 to 50 (%), got {}",
+                l.loss() * 100.0
+            )));
+        }
+        if l.jitter > LinkImpairment::MAX_JITTER {
+            return Err(TransportError::Link(format!(
+                "--link-jitter must be at most 10 s, got {:?}",
+                l.jitter
+            )));
+        }
+        if !l.is_none() && !self.protocol.is_h3() {
+            return Err(TransportError::Link(format!(
+                "--link-loss and --link-jitter apply to QUIC's datagrams (--protocol h3), not to \
+                 {}: the in-process TCP shaping paces reads and writes and cannot drop a packet; \
+                 for loss under TCP use the network lab's --loss-down/--loss-up (docs/run.md, \
+                 \"Loss: h3 against h2\")",
+                self.protocol
+            )));
+        }
         if self.tls.insecure && self.tls.ca.is_some() {
             return Err(TransportError::Tls(
                 "--ca and --insecure exclude each other".into(),
@@ -253,6 +314,8 @@ impl Connector {
             groups: (0..groups).map(|_| tokio::sync::Mutex::new(None)).collect(),
             quic: std::sync::Mutex::new(None),
             quic_conns: std::sync::Mutex::new(Vec::new()),
+            quic_link: std::sync::Mutex::new(None),
+            link_seed: (0, 0, 0),
             drivers: std::sync::Mutex::new(Vec::new()),
             yielded: Arc::new(AtomicBool::new(false)),
         }
@@ -340,6 +403,11 @@ pub struct SessionTransport<'a> {
     /// The QUIC connections the session opened, for their figures at its
     /// end ([`Self::quic_figures`]).
     quic_conns: std::sync::Mutex<Vec<quinn::Connection>>,
+    /// The in-process link of the session's QUIC endpoint, when it has one.
+    quic_link: std::sync::Mutex<Option<Arc<quic_link::LinkSocket>>>,
+    /// The session whose link this is: the run's seed, its shard and index
+    /// ([`Self::for_session`]), the seeds of its link's draws.
+    link_seed: (u64, u64, u64),
     /// The HTTP/2 connections' frame drivers, polled by the session's task.
     drivers: std::sync::Mutex<Vec<h2::Driver>>,
     /// Set when an HTTP/2 connection's read turn ended ([`Shaped::yielding_to`]).
@@ -479,19 +547,12 @@ impl SessionTransport<'_> {
                 Ok((Conn::H2(h), opened))
             }
             Protocol::H3 => {
-                if !link.is_unlimited() {
-                    return Err(Failure::new(
-                        ErrorKind::Other,
-                        "h3: the in-process link (rate, delay) is not implemented for QUIC yet; \
-                         run h3 without a shaped link",
-                    ));
-                }
                 let g = self.c.cfg.h2.group_of(conn).min(self.groups.len() - 1);
                 let mut slot = self.groups[g].lock().await;
                 if let Some(h) = slot.as_ref().filter(|h| h.is_alive()) {
                     return Ok((h.clone().conn(), Opened::default()));
                 }
-                let (ep, cfg) = self.quic_endpoint()?;
+                let (ep, cfg) = self.quic_endpoint(link)?;
                 let Some((_, name)) = &self.c.tls else {
                     return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
                 };
@@ -522,9 +583,47 @@ impl SessionTransport<'_> {
         conns.iter().map(h3::figures).collect()
     }
 
+    /// The counts of the session's in-process QUIC link now (`None`
+    /// without one).
+    pub fn link_counts(&self) -> Option<quic_link::LinkCounts> {
+        let l = self.quic_link.lock().unwrap_or_else(|e| e.into_inner());
+        l.as_ref().map(|l| l.counts())
+    }
+
+    /// The transport of session `index` of `shard` in a run of `run_seed`:
+    /// its in-process QUIC link draws its loss and jitter from seeds of
+    /// these ([`crate::core::link::datagrams::session_seed`]).
+    pub fn for_session(mut self, run_seed: u64, shard: usize, index: usize) -> Self {
+        self.link_seed = (run_seed, shard as u64, index as u64);
+        self
+    }
+
+    /// The two directions of the session's QUIC link under `link` (`None`
+    /// when it has nothing to emulate: quinn's own socket is used).
+    fn link_directions(&self, link: &LinkSpec) -> Option<(DirectionSpec, DirectionSpec)> {
+        let imp = &self.c.cfg.link;
+        if link.is_unlimited() && imp.is_none() {
+            return None;
+        }
+        let (run, shard, index) = self.link_seed;
+        let dir = |rate_bps: f64, d: u64| DirectionSpec {
+            rate_bps,
+            delay: link.delay,
+            jitter: imp.jitter,
+            loss: imp.loss(),
+            queue_bytes: default_queue_bytes(rate_bps),
+            seed: session_seed(run, shard, index, d),
+        };
+        Some((dir(link.up_bps, 0), dir(link.down_bps, 1)))
+    }
+
     /// The session's QUIC endpoint and client configuration, made at the
-    /// first call.
-    fn quic_endpoint(&self) -> Result<(quinn::Endpoint, quinn::ClientConfig), Failure> {
+    /// first call (through the in-process link when `link` or
+    /// `--link-loss`/`--link-jitter` asks for one).
+    fn quic_endpoint(
+        &self,
+        link: &LinkSpec,
+    ) -> Result<(quinn::Endpoint, quinn::ClientConfig), Failure> {
         let mut q = self.quic.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(q) = q.as_ref() {
             return Ok(q.clone());
@@ -532,7 +631,17 @@ impl SessionTransport<'_> {
         let Some(tls) = &self.tls else {
             return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
         };
-        let made = (h3::endpoint(self.c.addr)?, h3::client_config(tls.clone())?);
+        let ep = match self.link_directions(link) {
+            None => h3::endpoint(self.c.addr)?,
+            Some((up, down)) => {
+                let (ep, sock) = quic_link::endpoint(self.c.addr, up, down).map_err(|e| {
+                    Failure::new(ErrorKind::from_io(&e), format!("udp socket for QUIC: {e}"))
+                })?;
+                *self.quic_link.lock().unwrap_or_else(|e| e.into_inner()) = Some(sock);
+                ep
+            }
+        };
+        let made = (ep, h3::client_config(tls.clone())?);
         *q = Some(made.clone());
         Ok(made)
     }
@@ -630,6 +739,7 @@ mod tests {
             },
             h2: H2Settings::default(),
             source: vec![],
+            link: LinkImpairment::default(),
         };
         assert!(cfg
             .validate()

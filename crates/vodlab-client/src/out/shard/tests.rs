@@ -124,6 +124,23 @@ fn feed(m: &mut RunMetrics, k: usize, i: usize) {
         rtt: Duration::from_micros(200 + n * 6_151 % 90_000),
         cwnd: 12_000 + n * 1_013 % 500_000,
     });
+    // and its in-process link's counts
+    let d = |k: u64| {
+        crate::core::link::datagrams::DirectionCounts::from_array([
+            400 + k * n % 31,
+            500_000 + n * 7,
+            n % 9,
+            (n % 9) * 1_250,
+            n % 3,
+            (n % 3) * 1_250,
+        ])
+    };
+    m.transport
+        .quic_link
+        .record(&crate::out::quic_link::LinkCounts {
+            up: d(1),
+            down: d(5),
+        });
 }
 
 fn info(started: u64, stopped_by: StopReason) -> RunInfo {
@@ -282,6 +299,11 @@ fn four_shards_merge_into_exactly_the_one_process_results() {
     assert_eq!(Some(q), one.transport.quic.as_ref());
     assert_eq!(q.connections, (s * per) as u64);
     assert!(q.rtt_ms.p99 > q.rtt_ms.p50 && q.cwnd_bytes.p99 > q.cwnd_bytes.p50);
+    // the QUIC links' counts: sums, exactly
+    let l = merged.transport.quic_link.expect("transport.quic_link");
+    assert_eq!(Some(l), one.transport.quic_link);
+    assert_eq!(l.links, (s * per) as u64);
+    assert!(l.down.lost_datagrams > 0 && l.up.queue_dropped_datagrams > 0);
     let series = |r: &Results| {
         r.intervals
             .iter()
