@@ -312,9 +312,11 @@ pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunE
     }
     work.compress(tc);
     let nofile = crate::config::raise_nofile();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = a.threads {
+        builder.worker_threads(usize::from(n));
+    }
+    let rt = builder.enable_all().build()?;
     let addr: SocketAddr = rt
         .block_on(tokio::net::lookup_host(&hostport))
         .map_err(|source| RunError::Resolve {

@@ -260,6 +260,13 @@ pub struct RunSettings {
     /// once than one process may hold descriptors for.
     #[cfg_attr(feature = "cli", arg(long, value_name = "N", conflicts_with = "shard"))]
     pub client_processes: Option<u32>,
+    /// Worker threads of the client's runtime (default: one per CPU). Many
+    /// slow sessions cost less on fewer threads: 10,000 paced, shaped
+    /// sessions took 22 % less CPU on one thread than on two here, with
+    /// half the context switches (docs/benchmarks.md); a fast unpaced run
+    /// wants them all. With --client-processes, per process.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024)))]
+    pub threads: Option<u16>,
     /// Protocol, TLS and HTTP/2 options.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub transport: TransportSettings,

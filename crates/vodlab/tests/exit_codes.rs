@@ -71,6 +71,13 @@ fn run_exits_by_the_table() {
     // 0: ran and passed
     let o = run(&w, &url, &t.path().join("ok"), &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // 0: on one runtime thread, the same six sessions
+    let o = run(&w, &url, &t.path().join("one-thread"), &["--threads", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // 2: no thread at all is a usage error, named
+    let o = run(&w, &url, &t.path().join("no-thread"), &["--threads", "0"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--threads"), "{}", stderr(&o));
     // 0: a rule that holds
     let o = run(
         &w,
