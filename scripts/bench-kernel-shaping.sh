@@ -22,7 +22,7 @@
 # sum of the processes' cpu_pct over the sum of their sessions), the
 # machine's busy CPU over the same window from /proc/stat (server, both
 # kernels' softirq and everything else on the machine included), failed
-# sessions, send lateness p99 (worst host) and the results' shaping_mode.
+# sessions, latency from schedule p99 (worst host: the response time included) and the results' shaping_mode.
 # Medians over ROUNDS, and the ratios kernel / in-process.
 #
 #   scripts/bench-kernel-shaping.sh
@@ -163,12 +163,15 @@ for r in rows:
         arms.append(r["arm"])
 med = lambda arm, k: statistics.median(r[k] for r in rows if r["arm"] == arm)
 print(f"{sys.argv[2]} paced sessions over {sys.argv[3]} lab hosts at {sys.argv[4]}, medians of the rounds:\n")
-print("| arm | shaping_mode | client CPU % per 1,000 (steady mean) | machine CPU % per 1,000 | failed | send p99 ms | all valid | rounds |")
+print("| arm | shaping_mode | client CPU % per 1,000 (steady mean) | machine CPU % per 1,000 | failed | latency from schedule p99 ms (worst host) | all valid | rounds |")
 print("|---|---|---|---|---|---|---|---|")
 for a in arms:
     rs = [r for r in rows if r["arm"] == a]
-    print(f"| {a} | {','.join(rs[0]['shaping_mode'])} | {med(a, 'client_cpu_per_1000'):.2f} ({', '.join(f'{r['client_cpu_per_1000']:.2f}' for r in rs)}) "
-          f"| {med(a, 'machine_cpu_per_1000'):.2f} | {sum(r['failed'] for r in rs)} | {max(r['send_p99_ms'] for r in rs):.2f} | {all(r['valid'] for r in rs)} | {len(rs)} |")
+    mode = ",".join(rs[0]["shaping_mode"])
+    each = ", ".join("%.2f" % r["client_cpu_per_1000"] for r in rs)
+    machine = ", ".join("%.1f" % r["machine_cpu_per_1000"] for r in rs)
+    print(f"| {a} | {mode} | {med(a, 'client_cpu_per_1000'):.2f} ({each}) "
+          f"| {med(a, 'machine_cpu_per_1000'):.1f} ({machine}) | {sum(r['failed'] for r in rs)} | {max(r['send_p99_ms'] for r in rs):.2f} | {all(r['valid'] for r in rs)} | {len(rs)} |")
 if "kernel" in arms and "inproc" in arms:
     print(f"\nkernel / in-process, client CPU: {med('kernel', 'client_cpu_per_1000') / med('inproc', 'client_cpu_per_1000'):.2f}; machine CPU: {med('kernel', 'machine_cpu_per_1000') / med('inproc', 'machine_cpu_per_1000'):.2f}")
 if "baseline" in arms:
