@@ -64,50 +64,7 @@ mkdir -p "$OUT"
 
 # the workload: one title of TITLE_S seconds, the dash-vod ladder, one
 # viewer who watches it all (as dashjs-compare.sh)
-python3 - "$TITLE_S" > "$WORK/spec.toml" <<'EOF'
-import sys
-title_s = float(sys.argv[1])
-ladder = [("240p", 235, "320x240"), ("384p", 750, "512x384"), ("480p", 1750, "720x480"),
-          ("720p", 3000, "1280x720"), ("1080p", 4300, "1920x1080"), ("1080p-hi", 5800, "1920x1080")]
-print(f'''name = "hlsjs-profile"
-description = "One title of the dash-vod ladder, one viewer: scripts/experiments/hlsjs-profile.sh"
-[catalog]
-titles = 1
-median_duration_top = 1
-placement = "random"
-ladder = "nested"
-popularity = {{ kind = "zipf", alpha = 0.8 }}
-storage = {{ layout = "chunked", chunk_s = 4.0 }}
-manifests = {{ dash = true, hls = true, init_bytes = 1024 }}
-[catalog.duration]
-kind = "constant"
-value = {title_s}''')
-for n, k, r in ladder:
-    print(f'[[catalog.representations]]\nname = "{n}"\nbitrate_kbps = {k}.0\nresolution = "{r}"')
-print('''[sessions]
-count = 1
-request_s = 4.0
-buffering_requests = 3
-pacing_s = 4.0
-timeout_s = 4.0
-representation = { kind = "rule", headroom = 0.8 }
-[sessions.viewing_fraction]
-kind = "constant"
-value = 1.0
-[sessions.start]
-kind = "beginning"
-[[clients]]
-name = "lab"
-share = 1.0
-down_kbps = 100000.0
-up_kbps = 100000.0
-delay_ms = 0.0
-[measurement]
-ramp_up_sessions = 0
-ramp_down_sessions = 0
-shard_sessions = 500
-seed = 1''')
-EOF
+python3 "$(dirname "$0")/one-title-spec.py" "$TITLE_S" hlsjs-profile > "$WORK/spec.toml"
 "$V" gen --spec "$WORK/spec.toml" -o "$WORK/w" >/dev/null
 if [ -n "${SET:-}" ]; then
   cp -r "$SET" "$WORK/set"
