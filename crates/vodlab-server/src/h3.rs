@@ -18,13 +18,17 @@
 //! shared prelude's. A client going away is the QUIC connection closing
 //! (there is no TCP socket the prefetch helper could watch; a stream the
 //! client stops is noticed at the next write). Limits: `--h3-max-concurrent-streams` (QUIC stream
-//! credit), `--h3-idle-timeout` (QUIC's idle timeout), a cap on open
+//! credit), `--h3-idle-timeout` (QUIC's idle timeout), `--keepalive`
+//! (no request stream open so long: the connection is closed with
+//! H3_NO_ERROR, whatever PINGs keep QUIC alive), a cap on open
 //! connections (`--h3-max-connections`, beyond which new ones are
 //! refused before any state is kept), the header timeout for a stream's
 //! head, the send timeout for every write, and quinn's own: the
 //! anti-amplification limit before an address is validated (three times
-//! the bytes received, RFC 9000 §8.1) and, with `--h3-retry`, a Retry
-//! round trip that validates every address before its connection exists.
+//! the bytes received, RFC 9000 §8.1) and a Retry round trip that
+//! validates an address before its connection exists: for every one with
+//! `--h3-retry`, else once `--h3-retry-above` handshakes are in progress
+//! (a flood of Initials from spoofed addresses then keeps no more state).
 
 use std::io;
 use std::net::SocketAddr;
@@ -224,6 +228,11 @@ async fn connection(
     if let Ok(mut conn) = built {
         let mut streams = tokio::task::JoinSet::new();
         let mut closing = false;
+        // no request stream open for the idle timeout: closed, as an idle
+        // HTTP/1.1 or HTTP/2 connection is (QUIC's own idle timeout counts
+        // packets, and a client's PINGs would hold its slot for ever)
+        let idle = tokio::time::sleep(st.cfg.idle_timeout);
+        tokio::pin!(idle);
         loop {
             tokio::select! {
                 _ = stop.changed(), if !closing => {
@@ -243,7 +252,15 @@ async fn connection(
                     }
                     Ok(None) | Err(_) => break,
                 },
-                Some(_) = streams.join_next(), if !streams.is_empty() => {}
+                Some(_) = streams.join_next(), if !streams.is_empty() => {
+                    if streams.is_empty() {
+                        idle.as_mut().reset(tokio::time::Instant::now() + st.cfg.idle_timeout);
+                    }
+                }
+                _ = &mut idle, if streams.is_empty() && !closing => {
+                    p.h3_idle_closed.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
             }
         }
         // the streams still sending end with the connection

@@ -93,6 +93,9 @@ pub struct ProtoCounters {
     /// reset, closed or malformed by the client (a head not in within the
     /// header timeout is a `header_timeouts` instead).
     pub h3_stream_errors: AtomicU64,
+    /// HTTP/3 connections closed for having no request stream open for
+    /// the keep-alive timeout (`--keepalive`).
+    pub h3_idle_closed: AtomicU64,
     /// HTTP/3 requests (request streams) answered.
     pub h3_requests: AtomicU64,
     /// Body bytes sent on HTTP/3 streams.
@@ -186,6 +189,8 @@ pub struct H3Stats {
     pub open_streams: u64,
     /// Request streams that ended before a complete head.
     pub stream_errors: u64,
+    /// Connections closed idle (no request for `--keepalive`).
+    pub idle_closed: u64,
     /// Requests answered.
     pub requests: u64,
     /// Body bytes sent.
@@ -208,6 +213,7 @@ impl ProtoCounters {
             streams: g(&self.h3_streams),
             open_streams: g(&self.h3_open_streams),
             stream_errors: g(&self.h3_stream_errors),
+            idle_closed: g(&self.h3_idle_closed),
             requests: g(&self.h3_requests),
             bytes: g(&self.h3_bytes),
             aborted: g(&self.h3_aborted),

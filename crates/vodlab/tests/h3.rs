@@ -7,33 +7,15 @@
 //! verifies) and the ranges the scripts ask for.
 
 mod common;
+mod h3common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{free_port, require, results, udp_bound, vodlab, vodlab_ok, wait_until};
-
-/// A child process stopped by SIGTERM (by its PID) on drop.
-struct Peer(Child);
-
-impl Peer {
-    /// Stops it (SIGTERM) and waits; true when it exited successfully.
-    fn stop(&mut self) -> bool {
-        // SAFETY: signalling the child we started, by its PID
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        self.0.wait().is_ok_and(|s| s.success())
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            self.stop();
-        }
-    }
-}
+use h3common::{h3get, serve_h3, stats, Peer};
 
 /// A workload of `preset` (unpaced) in `dir/w` with its files written by
 /// `vodlab fileset create` (verifiable content) in `dir/root`.
@@ -62,57 +44,6 @@ fn workload(dir: &Path, preset: &str, sessions: u32, titles: u32) -> (PathBuf, P
     ]);
     vodlab_ok(&["fileset", "create", &p(&w), "--root", &p(&root)]);
     (w, root)
-}
-
-/// `vodlab serve --h3` with a generated certificate (written to
-/// `dir/ca.pem`) on a free port (TCP and UDP), with `extra` flags; waits
-/// for both listeners.
-fn serve_h3(dir: &Path, root: &Path, extra: &[&str]) -> (Peer, u16, PathBuf) {
-    let port = free_port();
-    let ca = dir.join("ca.pem");
-    let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
-        .args(["serve", "--root", root.to_str().unwrap()])
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--stats-interval",
-            "0",
-        ])
-        .args([
-            "--tls-self-signed",
-            "--tls-cert-out",
-            ca.to_str().unwrap(),
-            "--h3",
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start vodlab serve");
-    let mut peer = Peer(child);
-    wait_until(
-        "vodlab serve --h3 on TCP and UDP",
-        Duration::from_secs(10),
-        || {
-            if let Ok(Some(st)) = peer.0.try_wait() {
-                panic!("vodlab serve exited at start: {st}");
-            }
-            common::listening(port) && udp_bound(port)
-        },
-    );
-    (peer, port, ca)
-}
-
-/// The server's statistics page (over HTTPS, with curl).
-fn stats(port: u16, ca: &Path) -> serde_json::Value {
-    let curl = require("curl", "curl");
-    let o = Command::new(curl)
-        .args(["-s", "--cacert", ca.to_str().unwrap()])
-        .arg(format!("https://localhost:{port}/vodlab/stats"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "curl stats: {o:?}");
-    serde_json::from_slice(&o.stdout).expect("stats JSON")
 }
 
 /// `vodlab run --protocol h3` of `w` against `port`, every byte checked.
@@ -318,45 +249,6 @@ fn check_quic_figures(q: &serde_json::Value, connections: u64, requests: u64, by
     assert_eq!(rtt["count"], connections, "{q}");
     assert!(rtt["min"].as_f64().unwrap() > 0.0, "{q}");
     assert!(rtt["max"].as_f64().unwrap() < 200.0, "{q}");
-}
-
-/// The Python with aioquic: the test venv (`$VODLAB_TEST_VENV`, else
-/// target/test-venv, where scripts/install-test-deps.sh installs it).
-fn aioquic_python() -> PathBuf {
-    let venv = std::env::var_os("VODLAB_TEST_VENV").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-venv"),
-        PathBuf::from,
-    );
-    let p = venv.join("bin/python3");
-    let found = Command::new(&p)
-        .args(["-c", "import aioquic"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "aioquic (PyPI) is not installed in {}: run scripts/install-test-deps.sh \
-         (it installs it into target/test-venv)",
-        p.display()
-    );
-    p
-}
-
-/// scripts/h3probe/h3get.py: one GET (or `streams` at once) over HTTP/3.
-fn h3get(port: u16, path: &str, out: &Path, ca: &Path, extra: &[&str]) -> serde_json::Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/h3probe/h3get.py");
-    let o: Output = Command::new(aioquic_python())
-        .arg(script)
-        .args(["localhost", &port.to_string(), path, out.to_str().unwrap()])
-        .args(["--ca", ca.to_str().unwrap()])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "h3get.py: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("h3get.py prints JSON")
 }
 
 #[test]

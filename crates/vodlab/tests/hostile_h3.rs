@@ -435,8 +435,10 @@ async fn get(
         match s.finish().await {
             // the server answered before the FIN went out and stopped the
             // request side with H3_NO_ERROR: the answer is still read
-            Err(e) if !e.is_h3_no_error() => return Err(format!("ending the request: {e}")),
-            _ => {}
+            Err(h3::error::StreamError::RemoteTerminate { code, .. })
+                if code == h3::error::Code::H3_NO_ERROR => {}
+            Err(e) => return Err(format!("ending the request: {e}")),
+            Ok(()) => {}
         }
     }
     Ok(s)
@@ -546,7 +548,11 @@ fn a_stream_flood_is_held_to_the_stream_credit() {
         Mib(peak)
     );
     assert_eq!(answered + reset, launched);
-    assert_eq!(answered, launched / 2, "every awaited answer came whole");
+    assert_eq!(
+        answered,
+        launched.div_ceil(2),
+        "every awaited answer came whole"
+    );
     assert!(most <= 8, "at most the credit open at once: {most}");
     // the flood's streams and the real clients' (warm-up, mid-flood)
     assert_eq!(h3n(&st, "streams"), launched + 2, "{st}");
@@ -556,11 +562,14 @@ fn a_stream_flood_is_held_to_the_stream_credit() {
         "every stream answered or counted as an error: {st}"
     );
     assert!(h3n(&st, "requests") >= answered + 2, "{st}");
-    assert_eq!(h3n(&st, "aborted"), 0, "{st}");
-    assert_eq!(
-        h3n(&st, "bytes"),
-        (h3n(&st, "requests") - 2) * 1000 + 2 * 1_000_000,
-        "every request answered whole: {st}"
+    // a reset that came while its answer went out cut it (counted); the
+    // rest were answered whole (1,000 bytes each, 1 MB each real client's)
+    let (requests, aborted) = (h3n(&st, "requests"), h3n(&st, "aborted"));
+    assert!(aborted <= reset, "{st}");
+    let whole = (requests - 2 - aborted) * 1000 + 2 * 1_000_000;
+    assert!(
+        (whole..=whole + aborted * 1000).contains(&h3n(&st, "bytes")),
+        "every request not cut answered whole: {st}"
     );
     assert_eq!(h3n(&st, "connections"), 3, "{st}");
     assert!(peak - base < 32 << 10, "RSS {} -> {}", Mib(base), Mib(peak));
@@ -791,8 +800,9 @@ fn clients_that_never_read_are_reset_at_the_send_timeout() {
 /// 10,000 (`--h3-max-connections`): the server holds them all (its
 /// resident memory per connection is measured and bounded), refuses the
 /// next 200 and a real client (counted in `h3.refused`); when the client
-/// falls silent, the idle timeout (8 s) closes every one and the real
-/// client is served. `VODLAB_H3_IDLE_CONNS` sets another count.
+/// falls silent, QUIC's idle timeout (8 s) closes them (any it stretched
+/// are closed by the server's keep-alive timer) and the real client is
+/// served. `VODLAB_H3_IDLE_CONNS` sets another count.
 #[test]
 fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
     let _s = serial();
@@ -814,7 +824,10 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
     served(port, &ca, t.path());
     let base = serve.rss_kib();
     let rt = runtime();
-    let sock = MuteSocket::bind();
+    let sock = {
+        let _rt = rt.enter();
+        MuteSocket::bind()
+    };
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let t0 = Instant::now();
     let held = rt.block_on(async {
@@ -857,8 +870,10 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
         held
     });
     let opened = t0.elapsed();
+    // the client's side is up a half round trip before the server's
     wait_until("all held by the server", Duration::from_secs(30), || {
-        h3n(&stats(port, &ca), "open_connections") == n as u64
+        let st = stats(port, &ca);
+        h3n(&st, "connections") == n as u64 + 1 && h3n(&st, "handshaking") == 0
     });
     // the server's memory with them all open (settled)
     std::thread::sleep(Duration::from_secs(1));
@@ -904,23 +919,128 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
     // the client falls silent: the idle timeout closes them all
     sock.muted.store(true, Ordering::Relaxed);
     let silent = Instant::now();
-    wait_until(
-        "the idle connections timed out",
-        Duration::from_secs(30),
-        || h3n(&stats(port, &ca), "open_connections") == 0,
-    );
+    let mut left = Vec::new();
+    loop {
+        let open = h3n(&stats(port, &ca), "open_connections");
+        left.push((silent.elapsed().as_secs_f64() as u32, open));
+        if open == 0 {
+            break;
+        }
+        assert!(
+            silent.elapsed() < Duration::from_secs(70),
+            "the idle connections timed out: (s, open) {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let closed_in = silent.elapsed();
+    left.dedup_by_key(|l| l.1);
+    // the slowest RTT the client measured (a QUIC idle timeout is at
+    // least 3 PTOs, which a handshake storm can lengthen)
+    let rtt = held.iter().map(|c| c.0.rtt()).max().unwrap();
+    eprintln!("open after the client fell silent (s, open): {left:?}; largest client RTT {rtt:?}");
     let after = serve.rss_kib();
     let took = served(port, &ca, t.path());
     eprintln!(
-        "silent client: all {n} closed in {closed_in:?} (idle timeout 8 s); RSS after {}; real client served in {took:.3} s",
+        "silent client: all {n} closed in {closed_in:?} (idle timeout 8 s), {} by the keep-alive timer; RSS after {}; real client served in {took:.3} s",
+        h3n(&stats(port, &ca), "idle_closed"),
         Mib(after)
     );
+    // QUIC's idle timeout (8 s from the last keep-alive, 3 s or less
+    // before the silence) closes them: not before 5 s, all but a few by
+    // 11 s. A connection's QUIC idle timeout is at least 3 PTOs, which a
+    // handshake storm can stretch; those few are closed by the server's
+    // own `--keepalive` timer (60 s from their handshake, no request)
+    let by = |secs: u32| {
+        left.iter()
+            .take_while(|l| l.0 <= secs)
+            .last()
+            .map_or(n as u64, |l| l.1)
+    };
+    assert_eq!(by(4), n as u64, "none closed before the timeout: {left:?}");
+    assert!(by(11) <= n as u64 / 100, "99 % closed by 11 s: {left:?}");
+    assert!(closed_in < Duration::from_secs(62), "{closed_in:?}");
+    let st = stats(port, &ca);
     assert!(
-        closed_in >= Duration::from_secs(5),
-        "closed by the idle timeout, not before: {closed_in:?}"
+        h3n(&st, "idle_closed") <= by(11),
+        "only stragglers were closed by the keep-alive timer: {st}"
     );
     drop(held);
     drop(rt);
+    drop(serve);
+}
+
+/// Connections that keep QUIC alive with PINGs (every 500 ms) but send no
+/// request are closed by the server at `--keepalive` (3 s) after their
+/// handshake, with H3_NO_ERROR, and counted (`h3.idle_closed`): QUIC's own
+/// idle timeout (30 s here) never fires for them. A connection that asks
+/// for something every second stays open while it does, and is closed
+/// 3 s after its last answer.
+#[test]
+fn pinging_connections_without_requests_are_closed_at_the_idle_timeout() {
+    let _s = serial();
+    let (t, root) = test_dir();
+    let (serve, port, ca) = serve_h3(
+        t.path(),
+        &root,
+        &["--keepalive", "3", "--h3-idle-timeout", "30"],
+    );
+    const N: usize = 200;
+    let rt = runtime();
+    let (idle, busy) = rt.block_on(async {
+        let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        ep.set_default_client_config(client_config(&ca, |tc| {
+            tc.keep_alive_interval(Some(Duration::from_millis(500)));
+        }));
+        let mut waits = tokio::task::JoinSet::new();
+        for _ in 0..N {
+            let (quic, send) = h3_client(&ep, port).await;
+            let up = Instant::now();
+            waits.spawn(async move {
+                let why = quic.closed().await;
+                drop(send);
+                (up.elapsed(), why)
+            });
+        }
+        // the busy one: a request a second for 5 s
+        let (quic, mut send) = h3_client(&ep, port).await;
+        let mut last = Instant::now();
+        for _ in 0..5 {
+            let mut s = get(&mut send, port, "/small.bin", true).await.unwrap();
+            assert_eq!(read_all(&mut s).await.unwrap(), (200, 1000));
+            last = Instant::now();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let why = tokio::time::timeout(Duration::from_secs(10), quic.closed())
+            .await
+            .expect("the busy connection closed after its last request");
+        let busy = (last.elapsed(), why);
+        let mut idle = Vec::new();
+        while let Some(r) = waits.join_next().await {
+            idle.push(r.unwrap());
+        }
+        (idle, busy)
+    });
+    let st = stats(port, &ca);
+    let most = idle.iter().map(|i| i.0).max().unwrap();
+    let least = idle.iter().map(|i| i.0).min().unwrap();
+    eprintln!(
+        "{N} pinging connections closed {least:?} to {most:?} after their handshake; \
+         the busy one {:?} after its last answer; {}",
+        busy.0, st["h3"]
+    );
+    let no_error = |e: &quinn::ConnectionError| matches!(e, quinn::ConnectionError::ApplicationClosed(c) if c.error_code == 0x100u32.into());
+    for (after, why) in idle.iter().chain(std::iter::once(&busy)) {
+        assert!(
+            no_error(why),
+            "closed by the server with H3_NO_ERROR: {why:?}"
+        );
+        assert!(
+            *after >= Duration::from_millis(2900) && *after < Duration::from_secs(6),
+            "closed at the idle timeout: {after:?}"
+        );
+    }
+    assert_eq!(h3n(&st, "idle_closed"), N as u64 + 1, "{st}");
+    assert_eq!(h3n(&st, "open_connections"), 0, "{st}");
+    served(port, &ca, t.path());
     drop(serve);
 }

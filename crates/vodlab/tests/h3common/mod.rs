@@ -187,7 +187,8 @@ pub struct MuteSocket {
 }
 
 impl MuteSocket {
-    /// A loopback socket on a free port, for the runtime in use.
+    /// A loopback socket on a free port, registered with the tokio runtime
+    /// entered (call it inside one).
     pub fn bind() -> Arc<Self> {
         let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let inner = quinn::TokioRuntime.wrap_udp_socket(s).unwrap();
