@@ -440,6 +440,24 @@ fn h3_refuses_what_it_cannot_do_with_a_clear_error() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("HTTP/3 needs TLS"), "{e}");
+    // a Retry threshold of 0 (--h3-retry is the flag for "always")
+    let o = vodlab(&[
+        "serve",
+        "--root",
+        t.path().to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-self-signed",
+        "--h3",
+        "--h3-retry-above",
+        "0",
+    ]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("h3.retry_above") && e.contains("--h3-retry"),
+        "{e}"
+    );
     // run --protocol h3 needs an https:// target
     std::fs::write(t.path().join("s.vsl"), "#@session id=0\n/a\n").unwrap();
     let s = t.path().join("s.vsl");

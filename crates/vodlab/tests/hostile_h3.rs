@@ -482,7 +482,9 @@ fn a_stream_flood_is_held_to_the_stream_credit() {
     let (d, cac, tc) = (done.clone(), ca.clone(), t.path().to_path_buf());
     let benign = std::thread::spawn(move || {
         // once the flood runs
-        std::thread::sleep(Duration::from_millis(300));
+        wait_until("the flood's first streams", Duration::from_secs(30), || {
+            h3n(&stats(port, &cac), "streams") >= 100
+        });
         let took = served(port, &cac, &tc);
         let mut most = 0;
         let t0 = Instant::now();
@@ -875,8 +877,7 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
         let st = stats(port, &ca);
         h3n(&st, "connections") == n as u64 + 1 && h3n(&st, "handshaking") == 0
     });
-    // the server's memory with them all open (settled)
-    std::thread::sleep(Duration::from_secs(1));
+    // the server's memory with them all open
     let full = serve.rss_kib();
     let per = (full.saturating_sub(base)) as f64 * 1024.0 / n as f64;
     let st = stats(port, &ca);
