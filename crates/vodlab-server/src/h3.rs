@@ -18,17 +18,21 @@
 //! shared prelude's. A client going away is the QUIC connection closing
 //! (there is no TCP socket the prefetch helper could watch; a stream the
 //! client stops is noticed at the next write). Limits: `--h3-max-concurrent-streams` (QUIC stream
-//! credit), `--h3-idle-timeout` (QUIC's idle timeout), a cap on open
+//! credit), `--h3-idle-timeout` (QUIC's idle timeout), `--keepalive`
+//! (no request stream open so long: the connection is closed with
+//! H3_NO_ERROR, whatever PINGs keep QUIC alive), a cap on open
 //! connections (`--h3-max-connections`, beyond which new ones are
 //! refused before any state is kept), the header timeout for a stream's
 //! head, the send timeout for every write, and quinn's own: the
 //! anti-amplification limit before an address is validated (three times
-//! the bytes received, RFC 9000 §8.1) and, with `--h3-retry`, a Retry
-//! round trip that validates every address before its connection exists.
+//! the bytes received, RFC 9000 §8.1) and a Retry round trip that
+//! validates an address before its connection exists: for every one with
+//! `--h3-retry`, else once `--h3-retry-above` handshakes are in progress
+//! (a flood of Initials from spoofed addresses then keeps no more state).
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -43,6 +47,7 @@ use crate::access::{log_line, CacheOutcome};
 use crate::config::PaceMode;
 use crate::h2::to_head;
 use crate::prepare::{prepare, FrontEnd};
+use crate::proto_stats::ProtoCounters;
 use crate::state::State;
 
 mod send;
@@ -134,17 +139,20 @@ pub(crate) async fn accept_loop(
                     incoming.refuse();
                     continue;
                 }
-                if st.cfg.h3.retry && !incoming.remote_address_validated() && incoming.may_retry() {
+                let loaded = p.h3_handshaking.load(Ordering::Relaxed) >= st.cfg.h3.retry_above as u64;
+                if (st.cfg.h3.retry || loaded)
+                    && !incoming.remote_address_validated()
+                    && incoming.may_retry()
+                {
                     p.h3_retries.fetch_add(1, Ordering::Relaxed);
                     let _ = incoming.retry();
                     continue;
                 }
-                p.h3_open.fetch_add(1, Ordering::Relaxed);
-                let st = st.clone();
+                let open = Gauge::up(st.clone(), |p| &p.h3_open);
+                let handshaking = Gauge::up(st.clone(), |p| &p.h3_handshaking);
                 let stop = stop.clone();
                 conns.spawn(async move {
-                    connection(incoming, &st, stop).await;
-                    st.counters.proto.h3_open.fetch_sub(1, Ordering::Relaxed);
+                    connection(incoming, &open.0, handshaking, stop).await;
                 });
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
@@ -164,13 +172,40 @@ pub(crate) async fn accept_loop(
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), ep.wait_idle()).await;
 }
 
-/// One QUIC connection: the handshake (within the header timeout), then
-/// its request streams, each a task of the connection's set (dropped with
-/// it), sharing the connection's prefetch session as an HTTP/2
-/// connection's streams do.
-async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch::Receiver<bool>) {
+/// A gauge of the statistics (`h3_open`, `h3_handshaking`,
+/// `h3_open_streams`) raised while this lives: lowered on drop, so a task
+/// aborted at shutdown, or a stream's task dropped with its connection,
+/// still takes itself off.
+struct Gauge(Arc<State>, fn(&ProtoCounters) -> &AtomicU64);
+
+impl Gauge {
+    /// Raises the gauge `which` of `st`.
+    fn up(st: Arc<State>, which: fn(&ProtoCounters) -> &AtomicU64) -> Self {
+        which(&st.counters.proto).fetch_add(1, Ordering::Relaxed);
+        Self(st, which)
+    }
+}
+
+impl Drop for Gauge {
+    fn drop(&mut self) {
+        (self.1)(&self.0.counters.proto).fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One QUIC connection: the handshake (within the header timeout; counted
+/// in `h3_handshaking` until it ends), then its request streams, each a
+/// task of the connection's set (dropped with it), sharing the
+/// connection's prefetch session as an HTTP/2 connection's streams do.
+async fn connection(
+    incoming: quinn::Incoming,
+    st: &Arc<State>,
+    handshaking: Gauge,
+    mut stop: watch::Receiver<bool>,
+) {
     let p = &st.counters.proto;
-    let quic = match tokio::time::timeout(st.cfg.header_timeout, incoming).await {
+    let handshake = tokio::time::timeout(st.cfg.header_timeout, incoming).await;
+    drop(handshaking);
+    let quic = match handshake {
         Ok(Ok(c)) => c,
         Ok(Err(_)) => {
             p.h3_handshake_failures.fetch_add(1, Ordering::Relaxed);
@@ -193,6 +228,11 @@ async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch:
     if let Ok(mut conn) = built {
         let mut streams = tokio::task::JoinSet::new();
         let mut closing = false;
+        // no request stream open for the idle timeout: closed, as an idle
+        // HTTP/1.1 or HTTP/2 connection is (QUIC's own idle timeout counts
+        // packets, and a client's PINGs would hold its slot for ever)
+        let idle = tokio::time::sleep(st.cfg.idle_timeout);
+        tokio::pin!(idle);
         loop {
             tokio::select! {
                 _ = stop.changed(), if !closing => {
@@ -202,16 +242,25 @@ async fn connection(incoming: quinn::Incoming, st: &Arc<State>, mut stop: watch:
                 }
                 r = conn.accept() => match r {
                     Ok(Some(resolver)) => {
-                        let st = st.clone();
+                        p.h3_streams.fetch_add(1, Ordering::Relaxed);
+                        let open = Gauge::up(st.clone(), |p| &p.h3_open_streams);
                         let session = session.clone();
                         let quic = quic.clone();
                         streams.spawn(async move {
-                            request(&st, (id, &quic), &session, resolver).await
+                            request(&open.0, (id, &quic), &session, resolver).await
                         });
                     }
                     Ok(None) | Err(_) => break,
                 },
-                Some(_) = streams.join_next(), if !streams.is_empty() => {}
+                Some(_) = streams.join_next(), if !streams.is_empty() => {
+                    if streams.is_empty() {
+                        idle.as_mut().reset(tokio::time::Instant::now() + st.cfg.idle_timeout);
+                    }
+                }
+                _ = &mut idle, if streams.is_empty() && !closing => {
+                    p.h3_idle_closed.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
             }
         }
         // the streams still sending end with the connection
@@ -234,7 +283,13 @@ async fn request(
     let (req, mut stream) =
         match tokio::time::timeout(st.cfg.header_timeout, resolver.resolve_request()).await {
             Ok(Ok(r)) => r,
-            Ok(Err(_)) => return,
+            Ok(Err(_)) => {
+                st.counters
+                    .proto
+                    .h3_stream_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             Err(_) => {
                 st.counters.header_timeouts.fetch_add(1, Ordering::Relaxed);
                 return;
@@ -270,14 +325,22 @@ async fn request(
     c.requests.fetch_add(1, Ordering::Relaxed);
     c.proto.h3_requests.fetch_add(1, Ordering::Relaxed);
     log_line(st, conn, &head, p, (sent, cache), t0.elapsed(), &prep.cmcd);
-    if let Err(e) = res {
-        c.proto.h3_aborted.fetch_add(1, Ordering::Relaxed);
-        if e.kind() == io::ErrorKind::TimedOut {
-            c.send_timeouts.fetch_add(1, Ordering::Relaxed);
-            stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
-        } else {
-            c.aborted.fetch_add(1, Ordering::Relaxed);
-        }
+    // the request side is not read further: a client still sending is
+    // asked to stop with H3_NO_ERROR (RFC 9114 §4.1; dropped unread, quinn
+    // would stop it with code 0, not an HTTP/3 code, and an h3 client
+    // whose FIN was not out yet takes that for a failure). Nothing is sent
+    // when the client's request side has ended, as it usually has.
+    let Err(e) = res else {
+        stream.stop_sending(h3::error::Code::H3_NO_ERROR);
+        return;
+    };
+    c.proto.h3_aborted.fetch_add(1, Ordering::Relaxed);
+    if e.kind() == io::ErrorKind::TimedOut {
+        c.send_timeouts.fetch_add(1, Ordering::Relaxed);
+        stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+        stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+    } else {
+        c.aborted.fetch_add(1, Ordering::Relaxed);
     }
 }
 

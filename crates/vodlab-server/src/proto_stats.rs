@@ -72,8 +72,11 @@ pub struct ProtoCounters {
     pub conn_rate_exceeded: AtomicU64,
     /// HTTP/3 (QUIC) connections established.
     pub h3_connections: AtomicU64,
-    /// HTTP/3 connections open now.
+    /// HTTP/3 connections open now (handshaking ones included).
     pub h3_open: AtomicU64,
+    /// QUIC handshakes in progress now (accepted, not yet established
+    /// nor failed): what decides a Retry under load (`--h3-retry-above`).
+    pub h3_handshaking: AtomicU64,
     /// QUIC connection attempts refused at the connection cap
     /// (`--h3-max-connections`).
     pub h3_refused: AtomicU64,
@@ -81,6 +84,18 @@ pub struct ProtoCounters {
     pub h3_handshake_failures: AtomicU64,
     /// Retry packets sent to validate a client's address (`--h3-retry`).
     pub h3_retries: AtomicU64,
+    /// HTTP/3 request streams the client opened (accepted by the server).
+    pub h3_streams: AtomicU64,
+    /// HTTP/3 request streams open now (at most the stream credit per
+    /// connection).
+    pub h3_open_streams: AtomicU64,
+    /// HTTP/3 request streams that ended without a complete request head:
+    /// reset, closed or malformed by the client (a head not in within the
+    /// header timeout is a `header_timeouts` instead).
+    pub h3_stream_errors: AtomicU64,
+    /// HTTP/3 connections closed for having no request stream open for
+    /// the keep-alive timeout (`--keepalive`).
+    pub h3_idle_closed: AtomicU64,
     /// HTTP/3 requests (request streams) answered.
     pub h3_requests: AtomicU64,
     /// Body bytes sent on HTTP/3 streams.
@@ -160,12 +175,22 @@ pub struct H3Stats {
     pub connections: u64,
     /// Connections open now.
     pub open_connections: u64,
+    /// Handshakes in progress now.
+    pub handshaking: u64,
     /// Connection attempts refused at the connection cap.
     pub refused: u64,
     /// Handshakes that failed.
     pub handshake_failures: u64,
     /// Retry packets sent (address validation).
     pub retries: u64,
+    /// Request streams opened by clients.
+    pub streams: u64,
+    /// Request streams open now.
+    pub open_streams: u64,
+    /// Request streams that ended before a complete head.
+    pub stream_errors: u64,
+    /// Connections closed idle (no request for `--keepalive`).
+    pub idle_closed: u64,
     /// Requests answered.
     pub requests: u64,
     /// Body bytes sent.
@@ -181,9 +206,14 @@ impl ProtoCounters {
         H3Stats {
             connections: g(&self.h3_connections),
             open_connections: g(&self.h3_open),
+            handshaking: g(&self.h3_handshaking),
             refused: g(&self.h3_refused),
             handshake_failures: g(&self.h3_handshake_failures),
             retries: g(&self.h3_retries),
+            streams: g(&self.h3_streams),
+            open_streams: g(&self.h3_open_streams),
+            stream_errors: g(&self.h3_stream_errors),
+            idle_closed: g(&self.h3_idle_closed),
             requests: g(&self.h3_requests),
             bytes: g(&self.h3_bytes),
             aborted: g(&self.h3_aborted),

@@ -9,12 +9,12 @@
 mod common;
 mod h3common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{free_port, require, udp_bound, vodlab, wait_until};
-use h3common::{check_against_files, rows, run_h3, serve_h3, stats, workload, Peer};
+use h3common::{check_against_files, h3get, rows, run_h3, serve_h3, stats, workload, Peer};
 
 #[test]
 fn run_h3_against_serve_h3_gets_every_byte_of_every_range() {
@@ -128,45 +128,6 @@ fn check_quic_figures(q: &serde_json::Value, connections: u64, requests: u64, by
     assert_eq!(rtt["count"], connections, "{q}");
     assert!(rtt["min"].as_f64().unwrap() > 0.0, "{q}");
     assert!(rtt["max"].as_f64().unwrap() < 200.0, "{q}");
-}
-
-/// The Python with aioquic: the test venv (`$VODLAB_TEST_VENV`, else
-/// target/test-venv, where scripts/install-test-deps.sh installs it).
-fn aioquic_python() -> PathBuf {
-    let venv = std::env::var_os("VODLAB_TEST_VENV").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-venv"),
-        PathBuf::from,
-    );
-    let p = venv.join("bin/python3");
-    let found = Command::new(&p)
-        .args(["-c", "import aioquic"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "aioquic (PyPI) is not installed in {}: run scripts/install-test-deps.sh \
-         (it installs it into target/test-venv)",
-        p.display()
-    );
-    p
-}
-
-/// scripts/h3probe/h3get.py: one GET (or `streams` at once) over HTTP/3.
-fn h3get(port: u16, path: &str, out: &Path, ca: &Path, extra: &[&str]) -> serde_json::Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/h3probe/h3get.py");
-    let o: Output = Command::new(aioquic_python())
-        .arg(script)
-        .args(["localhost", &port.to_string(), path, out.to_str().unwrap()])
-        .args(["--ca", ca.to_str().unwrap()])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "h3get.py: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("h3get.py prints JSON")
 }
 
 #[test]
@@ -358,6 +319,24 @@ fn h3_refuses_what_it_cannot_do_with_a_clear_error() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("HTTP/3 needs TLS"), "{e}");
+    // a Retry threshold of 0 (--h3-retry is the flag for "always")
+    let o = vodlab(&[
+        "serve",
+        "--root",
+        t.path().to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-self-signed",
+        "--h3",
+        "--h3-retry-above",
+        "0",
+    ]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("h3.retry_above") && e.contains("--h3-retry"),
+        "{e}"
+    );
     // run --protocol h3 needs an https:// target
     std::fs::write(t.path().join("s.vsl"), "#@session id=0\n/a\n").unwrap();
     let s = t.path().join("s.vsl");

@@ -23,6 +23,11 @@ pub mod defaults {
     /// QUIC connections open at once; beyond it new ones are refused
     /// (CONNECTION_REFUSED) before any state is kept for them.
     pub const MAX_CONNECTIONS: usize = 10_000;
+    /// QUIC handshakes in progress at once above which every new
+    /// unvalidated Initial is answered with a Retry: a flood of Initials
+    /// from spoofed addresses keeps at most this many handshakes' state
+    /// (a real client pays one round trip, and only under such load).
+    pub const RETRY_ABOVE: usize = 100;
 }
 
 /// HTTP/3 settings (`[h3]`; off unless `enabled`). HTTP/3 needs TLS 1.3:
@@ -47,6 +52,10 @@ pub struct H3Settings {
     /// still limits what it sends to an unvalidated address to three times
     /// what it received (RFC 9000 §8.1).
     pub retry: bool,
+    /// Handshakes in progress at or above which new unvalidated
+    /// connections get a Retry even without `retry`
+    /// (`--h3-retry-above`): the load-dependent switch.
+    pub retry_above: usize,
 }
 
 impl Default for H3Settings {
@@ -58,6 +67,7 @@ impl Default for H3Settings {
             idle_timeout: defaults::IDLE_TIMEOUT,
             max_connections: defaults::MAX_CONNECTIONS,
             retry: false,
+            retry_above: defaults::RETRY_ABOVE,
         }
     }
 }
@@ -95,6 +105,11 @@ impl H3Settings {
             self.max_connections > 0,
             "h3.max_connections",
             "must be > 0",
+        )?;
+        range(
+            self.retry_above > 0,
+            "h3.retry_above",
+            "must be > 0 (--h3-retry validates every address)",
         )
     }
 }
@@ -126,6 +141,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("h3.max_concurrent_streams"));
+        let retry = H3Settings {
+            retry_above: 0,
+            ..on.clone()
+        };
+        assert!(retry
+            .validate(true)
+            .unwrap_err()
+            .to_string()
+            .contains("h3.retry_above"));
         let idle = H3Settings {
             idle_timeout: Duration::ZERO,
             ..on

@@ -102,6 +102,11 @@ pub struct ProtoArgs {
     /// round trip) before its connection is accepted.
     #[cfg_attr(feature = "cli", arg(long))]
     pub h3_retry: bool,
+    /// HTTP/3: with this many QUIC handshakes in progress, new unvalidated
+    /// connections get a Retry even without --h3-retry (an Initial flood
+    /// from spoofed addresses then keeps no more state).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = crate::h3::defaults::RETRY_ABOVE))]
+    pub h3_retry_above: usize,
 }
 
 impl ProtoArgs {
@@ -153,6 +158,7 @@ impl ProtoArgs {
             idle_timeout: seconds("h3-idle-timeout", self.h3_idle_timeout)?,
             max_connections: self.h3_max_connections,
             retry: self.h3_retry,
+            retry_above: self.h3_retry_above,
         })
     }
 }
