@@ -198,7 +198,14 @@ pub async fn exchange_limited(
             .await
             .map_err(|e| fail(e, "send", true))?;
     }
-    stream.finish().await.map_err(|e| fail(e, "send", true))?;
+    match stream.finish().await {
+        // the server answered before our FIN went out and stopped the
+        // request side with H3_NO_ERROR (RFC 9114 section 4.1): the
+        // response is still there to read
+        Err(h3::error::StreamError::RemoteTerminate { code, .. })
+            if code == h3::error::Code::H3_NO_ERROR => {}
+        r => r.map_err(|e| fail(e, "send", true))?,
+    }
     let resp = stream
         .recv_response()
         .await
