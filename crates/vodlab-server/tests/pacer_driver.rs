@@ -126,7 +126,14 @@ async fn the_driver_thread_ends_with_its_server() {
     )
     .await
     .unwrap();
-    // the thread starts with the server, and shutdown joins it
+    // the thread starts with the server, and shutdown joins it. Start
+    // returns once the thread runs, but CI once counted no thread by its
+    // name right after (2026-11-28): the name is looked for until it shows
+    // (bounded: 2 s, 10 ms polls)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while pacer_threads() < before + 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(pacer_threads(), before + 1, "started");
     server.shutdown().await;
     assert_eq!(pacer_threads(), before, "ended");
