@@ -196,13 +196,12 @@ impl Connection<TcpStream> {
     /// connection while a body waits unread, not process memory.
     pub fn batch_reads_tcp(&mut self, interval: std::time::Duration) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
-        let Some(piece) = self.batch_reads(interval) else {
+        let Some(b) = self.down.as_ref() else {
             return Ok(());
         };
-        if piece > MAX_BATCH {
-            let chunk = self.down.as_ref().map_or(1, |b| b.chunk().max(1));
-            self.set_batch((MAX_BATCH / chunk).max(1) * chunk);
-        }
+        let chunk = b.chunk().max(1);
+        // the batch capped before the buffer is sized from it
+        self.set_batch(b.piece(interval).min((MAX_BATCH / chunk).max(1) * chunk));
         set_int_option(
             self.io.as_raw_fd(),
             libc::SOL_SOCKET,
