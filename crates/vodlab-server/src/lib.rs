@@ -54,6 +54,7 @@ pub mod synfilter;
 pub mod table41;
 pub mod tls;
 mod transport;
+pub mod workers;
 
 pub use access::CacheOutcome;
 pub use config::{Config, IoMode, PaceMode, PolicySpec};

@@ -1,13 +1,19 @@
 //! `vodlab serve`: the flags and the server are the library's
 //! ([`vodlab_server::settings`], [`vodlab_server::launch`]); this waits for
-//! a signal and prints. `--workers N` runs N of it ([`workers`]).
+//! a signal and prints. `--workers N` runs N of it
+//! ([`vodlab_server::workers`]: this forwards signals and writes the
+//! merged statistics).
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use vodlab_server::workers::{Workers, WorkersEvent, WorkersObserver};
 
 pub use vodlab_server::settings::ServeArgs;
-
-mod workers;
 
 /// Writes `v` to `path` as JSON, replaced atomically (a reader never sees
 /// half a file).
@@ -20,7 +26,7 @@ pub(crate) fn write_json(path: &Path, v: &impl serde::Serialize) -> anyhow::Resu
 /// `vodlab serve`: one server, or `--workers N` of them.
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = a.workers {
-        return workers::run(&a, n);
+        return run_workers(&a, n);
     }
     let cfg = a.config()?;
     let policy = cfg.prefetch_policy;
@@ -86,4 +92,60 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `vodlab serve --workers N`: the library's supervisor, SIGINT/SIGTERM
+/// forwarded as its `stop`, its events printed, its merged statistics
+/// written to the file.
+fn run_workers(a: &ServeArgs, n: u32) -> anyhow::Result<ExitCode> {
+    let workers = Workers::prepare(a, n)?;
+    let exe = std::env::current_exe().context("finding this vodlab executable")?;
+    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        signal_flag(sig, stop.clone())?;
+    }
+    let clean = workers.run(&exe, &argv, &stop, &mut Printer)?;
+    eprintln!("vodlab serve: stopped");
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Prints the supervisor's events and writes its merged statistics.
+struct Printer;
+
+impl WorkersObserver for Printer {
+    fn event(&mut self, _: &Workers, e: &WorkersEvent) {
+        eprintln!("vodlab serve: {e}");
+    }
+
+    fn merged(&mut self, w: &Workers, merged: &serde_json::Value) {
+        if let Err(e) = write_json(&w.out, merged) {
+            eprintln!("vodlab serve: writing {}: {e:#}", w.out.display());
+        }
+    }
+}
+
+/// Sets `flag` when `sig` arrives (a thread waiting on a tokio signal
+/// stream: no work in the handler itself).
+fn signal_flag(sig: i32, flag: Arc<AtomicBool>) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut s = {
+        let _in = rt.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(sig))
+            .with_context(|| format!("installing the handler of signal {sig}"))?
+    };
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            while s.recv().await.is_some() {
+                flag.store(true, Ordering::Relaxed);
+            }
+        })
+    });
+    Ok(())
 }
