@@ -925,7 +925,8 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
     let mut left = Vec::new();
     loop {
         let open = h3n(&stats(port, &ca), "open_connections");
-        left.push((silent.elapsed().as_secs_f64() as u32, open));
+        // the time the answer came: the count was read before it
+        left.push((silent.elapsed().as_secs_f64(), open));
         if open == 0 {
             break;
         }
@@ -937,6 +938,10 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
     }
     let closed_in = silent.elapsed();
     left.dedup_by_key(|l| l.1);
+    let left: Vec<(f64, u64)> = left
+        .into_iter()
+        .map(|(t, o)| ((t * 10.0).round() / 10.0, o))
+        .collect();
     // the slowest RTT the client measured (a QUIC idle timeout is at
     // least 3 PTOs, which a handshake storm can lengthen)
     let rtt = held.iter().map(|c| c.0.rtt()).max().unwrap();
@@ -949,22 +954,28 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
         Mib(after)
     );
     // QUIC's idle timeout (8 s from the last keep-alive, 3 s or less
-    // before the silence) closes them: not before 5 s, all but a few by
-    // 11 s. A connection's QUIC idle timeout is at least 3 PTOs, which a
+    // before the silence) closes them: not before 5 s (asserted with a
+    // second's slack: on a loaded machine a keep-alive timer fires late,
+    // and CI once read 9,996 in a count answered at 4.9 s), all but a few
+    // by 11 s. A connection's QUIC idle timeout is at least 3 PTOs, which a
     // handshake storm can stretch; those few are closed by the server's
     // own `--keepalive` timer (60 s from their handshake, no request)
-    let by = |secs: u32| {
+    let by = |secs: f64| {
         left.iter()
             .take_while(|l| l.0 <= secs)
             .last()
             .map_or(n as u64, |l| l.1)
     };
-    assert_eq!(by(4), n as u64, "none closed before the timeout: {left:?}");
-    assert!(by(11) <= n as u64 / 100, "99 % closed by 11 s: {left:?}");
+    assert_eq!(
+        by(4.0),
+        n as u64,
+        "none closed before the timeout: {left:?}"
+    );
+    assert!(by(11.0) <= n as u64 / 100, "99 % closed by 11 s: {left:?}");
     assert!(closed_in < Duration::from_secs(62), "{closed_in:?}");
     let st = stats(port, &ca);
     assert!(
-        h3n(&st, "idle_closed") <= by(11),
+        h3n(&st, "idle_closed") <= by(11.0),
         "only stragglers were closed by the keep-alive timer: {st}"
     );
     drop(held);
