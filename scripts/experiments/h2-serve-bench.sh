@@ -8,11 +8,34 @@
 #   scripts/experiments/h2-serve-bench.sh [VODLAB_BIN]
 #   env: ROUNDS=3 SIZE_MB=1 N=2000 C=4 M=10 VARIANTS="h1 h2c https h2" OUT=file.json
 #        SERVE_ARGS="--io asap" (more flags for vodlab serve)
+#        CC=cubic|bbr|...  run everything in a private network namespace whose
+#        TCP congestion control is CC (root; the namespace is removed at the
+#        end). The host's default may be BBR, which paces TCP inside the
+#        kernel without an fq qdisc; see docs/benchmarks.md, "Plain HTTP/1.1".
+#
+# Besides the server's CPU, each run records h2load's CPU (user + system,
+# from /usr/bin/time) and the whole machine's busy time (/proc/stat): on
+# loopback, part of a sender's TCP work runs in the receiver's context and
+# softirqs are charged to whichever task is running, so the server's CPU
+# alone can move work between the two processes.
 #
 # Prints one line per server and protocol and writes the rounds as JSON to
 # $OUT (default: a temporary file, named at the end). Needs nginx-light,
 # nghttp2-client (h2load), openssl.
 set -euo pipefail
+if [ -n "${CC:-}" ] && [ -z "${VODLAB_BENCH_NETNS:-}" ]; then
+  ns="vodlab-bench-$$"
+  ip netns add "$ns"
+  trap 'ip netns del "$ns" 2>/dev/null || true' EXIT
+  ip -n "$ns" link set lo up
+  # nsenter, not `ip netns exec`: only the network namespace changes, so
+  # /sys (the cgroups below) stays the host's
+  nsenter --net="/run/netns/$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"
+  echo "network namespace $ns: congestion control $(nsenter --net="/run/netns/$ns" sysctl -n net.ipv4.tcp_congestion_control)"
+  rc=0
+  VODLAB_BENCH_NETNS=$ns nsenter --net="/run/netns/$ns" "$0" "$@" || rc=$?
+  exit $rc
+fi
 bin=${1:-target/release/vodlab}
 rounds=${ROUNDS:-3}
 size_mb=${SIZE_MB:-1}
@@ -23,9 +46,11 @@ variants=${VARIANTS:-"h1 h2c https h2"}
 work=$(mktemp -d)
 out=${OUT:-$work/h2-serve-bench.json}
 pids=()
+cg=""
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [ -n "$cg" ] && rmdir "$cg/vodlab" "$cg/nginx" "$cg" 2>/dev/null || true
   [ -n "${OUT:-}" ] && rm -rf "$work"
 }
 trap cleanup EXIT
@@ -37,7 +62,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# the machine's busy ticks: user, nice, system, irq, softirq, steal
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
 
 vport=$(port)
@@ -69,6 +95,18 @@ EOF
 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx.err" &
 npid=$!; pids+=("$npid")
 wait_port "$vport"; wait_port "$n1"; wait_port "$n2"; wait_port "$n3"
+# the servers' CPU in nanoseconds from a cpuacct cgroup each (cgroup v1,
+# root), all threads counted, exited ones too; else 10 ms ticks from /proc
+if [ -w /sys/fs/cgroup/cpuacct ]; then
+  cg=/sys/fs/cgroup/cpuacct/vodlab-bench-$$
+  mkdir -p "$cg/vodlab" "$cg/nginx"
+  echo "$vpid" > "$cg/vodlab/cgroup.procs"
+  echo "$npid" > "$cg/nginx/cgroup.procs"
+fi
+cpu_s() { # server pid -> CPU seconds so far
+  if [ -n "$cg" ]; then awk '{printf "%.6f", $1 / 1e9}' "$cg/$1/cpuacct.usage"
+  else awk -v t="$(getconf CLK_TCK)" '{printf "%.6f", ($14 + $15) / t}' "/proc/$2/stat"; fi
+}
 
 url() { # server proto -> URL and h2load flags
   local s=$1 p=$2 host
@@ -94,17 +132,18 @@ for r in $(seq "$rounds"); do
       pid=$vpid; [ "$s" = nginx ] && pid=$npid
       # shellcheck disable=SC2046
       h2load -n 100 -c "$c" $(url "$s" "$p") >/dev/null 2>&1 # warm: page cache, sessions
-      t0=$(cpu "$pid")
+      t0=$(cpu_s "$s" "$pid"); m0=$(busy)
       # shellcheck disable=SC2046
-      res=$(h2load -n "$n" -c "$c" $(url "$s" "$p") 2>&1)
-      t1=$(cpu "$pid")
+      res=$(/usr/bin/time -f 'client_cpu %U %S' h2load -n "$n" -c "$c" $(url "$s" "$p") 2>&1)
+      t1=$(cpu_s "$s" "$pid"); m1=$(busy)
+      ccpu=$(echo "$res" | awk '/^client_cpu/ {print $2 + $3}')
       # "finished in 1.23s," or "... 812.5ms,"
       secs=$(echo "$res" | awk '/^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else if (v ~ /us$/) {sub(/us$/,"",v); v=v/1e6} else sub(/s$/,"",v); print v}')
       ok=$(echo "$res" | sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p')
       data=$(echo "$res" | sed -n 's/^traffic: .*(\([0-9]*\)) data.*/\1/p')
       [ "$first" = 1 ] || echo "," >> "$out"
       first=0
-      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_ticks\": $((t1 - t0)), \"clk_tck\": $(getconf CLK_TCK)}" >> "$out"
+      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" >> "$out"
     done
   done
 done
@@ -114,12 +153,18 @@ import json, statistics, sys
 rows = json.load(open(sys.argv[1]))
 res = {}
 for r in rows:
-    cpu = r["server_cpu_ticks"] / r["clk_tck"]
+    cpu = r["server_cpu_s"] if "server_cpu_s" in r else r["server_cpu_ticks"] / r["clk_tck"]
     k = (r["server"], r["proto"])
-    res.setdefault(k, []).append((r["data_bytes"] / r["seconds"], r["data_bytes"] / max(cpu, 1e-9), r["succeeded"]))
-print("server proto  MB/s(wall, median)  MB/s per core (median)  rounds  succeeded")
+    ccpu = r.get("client_cpu_s", 0.0)
+    mach = r.get("machine_busy_ticks", 0) / r["clk_tck"]
+    res.setdefault(k, []).append((r["data_bytes"] / r["seconds"], r["data_bytes"] / max(cpu, 1e-9), r["succeeded"],
+                                  r["data_bytes"] / max(cpu + ccpu, 1e-9), r["data_bytes"] / max(mach, 1e-9)))
+# medians; "per server core" is the issue's figure (bytes per CPU-second of
+# the server); the two after it count the client's CPU, then the machine's
+print("server proto  MB/s(wall)  MB/s per server core  per server+client core  per machine core  rounds  succeeded")
+med = lambda v, i: statistics.median(x[i] for x in v) / 1e6
 for (s, p), v in sorted(res.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-    print("%-6s %-5s %10.0f %22.0f %8d %10s" % (s, p, statistics.median(x[0] for x in v) / 1e6,
-          statistics.median(x[1] for x in v) / 1e6, len(v), ",".join(str(x[2]) for x in v)))
+    print("%-6s %-5s %10.0f %20.0f %23.0f %17.0f %7d %10s" % (s, p, med(v, 0), med(v, 1), med(v, 3), med(v, 4),
+          len(v), ",".join(str(x[2]) for x in v)))
 EOF
 echo "rounds: $out"
