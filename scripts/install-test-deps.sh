@@ -93,7 +93,7 @@ install_packages() {
   trap - EXIT INT TERM
 }
 
-packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2 python3-venv testssl.sh ffmpeg chromium ngtcp2-client ngtcp2-server)
+packages=(nginx-light apache2 lighttpd httperf nghttp2-client nghttp2-proxy openssl curl fuse3 python3-h2 python3-venv testssl.sh ffmpeg chromium ngtcp2-client ngtcp2-server iputils-ping)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
