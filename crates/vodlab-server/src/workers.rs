@@ -135,8 +135,8 @@ pub enum WorkersEvent {
         /// Accepts that failed for want of a descriptor.
         accept_descriptor_errors: u64,
     },
-    /// `stop` was set: the workers get SIGTERM.
-    Stopping,
+    /// `stop` was set: the workers (this many) get SIGTERM.
+    Stopping(u32),
     /// A worker did not stop within 40 s of SIGTERM and was killed.
     Killed {
         /// The worker's index.
@@ -336,7 +336,7 @@ impl Workers {
                 }
             }
         }
-        obs.event(self, &WorkersEvent::Stopping);
+        obs.event(self, &WorkersEvent::Stopping(self.n));
         obs.merged(self, &merged(&workers, &self.listen));
         Ok(stop_all(&mut workers, self, obs))
     }
@@ -380,7 +380,10 @@ impl fmt::Display for WorkersEvent {
                 f,
                 "{alive} of {n} workers: {requests} req, {mb_per_s:.1} MB/s, {open} open, {accept_descriptor_errors} accept descriptor errors"
             ),
-            Self::Stopping => write!(f, "stopping the workers (SIGTERM); they finish responses in flight"),
+            Self::Stopping(n) => write!(
+                f,
+                "stopping {n} workers (SIGTERM); they finish responses in flight"
+            ),
             Self::Killed { index, pid } => write!(
                 f,
                 "worker {index} (PID {pid}) did not stop within {} s of SIGTERM; killed",

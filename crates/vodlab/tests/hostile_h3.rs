@@ -956,8 +956,9 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
     // QUIC's idle timeout (8 s from the last keep-alive, 3 s or less
     // before the silence) closes them: not before 5 s (asserted with a
     // second's slack: on a loaded machine a keep-alive timer fires late,
-    // and CI once read 9,996 in a count answered at 4.9 s), all but a few
-    // by 11 s. A connection's QUIC idle timeout is at least 3 PTOs, which a
+    // and a full run here once read 9,996 in a count answered between 4
+    // and 5 s), all but a few by 11 s (checked in the counts answered by
+    // 12 s: a count under load takes up to seconds). A connection's QUIC idle timeout is at least 3 PTOs, which a
     // handshake storm can stretch; those few are closed by the server's
     // own `--keepalive` timer (60 s from their handshake, no request)
     let by = |secs: f64| {
@@ -971,11 +972,14 @@ fn ten_thousand_idle_connections_are_held_capped_and_timed_out() {
         n as u64,
         "none closed before the timeout: {left:?}"
     );
-    assert!(by(11.0) <= n as u64 / 100, "99 % closed by 11 s: {left:?}");
+    assert!(
+        by(12.0) <= n as u64 / 100,
+        "99 % closed in a count answered by 12 s: {left:?}"
+    );
     assert!(closed_in < Duration::from_secs(62), "{closed_in:?}");
     let st = stats(port, &ca);
     assert!(
-        h3n(&st, "idle_closed") <= by(11.0),
+        h3n(&st, "idle_closed") <= by(12.0),
         "only stragglers were closed by the keep-alive timer: {st}"
     );
     drop(held);
