@@ -37,6 +37,9 @@ if [ -n "${CC:-}" ] && [ -z "${VODLAB_BENCH_NETNS:-}" ]; then
   exit $rc
 fi
 bin=${1:-target/release/vodlab}
+for t in h2load nginx openssl /usr/bin/time; do
+  command -v "$t" >/dev/null || { echo "$t missing (nghttp2-client, nginx-light, openssl, time)" >&2; exit 1; }
+done
 rounds=${ROUNDS:-3}
 size_mb=${SIZE_MB:-1}
 n=${N:-2000}
@@ -48,7 +51,7 @@ out=${OUT:-$work/h2-serve-bench.json}
 pids=()
 cg=""
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   [ -n "$cg" ] && rmdir "$cg/vodlab" "$cg/nginx" "$cg" 2>/dev/null || true
   [ -n "${OUT:-}" ] && rm -rf "$work"
@@ -63,7 +66,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # the machine's busy ticks: user, nice, system, irq, softirq, steal
-busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+busy() { awk '/^cpu / {printf "%.0f\n", $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
 
 vport=$(port)
@@ -97,7 +100,9 @@ npid=$!; pids+=("$npid")
 wait_port "$vport"; wait_port "$n1"; wait_port "$n2"; wait_port "$n3"
 # the servers' CPU in nanoseconds from a cpuacct cgroup each (cgroup v1,
 # root), all threads counted, exited ones too; else 10 ms ticks from /proc
+cpu_source=proc_ticks
 if [ -w /sys/fs/cgroup/cpuacct ]; then
+  cpu_source=cpuacct_ns
   cg=/sys/fs/cgroup/cpuacct/vodlab-bench-$$
   mkdir -p "$cg/vodlab" "$cg/nginx"
   echo "$vpid" > "$cg/vodlab/cgroup.procs"
@@ -134,7 +139,8 @@ for r in $(seq "$rounds"); do
       h2load -n 100 -c "$c" $(url "$s" "$p") >/dev/null 2>&1 # warm: page cache, sessions
       t0=$(cpu_s "$s" "$pid"); m0=$(busy)
       # shellcheck disable=SC2046
-      res=$(/usr/bin/time -f 'client_cpu %U %S' h2load -n "$n" -c "$c" $(url "$s" "$p") 2>&1)
+      res=$(/usr/bin/time -f 'client_cpu %U %S' h2load -n "$n" -c "$c" $(url "$s" "$p") 2>&1) \
+        || { echo "h2load against $s over $p failed: $res" >&2; exit 1; }
       t1=$(cpu_s "$s" "$pid"); m1=$(busy)
       ccpu=$(echo "$res" | awk '/^client_cpu/ {print $2 + $3}')
       # "finished in 1.23s," or "... 812.5ms,"
@@ -143,7 +149,7 @@ for r in $(seq "$rounds"); do
       data=$(echo "$res" | sed -n 's/^traffic: .*(\([0-9]*\)) data.*/\1/p')
       [ "$first" = 1 ] || echo "," >> "$out"
       first=0
-      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" >> "$out"
+      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"cpu_source\": \"$cpu_source\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" >> "$out"
     done
   done
 done
