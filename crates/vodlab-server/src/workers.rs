@@ -284,9 +284,7 @@ impl Workers {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                let now = Instant::now();
-                w.starts.retain(|t| now.duration_since(*t) < RESTART_WINDOW);
-                let given_up = (w.starts.len() >= MAX_RESTARTS).then_some(w.starts.len());
+                let given_up = give_up(&mut w.starts, Instant::now());
                 obs.event(
                     self,
                     &WorkersEvent::Exited {
@@ -485,6 +483,14 @@ impl Worker {
     }
 }
 
+/// After a worker exited at `now`: forgets its starts older than
+/// [`RESTART_WINDOW`] and, when [`MAX_RESTARTS`] or more are left, gives
+/// it up (the count of those starts); else it may be restarted (`None`).
+fn give_up(starts: &mut Vec<Instant>, now: Instant) -> Option<usize> {
+    starts.retain(|t| now.duration_since(*t) < RESTART_WINDOW);
+    (starts.len() >= MAX_RESTARTS).then_some(starts.len())
+}
+
 /// The merged statistics file's content.
 fn merged(workers: &[Worker], listen: &str) -> Value {
     let per: Vec<(u32, Option<Value>)> =
@@ -597,6 +603,22 @@ mod tests {
                 "0"
             ]
         );
+    }
+
+    #[test]
+    fn a_worker_is_given_up_at_five_starts_within_the_window() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        // four starts within a minute: restarted
+        let mut starts: Vec<Instant> = (0..4).map(|i| t0 + s * i).collect();
+        assert_eq!(give_up(&mut starts, t0 + s * 10), None);
+        // the fifth: given up
+        starts.push(t0 + s * 10);
+        assert_eq!(give_up(&mut starts, t0 + s * 11), Some(5));
+        // the same five, the first a minute old when it exits: restarted
+        let mut starts: Vec<Instant> = (0..5).map(|i| t0 + s * i).collect();
+        assert_eq!(give_up(&mut starts, t0 + RESTART_WINDOW), None);
+        assert_eq!(starts.len(), 4, "the start a minute ago is forgotten");
     }
 
     #[test]

@@ -95,3 +95,66 @@ pub fn of_breaches(breaches: &[Breach]) -> ExitCode {
         CHECK_FAILED
     })
 }
+
+/// A signal that stops a command: SIGINT (Ctrl-C) or SIGTERM (kill, a
+/// supervisor, a CI timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGINT.
+    Int,
+    /// SIGTERM.
+    Term,
+}
+
+impl StopSignal {
+    /// Its name, as the messages say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Int => "SIGINT",
+            Self::Term => "SIGTERM",
+        }
+    }
+
+    /// The exit status it stands for ([`INTERRUPTED`], [`TERMINATED`]).
+    pub fn status(self) -> u8 {
+        match self {
+            Self::Int => INTERRUPTED,
+            Self::Term => TERMINATED,
+        }
+    }
+}
+
+/// Calls `on` each time SIGINT or SIGTERM arrives, from a thread of its
+/// own (no work in a signal handler). The handlers are installed before
+/// this returns; from then on the signals no longer end the process by
+/// themselves.
+pub fn on_stop_signals(mut on: impl FnMut(StopSignal) + Send + 'static) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut int, mut term) = {
+        let _in_runtime = rt.enter();
+        let install = |kind: tokio::signal::unix::SignalKind, name: &str| {
+            tokio::signal::unix::signal(kind).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("installing the {name} handler: {e}"))
+            })
+        };
+        (
+            install(tokio::signal::unix::SignalKind::interrupt(), "SIGINT")?,
+            install(tokio::signal::unix::SignalKind::terminate(), "SIGTERM")?,
+        )
+    };
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            loop {
+                let sig = tokio::select! {
+                    r = int.recv() => r.map(|_| StopSignal::Int),
+                    r = term.recv() => r.map(|_| StopSignal::Term),
+                };
+                let Some(sig) = sig else { return };
+                on(sig);
+            }
+        })
+    });
+    Ok(())
+}

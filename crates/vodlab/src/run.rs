@@ -102,34 +102,19 @@ impl RunObserver for Shell {
     fn started(&mut self, live: &Arc<Live>, sessions: u64, stop: &Stop) -> std::io::Result<()> {
         // SIGINT (Ctrl-C) and SIGTERM (kill, a supervisor, a CI timeout) both
         // stop the run; the results so far are written, marked incomplete
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let mut term = {
-            let _in_runtime = rt.enter();
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(
-                |e| std::io::Error::new(e.kind(), format!("installing the SIGTERM handler: {e}")),
-            )?
-        };
         let (seen, stop) = (self.signalled.clone(), stop.clone());
-        std::thread::spawn(move || {
-            rt.block_on(async move {
-                let name = tokio::select! {
-                    r = tokio::signal::ctrl_c() => r.ok().map(|_| "SIGINT"),
-                    r = term.recv() => r.map(|_| "SIGTERM"),
-                };
-                if let Some(name) = name {
-                    let code = if name == "SIGINT" {
-                        crate::exit::INTERRUPTED
-                    } else {
-                        crate::exit::TERMINATED
-                    };
-                    seen.store(code, Ordering::Relaxed);
-                    eprintln!("\nvodlab run: interrupted by {name}; writing the results so far");
-                    stop.stop();
-                }
-            })
-        });
+        let mut first = true;
+        crate::exit::on_stop_signals(move |sig| {
+            // the first one stops the run; later ones change nothing
+            if std::mem::take(&mut first) {
+                seen.store(sig.status(), Ordering::Relaxed);
+                eprintln!(
+                    "\nvodlab run: interrupted by {}; writing the results so far",
+                    sig.name()
+                );
+                stop.stop();
+            }
+        })?;
         if !self.quiet {
             self.progress = Some(spawn_progress(live.clone(), sessions));
         }

@@ -102,9 +102,8 @@ fn run_workers(a: &ServeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("finding this vodlab executable")?;
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        signal_flag(sig, stop.clone())?;
-    }
+    let flag = stop.clone();
+    crate::exit::on_stop_signals(move |_| flag.store(true, Ordering::Relaxed))?;
     let clean = workers.run(&exe, &argv, &stop, &mut Printer)?;
     eprintln!("vodlab serve: stopped");
     Ok(if clean {
@@ -127,25 +126,4 @@ impl WorkersObserver for Printer {
             eprintln!("vodlab serve: writing {}: {e:#}", w.out.display());
         }
     }
-}
-
-/// Sets `flag` when `sig` arrives (a thread waiting on a tokio signal
-/// stream: no work in the handler itself).
-fn signal_flag(sig: i32, flag: Arc<AtomicBool>) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let mut s = {
-        let _in = rt.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(sig))
-            .with_context(|| format!("installing the handler of signal {sig}"))?
-    };
-    std::thread::spawn(move || {
-        rt.block_on(async move {
-            while s.recv().await.is_some() {
-                flag.store(true, Ordering::Relaxed);
-            }
-        })
-    });
-    Ok(())
 }

@@ -124,37 +124,14 @@ fn unix_now() -> f64 {
 /// Stops the children on SIGINT or SIGTERM (they write what they
 /// measured); the last signal seen is the exit status.
 fn on_signals(interrupter: Interrupter, seen: Arc<AtomicU8>) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let mut term = {
-        let _in = rt.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?
-    };
-    std::thread::spawn(move || {
-        rt.block_on(async move {
-            loop {
-                let name = tokio::select! {
-                    r = tokio::signal::ctrl_c() => r.ok().map(|_| "SIGINT"),
-                    r = term.recv() => r.map(|_| "SIGTERM"),
-                };
-                let Some(name) = name else { return };
-                seen.store(
-                    if name == "SIGINT" {
-                        crate::exit::INTERRUPTED
-                    } else {
-                        crate::exit::TERMINATED
-                    },
-                    Ordering::Relaxed,
-                );
-                eprintln!(
-                    "\nvodlab run: interrupted by {name}; stopping the client processes, merging what they measured"
-                );
-                interrupter.interrupt();
-            }
-        })
-    });
+    crate::exit::on_stop_signals(move |sig| {
+        seen.store(sig.status(), Ordering::Relaxed);
+        eprintln!(
+            "\nvodlab run: interrupted by {}; stopping the client processes, merging what they measured",
+            sig.name()
+        );
+        interrupter.interrupt();
+    })?;
     Ok(())
 }
 
