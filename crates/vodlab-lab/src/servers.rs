@@ -30,7 +30,7 @@ use crate::hwbox::is_root;
 pub enum ServerError {
     /// An unknown server name.
     #[error(
-        "unknown server `{0}` (known: vodlab-vanilla, vodlab-asap, nginx, apache2, lighttpd, nghttpx)"
+        "unknown server `{0}` (known: vodlab-vanilla, vodlab-asap, nginx, apache2, lighttpd, nghttpx, ngtcp2)"
     )]
     Unknown(String),
     /// The program is not installed.
@@ -101,18 +101,48 @@ pub enum ServerKind {
     /// nghttpx (Debian nghttp2-proxy, the BBC's server) in front of
     /// `vodlab serve --io asap` over HTTP/1.1 on a second loopback port.
     Nghttpx,
+    /// ngtcp2's example HTTP/3 server over GnuTLS (Debian ngtcp2-server,
+    /// `gtlsserver`): HTTP/3 only, whole files only (it answers no
+    /// `Range`), one thread.
+    Ngtcp2,
 }
 
 impl ServerKind {
     /// Every server, in the order the comparison table lists them.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::VodlabAsap,
         Self::VodlabVanilla,
         Self::Nginx,
         Self::Apache2,
         Self::Lighttpd,
         Self::Nghttpx,
+        Self::Ngtcp2,
     ];
+
+    /// The rows `vodlab compare` runs when `--servers` is not given: over
+    /// the TCP protocols vodlab's two and the three Debian web servers;
+    /// over h3 vodlab's two, ngtcp2, and the Debian servers that cannot
+    /// (each row then says why, [`ServerKind::unsupported`]).
+    pub fn defaults(p: Protocol) -> &'static [Self] {
+        match p {
+            Protocol::H3 => &[
+                Self::VodlabAsap,
+                Self::VodlabVanilla,
+                Self::Ngtcp2,
+                Self::Nginx,
+                Self::Apache2,
+                Self::Lighttpd,
+                Self::Nghttpx,
+            ],
+            _ => &[
+                Self::VodlabAsap,
+                Self::VodlabVanilla,
+                Self::Nginx,
+                Self::Apache2,
+                Self::Lighttpd,
+            ],
+        }
+    }
 
     /// Its command-line name.
     pub fn name(self) -> &'static str {
@@ -123,6 +153,7 @@ impl ServerKind {
             Self::Apache2 => "apache2",
             Self::Lighttpd => "lighttpd",
             Self::Nghttpx => "nghttpx",
+            Self::Ngtcp2 => "ngtcp2",
         }
     }
 
@@ -151,6 +182,16 @@ impl ServerKind {
         self == Self::Nghttpx
     }
 
+    /// Serves whole files only (answers no `Range` request).
+    pub fn whole_files_only(self) -> bool {
+        self == Self::Ngtcp2
+    }
+
+    /// Listens on UDP only (no TCP port to wait for).
+    pub fn udp_only(self) -> bool {
+        self == Self::Ngtcp2
+    }
+
     /// Why this server cannot be compared over `p` on this machine (`None`:
     /// it can). Checked before the server is started, so the row is
     /// skipped with the reason instead of failing.
@@ -160,9 +201,21 @@ impl ServerKind {
                 .then(|| format!("{what} needs {file} (Debian {package}), not installed"))
         };
         match (self, p) {
-            (_, Protocol::H3) => Some(
-                "compare over h3 is not implemented yet (HTTP/3's first slice is \
-                 vodlab run and serve; docs/serve.md)"
+            (Self::Ngtcp2, Protocol::H3) => {
+                missing("ngtcp2 over h3", NGTCP2_SERVER, "ngtcp2-server")
+            }
+            (Self::Ngtcp2, p) => Some(format!(
+                "ngtcp2's example server speaks only HTTP/3, not {p}"
+            )),
+            (Self::VodlabAsap | Self::VodlabVanilla, Protocol::H3) => None,
+            (Self::Nginx, Protocol::H3) => Some(
+                "Debian 12's nginx 1.22 has no HTTP/3 (its http_v3 module came with 1.25)".into(),
+            ),
+            (Self::Apache2, Protocol::H3) => Some("Apache httpd 2.4 has no HTTP/3".into()),
+            (Self::Lighttpd, Protocol::H3) => Some("lighttpd 1.4 has no HTTP/3".into()),
+            (Self::Nghttpx, Protocol::H3) => Some(
+                "Debian 12's nghttpx 1.52 is built without QUIC (\"quic: QUIC is disabled \
+                 at compile time\")"
                     .into(),
             ),
             (_, Protocol::H1)
@@ -192,6 +245,7 @@ impl ServerKind {
             Self::Apache2 => Some(("/usr/sbin/apache2", "apache2")),
             Self::Lighttpd => Some(("/usr/sbin/lighttpd", "lighttpd")),
             Self::Nghttpx => Some(("/usr/sbin/nghttpx", "nghttp2-proxy")),
+            Self::Ngtcp2 => Some((NGTCP2_SERVER, "ngtcp2-server")),
             _ => None,
         }
     }
@@ -200,6 +254,8 @@ impl ServerKind {
 const APACHE_HTTP2: &str = "/usr/lib/apache2/modules/mod_http2.so";
 const APACHE_SSL: &str = "/usr/lib/apache2/modules/mod_ssl.so";
 const LIGHTTPD_OPENSSL: &str = "/usr/lib/lighttpd/mod_openssl.so";
+/// ngtcp2's example server over GnuTLS (Debian ngtcp2-server).
+const NGTCP2_SERVER: &str = "/usr/sbin/gtlsserver";
 
 /// Where and how to run a server.
 #[derive(Debug, Clone)]
@@ -330,7 +386,10 @@ pub fn config_text(s: &ServerSetup) -> Option<String> {
                 ""
             },
         ),
-        ServerKind::VodlabVanilla | ServerKind::VodlabAsap | ServerKind::Nghttpx => return None,
+        ServerKind::VodlabVanilla
+        | ServerKind::VodlabAsap
+        | ServerKind::Nghttpx
+        | ServerKind::Ngtcp2 => return None,
     })
 }
 
@@ -418,6 +477,11 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
                     .arg("--tls-key")
                     .arg(&t.key);
             }
+            // h3: QUIC on the same port number over UDP, beside the TCP
+            // listener (which /vodlab/stats is read from)
+            if s.protocol == Protocol::H3 {
+                c.arg("--h3");
+            }
             c.args(&s.vodlab_args);
             c
         }
@@ -432,6 +496,9 @@ pub fn command(s: &ServerSetup) -> Result<Command, ServerError> {
             let mut c = Command::new(program);
             if kind == ServerKind::Nghttpx {
                 nghttpx_args(s, &mut c)?;
+                c
+            } else if kind == ServerKind::Ngtcp2 {
+                ngtcp2_args(s, &mut c);
                 c
             } else {
                 let text = config_text(s).expect("Debian servers have a configuration");
@@ -503,6 +570,22 @@ fn nghttpx_args(s: &ServerSetup, c: &mut Command) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// ngtcp2's example server's arguments (no configuration file): quiet
+/// (its default prints every frame), the file set as its document root,
+/// idle connections closed after 60 s as the other servers' keep-alive,
+/// the setup's address, then key and certificate.
+fn ngtcp2_args(s: &ServerSetup, c: &mut Command) {
+    let t = s.tls.as_ref().expect("checked: TLS has files");
+    c.arg("-q")
+        .arg("-d")
+        .arg(&s.root)
+        .arg("--timeout=60s")
+        .arg(s.addr.ip().to_string())
+        .arg(s.addr.port().to_string())
+        .arg(&t.key)
+        .arg(&t.cert);
+}
+
 /// The backend of a proxy row (`None` for the others): `vodlab serve --io
 /// asap` on [`ServerSetup::backend`] over HTTP/1.1, with the row's
 /// `vodlab serve` arguments; its output goes to `backend.log`.
@@ -553,7 +636,9 @@ pub fn backend_setup(s: &ServerSetup) -> Option<ServerSetup> {
     })
 }
 
-/// Waits until `addr` accepts connections, or the child exits, or `timeout` passes.
+/// Waits until the server listens on `addr` (accepts TCP connections;
+/// over h3 also has its UDP port bound, and a UDP-only server only that),
+/// or the child exits, or `timeout` passes.
 pub fn wait_listening(
     s: &ServerSetup,
     child: &mut Child,
@@ -561,7 +646,10 @@ pub fn wait_listening(
 ) -> Result<(), ServerError> {
     let deadline = Instant::now() + timeout;
     loop {
-        if TcpStream::connect_timeout(&s.addr, Duration::from_millis(200)).is_ok() {
+        let tcp = s.kind.udp_only()
+            || TcpStream::connect_timeout(&s.addr, Duration::from_millis(200)).is_ok();
+        let udp = s.protocol != Protocol::H3 || udp_bound(s.addr);
+        if tcp && udp {
             return Ok(());
         }
         let exited = child.try_wait().ok().flatten();
@@ -583,6 +671,35 @@ pub fn wait_listening(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Whether a socket is bound to UDP `addr` (`/proc/net/udp`, or `udp6`
+/// for IPv6), without sending it anything: a QUIC server answers no probe
+/// a client could send before its handshake.
+pub fn udp_bound(addr: SocketAddr) -> bool {
+    let (file, local) = match addr {
+        SocketAddr::V4(a) => (
+            "/proc/net/udp",
+            format!("{:08X}:{:04X}", u32::from(*a.ip()).swap_bytes(), a.port()),
+        ),
+        SocketAddr::V6(a) => {
+            let hex: String = a
+                .ip()
+                .octets()
+                .chunks(4)
+                .map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
+                .collect();
+            ("/proc/net/udp6", format!("{hex}:{:04X}", a.port()))
+        }
+    };
+    let unspecified_v4 = format!("00000000:{:04X}", addr.port());
+    std::fs::read_to_string(file).is_ok_and(|t| {
+        t.lines().skip(1).any(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|a| a == local || (addr.is_ipv4() && a == unspecified_v4))
+        })
+    })
 }
 
 /// Stops a server we started: SIGTERM, then SIGKILL after `grace`.

@@ -280,6 +280,131 @@ fn h2c_over_every_server() {
     }
 }
 
+/// `--protocol h3` without `--servers`: vodlab's two rows (`serve --h3`,
+/// QUIC on the same port number) and ngtcp2's example server serve the
+/// point over QUIC, with every request answered and every byte counted;
+/// nginx, apache2, lighttpd and nghttpx are rows that say why they cannot
+/// (none of Debian 12's speaks HTTP/3) and start nothing. A workload of
+/// byte ranges skips ngtcp2 (it answers no `Range`), counting them.
+#[test]
+fn h3_over_vodlab_serve_and_ngtcp2() {
+    require("gtlsserver", "ngtcp2-server");
+    let d = readable_tempdir("vodlab-rows-");
+    let (w, root) = tiny(d.path());
+    let out = d.path().join("cmp");
+    let port = common::free_port().to_string();
+    let mut a = args(&w, &root, &port, out.to_str().unwrap());
+    a.extend(["--protocol", "h3", "--start", "2", "--max-points", "1"]);
+    let stdout = vodlab_ok(&a);
+    assert!(stdout.contains("protocol: h3"), "{stdout}");
+    // the table's reference is the peer that speaks h3: each row's rate
+    // over ngtcp2's (2 sessions/s each here)
+    assert!(stdout.contains("x ngtcp2"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("vodlab-asap "))
+        .unwrap();
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&cols[1..3], ["2.000", "1.00"], "{line}");
+    let cmp = json(&out.join("compare.json"));
+    assert_schema("compare.schema.json", &cmp);
+    assert_eq!(cmp["protocol"], "h3");
+    let names: Vec<&str> = cmp["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["server"].as_str().unwrap())
+        .collect();
+    for name in ["vodlab-asap", "vodlab-vanilla", "ngtcp2"] {
+        let r = row(&cmp, name);
+        assert!(r["error"].is_null(), "{name}: {r}");
+        assert_eq!(r["answer"]["capacity"], 2.0, "{name}: {r}");
+        let cap = json(&out.join(r["capacity_json"].as_str().unwrap()));
+        let run = cap["search"]["points"][0]["runs"][0]["extra"]["results"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let res = json(&out.join(name).join(run).join("results.json"));
+        assert_eq!(res["protocol"], "h3", "{name}");
+        assert!(res["target"].as_str().unwrap().starts_with("https://"));
+        let done = res["completed_requests"].as_u64().unwrap();
+        assert!(done > 0, "{name}: {res}");
+        let errors: u64 = res["errors"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(errors, 0, "{name}: {}", res["errors"]);
+        let q = &res["transport"]["quic"];
+        assert!(q["packets_sent"].as_u64().unwrap() > 0, "{name}: {q}");
+        assert_eq!(
+            res["transport"]["tls_handshakes"], res["transport"]["connections"],
+            "{name}: one QUIC handshake per connection"
+        );
+    }
+    // vodlab's rows also answered over h3 by their own count
+    let cap = json(&out.join("vodlab-asap").join("capacity.json"));
+    let stats = &cap["search"]["points"][0]["runs"][0]["extra"]["server_stats_after"];
+    assert!(stats["h3"]["requests"].as_u64().unwrap() > 0, "{stats}");
+    for (name, says) in [
+        ("nginx", "no HTTP/3"),
+        ("apache2", "no HTTP/3"),
+        ("lighttpd", "no HTTP/3"),
+        ("nghttpx", "without QUIC"),
+    ] {
+        let r = row(&cmp, name);
+        assert_eq!(r["outcome"]["kind"], "skipped", "{name}: {r}");
+        let why = r["outcome"]["reason"].as_str().unwrap();
+        assert!(why.contains(says), "{name}: {why}");
+        assert!(
+            !out.join(name).exists(),
+            "{name}: a skipped row starts nothing"
+        );
+    }
+    assert_eq!(names.len(), 7, "{names:?}");
+    // byte ranges: ngtcp2 is skipped, with their count
+    let wr = d.path().join("wr");
+    vodlab_ok(&[
+        "gen",
+        "--preset",
+        "youtube-2011-unchunked",
+        "--scale",
+        "0.002",
+        "--sessions",
+        "5",
+        "--titles",
+        "4",
+        "-o",
+        wr.to_str().unwrap(),
+    ]);
+    let root2 = d.path().join("files2");
+    vodlab_ok(&[
+        "fileset",
+        "create",
+        wr.to_str().unwrap(),
+        "--root",
+        root2.to_str().unwrap(),
+    ]);
+    let out2 = d.path().join("cmp2");
+    let mut a = args(
+        wr.to_str().unwrap(),
+        root2.to_str().unwrap(),
+        &port,
+        out2.to_str().unwrap(),
+    );
+    a.extend(["--protocol", "h3", "--servers", "ngtcp2"]);
+    let stdout = vodlab_ok(&a);
+    let cmp = json(&out2.join("compare.json"));
+    let r = row(&cmp, "ngtcp2");
+    assert_eq!(r["outcome"]["kind"], "skipped", "{stdout}\n{r}");
+    let why = r["outcome"]["reason"].as_str().unwrap();
+    assert!(
+        why.contains("answers no Range") && why.contains("byte ranges"),
+        "{why}"
+    );
+}
+
 /// Bad rows are refused before anything runs, naming the row.
 #[test]
 fn bad_rows_are_named() {

@@ -20,8 +20,9 @@ pub struct CompareArgs {
     )]
     pub root: Option<PathBuf>,
     /// Rows to compare, comma-separated (repeatable): a server
-    /// (vodlab-asap, vodlab-vanilla, nginx, apache2, lighttpd, or nghttpx in
-    /// front of a `vodlab serve --io asap` backend) or a configuration of
+    /// (vodlab-asap, vodlab-vanilla, nginx, apache2, lighttpd, nghttpx in
+    /// front of a `vodlab serve --io asap` backend, or ngtcp2: ngtcp2's
+    /// example HTTP/3 server, whole files only) or a configuration of
     /// `vodlab serve --io asap`, `vodlab-asap:POLICY` (`nghttpx:POLICY` for
     /// its backend), with POLICY as `vodlab serve --prefetch-policy` takes
     /// it: `fixed:SIZE`
@@ -30,15 +31,11 @@ pub struct CompareArgs {
     /// `first-grow-sr:MAX`. Each row is its own server process and its own
     /// line of the table, named as given; a comma followed by KEY=VALUE
     /// continues the row before it. E.g. --servers
-    /// vodlab-asap:fixed:2M,vodlab-asap:fixed:4M,vodlab-asap:auto,vodlab-vanilla,nginx
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            value_name = "ROW,...",
-            default_value = "vodlab-asap,vodlab-vanilla,nginx,apache2,lighttpd"
-        )
-    )]
+    /// vodlab-asap:fixed:2M,vodlab-asap:fixed:4M,vodlab-asap:auto,vodlab-vanilla,nginx.
+    /// Default: vodlab-asap,vodlab-vanilla,nginx,apache2,lighttpd; with
+    /// --protocol h3 vodlab-asap,vodlab-vanilla,ngtcp2, and the Debian
+    /// servers as rows that say why they cannot (none of them speaks h3).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "ROW,..."))]
     pub servers: Vec<String>,
     /// The box's limits.
     #[cfg_attr(feature = "cli", command(flatten))]

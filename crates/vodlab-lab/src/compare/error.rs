@@ -47,6 +47,10 @@ pub enum CompareError {
     /// A server could not be configured or did not come up.
     #[error(transparent)]
     Server(#[from] ServerError),
+    /// The workload's scripts could not be read (to see whether a row
+    /// that serves whole files only can serve them).
+    #[error("reading the workload's scripts")]
+    Scripts(#[from] vodlab_workload::script::export::ScriptFileError),
     /// A process (a server, its backend, `vodlab fileset seqread`) could
     /// not be started.
     #[error("starting {what}")]

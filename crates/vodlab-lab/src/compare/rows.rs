@@ -17,8 +17,15 @@ use crate::settings::SearchArgs;
 
 /// The rows of `--servers`, each policy checked by `vodlab serve`'s parser
 /// (errors name the row), and refused with a `--serve-arg` policy.
+/// Without `--servers`, the protocol's [`ServerKind::defaults`].
 pub(super) fn parse(a: &CompareArgs) -> Result<Vec<ServerSpec>, CompareError> {
-    let rows = ServerSpec::parse_list(&a.servers)?;
+    let rows = if a.servers.is_empty() {
+        let p = a.search.transport.protocol.unwrap_or(Protocol::H1);
+        let names: Vec<&str> = ServerKind::defaults(p).iter().map(|k| k.name()).collect();
+        ServerSpec::parse_list(&names)?
+    } else {
+        ServerSpec::parse_list(&a.servers)?
+    };
     if rows.is_empty() {
         return Err(CompareError::Refused(
             "--servers: name at least one server".into(),

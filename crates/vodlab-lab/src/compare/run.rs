@@ -252,6 +252,19 @@ impl Compare {
             started_at_unix_s: started,
             duration_s: None,
         };
+        // a row that answers no Range (ngtcp2) serves only a workload of
+        // whole files: its ranged requests are counted once, if it is run
+        let ranged = if specs
+            .iter()
+            .any(|r| r.kind.whole_files_only() && r.kind.unsupported(proto.protocol).is_none())
+        {
+            vodlab_workload::script::export::load(&a.workload)?
+                .iter()
+                .map(|(_, s)| vodlab_workload::script::export::Summary::of(s).ranged)
+                .sum()
+        } else {
+            0
+        };
         for (i, row) in specs.iter().enumerate() {
             let name = row.label.as_str();
             let kind = row.kind;
@@ -262,7 +275,17 @@ impl Compare {
             } else {
                 Vec::new()
             };
-            if let Some(why) = kind.unsupported(proto.protocol) {
+            let unsupported = kind.unsupported(proto.protocol).or_else(|| {
+                (kind.whole_files_only() && ranged > 0).then(|| {
+                    format!(
+                        "{} answers no Range request, and {ranged} of this workload's requests \
+                         are byte ranges (a chunked workload of whole files suits it, e.g. \
+                         the youtube-2011 preset)",
+                        kind.name()
+                    )
+                })
+            });
+            if let Some(why) = unsupported {
                 obs.note(&format!("vodlab compare: {name}: skipped: {why}"));
                 let r = rows::skipped(row, why);
                 match rows.iter_mut().find(|x| x.server == name) {

@@ -198,16 +198,108 @@ fn who_speaks_what() {
         }
     }
     for k in ServerKind::ALL {
-        assert_eq!(k.unsupported(Protocol::H1), None);
+        if k == ServerKind::Ngtcp2 {
+            let why = k.unsupported(Protocol::H1).unwrap();
+            assert!(why.contains("only HTTP/3"), "{why}");
+        } else {
+            assert_eq!(k.unsupported(Protocol::H1), None, "{k:?}");
+        }
     }
     assert_eq!(ServerKind::Lighttpd.unsupported(Protocol::H2c), None);
-    let h3 = ServerKind::Nginx.unsupported(Protocol::H3).unwrap();
-    assert!(h3.contains("h3 is not implemented"), "{h3}");
+    // over h3: vodlab's rows and ngtcp2 (when installed); each Debian TCP
+    // server says why not
+    for k in [ServerKind::VodlabAsap, ServerKind::VodlabVanilla] {
+        assert_eq!(k.unsupported(Protocol::H3), None);
+    }
+    assert_eq!(
+        ServerKind::Ngtcp2.unsupported(Protocol::H3).is_none(),
+        Path::new(NGTCP2_SERVER).exists()
+    );
+    for (k, says) in [
+        (ServerKind::Nginx, "1.22 has no HTTP/3"),
+        (ServerKind::Apache2, "no HTTP/3"),
+        (ServerKind::Lighttpd, "no HTTP/3"),
+        (ServerKind::Nghttpx, "without QUIC"),
+    ] {
+        let why = k.unsupported(Protocol::H3).unwrap();
+        assert!(why.contains(says), "{k:?}: {why}");
+    }
+    // the default rows: ngtcp2 over h3 only
+    assert!(ServerKind::defaults(Protocol::H3).contains(&ServerKind::Ngtcp2));
+    for p in Protocol::ALL {
+        assert!(
+            !ServerKind::defaults(p).contains(&ServerKind::Ngtcp2),
+            "{p}"
+        );
+    }
     let why = ServerKind::Lighttpd.unsupported(Protocol::H2).unwrap();
     assert!(
         why.contains("lighttpd over h2") && why.contains("lighttpd-mod-openssl"),
         "{why}"
     );
+}
+
+/// ngtcp2's example server: the file set as its document root, the
+/// address and port as two arguments, then key and certificate; vodlab
+/// over h3 adds `--h3` to its TLS flags.
+#[test]
+fn h3_rows_are_started_with_quic() {
+    let d = tempfile::tempdir().unwrap();
+    let tls = TlsFiles {
+        ca: "/c/ca.pem".into(),
+        cert: "/c/cert.pem".into(),
+        key: "/c/key.pem".into(),
+    };
+    let h3 = |kind| ServerSetup {
+        workdir: d.path().into(),
+        protocol: Protocol::H3,
+        tls: Some(tls.clone()),
+        ..setup(kind)
+    };
+    let args = |c: &Command| -> Vec<String> {
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    };
+    if Path::new(NGTCP2_SERVER).exists() {
+        let a = args(&command(&h3(ServerKind::Ngtcp2)).unwrap());
+        assert_eq!(
+            a,
+            [
+                "-q",
+                "-d",
+                "/srv/files",
+                "--timeout=60s",
+                "127.0.0.1",
+                "18080",
+                "/c/key.pem",
+                "/c/cert.pem"
+            ]
+        );
+    }
+    let v = args(&command(&h3(ServerKind::VodlabAsap)).unwrap());
+    assert!(v.iter().any(|a| a == "--h3"), "{v:?}");
+    assert!(
+        v.windows(2).any(|w| w == ["--tls-key", "/c/key.pem"]),
+        "{v:?}"
+    );
+}
+
+/// A bound UDP socket is seen in /proc/net/udp, on its own address or on
+/// the unspecified one; a port nobody holds is not.
+#[test]
+fn udp_bound_reads_the_kernels_table() {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a = s.local_addr().unwrap();
+    assert!(udp_bound(a));
+    let any = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    let port = any.local_addr().unwrap().port();
+    assert!(udp_bound(SocketAddr::from(([127, 0, 0, 1], port))));
+    drop(s);
+    assert!(!udp_bound(a));
+    if let Ok(s6) = std::net::UdpSocket::bind("[::1]:0") {
+        assert!(udp_bound(s6.local_addr().unwrap()));
+    }
 }
 
 #[test]
