@@ -9,7 +9,9 @@
 // CONFIG: { chromium, origin, manifest, player: "dash"|"hls", player_js,
 //           settings (dash.js updateSettings object / hls.js config, or null),
 //           cmcd (null, or { mode: "query"|"header", sid, cid }: dash.js's own
-//           CMCD turned on), seconds, down_kbps, up_kbps, latency_ms, out, no_sandbox }
+//           CMCD turned on), seconds, down_kbps, up_kbps, latency_ms,
+//           quic (null, or { origin: "HOST:PORT", spki: pin }: HTTP/3 forced
+//           for that origin, its certificate trusted by the pin), out, no_sandbox }
 'use strict';
 const fs = require('fs');
 const puppeteer = require('puppeteer-core');
@@ -134,6 +136,10 @@ async function main() {
     '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check',
     '--disable-background-networking', '--disable-component-update'];
   if (cfg.no_sandbox) args.push('--no-sandbox');
+  // HTTP/3: QUIC for the server's origin from the first request (no Alt-Svc
+  // round), its certificate (a CA of the run's own) trusted by its key's pin
+  if (cfg.quic) args.push('--enable-quic', '--origin-to-force-quic-on=' + cfg.quic.origin,
+    '--ignore-certificate-errors-spki-list=' + cfg.quic.spki);
   // the page comes from DevTools interception (no address space of its own):
   // a private server (a `vodlab lab` host, 10.77.0.1) would be refused by
   // Chromium's private/local network access checks ("the request client is
@@ -161,7 +167,7 @@ async function main() {
       const range = h.Range || h.range || null;
       reqs.set(e.requestId, { url: e.request.url, method: e.request.method, range,
         t_s: e.timestamp, wall_s: e.wallTime, type: e.type || null,
-        status: null, bytes: null, body_bytes: null, end_s: null, failed: null,
+        status: null, bytes: null, body_bytes: null, end_s: null, failed: null, protocol: null,
         cmcd_headers: cmcd_of(h) });
     });
     cdp.on('Network.requestWillBeSentExtraInfo', e => {
@@ -172,7 +178,7 @@ async function main() {
     });
     cdp.on('Network.responseReceived', e => {
       const r = reqs.get(e.requestId);
-      if (r) { r.status = e.response.status; r.response_s = e.timestamp; }
+      if (r) { r.status = e.response.status; r.response_s = e.timestamp; r.protocol = e.response.protocol || null; }
     });
     cdp.on('Network.dataReceived', e => {
       const r = reqs.get(e.requestId);

@@ -17,6 +17,8 @@ use std::process::{Command, Stdio};
 use thiserror::Error;
 use vodlab_workload::script::{export_h2load, write_vodlab, Script};
 
+use crate::servers::TlsFiles;
+
 pub mod convert;
 pub mod local;
 
@@ -160,6 +162,13 @@ pub struct RecordArgs {
     /// to leave Chromium's own emulation off. Needs root and --target.
     #[cfg_attr(feature = "cli", arg(long, value_name = "NAME", requires = "target"))]
     pub netns: Option<String>,
+    /// Play over HTTP/3: `vodlab serve` (with --root) gets a certificate of
+    /// a CA made in `OUT/tls` and `--h3`, and Chromium is forced onto QUIC
+    /// for its origin (`--origin-to-force-quic-on`, the certificate trusted
+    /// by its key's pin, `--ignore-certificate-errors-spki-list`). Each
+    /// request's protocol, as Chromium reports it, is in requests.json.
+    #[cfg_attr(feature = "cli", arg(long, conflicts_with = "target"))]
+    pub h3: bool,
     /// How long to play (from page load) before the recording stops (a
     /// bare number is seconds: 30, 90s, 2m; `--seconds` is an older name).
     #[cfg_attr(feature = "cli", arg(long = "duration", alias = "seconds", default_value_t = 30.0, value_name = "DURATION", value_parser = vodlab_units::parse_seconds))]
@@ -186,7 +195,8 @@ pub struct RecordArgs {
     pub record_dir: Option<PathBuf>,
     /// Output directory: recording.vsl, recording.h2load.txt, requests.json,
     /// dashjs-metrics.json (hlsjs-metrics.json with --player hls), raw.json,
-    /// and with --root the server's serve.log and access.log.
+    /// and with --root the server's serve.log, access.log and
+    /// serve-stats.json (its statistics at its end).
     /// (`--output` is an older name.)
     #[cfg_attr(
         feature = "cli",
@@ -368,18 +378,36 @@ pub fn run(
             a.chromium.display()
         ));
     }
+    if a.h3 && (a.target.is_some() || a.root.is_none()) {
+        return bad("--h3 needs --root (the vodlab serve it starts speaks HTTP/3)".into());
+    }
     std::fs::create_dir_all(&a.output).map_err(io(format!("creating {}", a.output.display())))?;
+    // over h3: the server's certificate and the pin Chromium trusts it by
+    let tls = if a.h3 {
+        let (files, pin) = TlsFiles::generate_pinned(&a.output.join("tls"))
+            .map_err(|e| RecordError::Invalid(format!("--h3: {e}")))?;
+        Some((files, pin))
+    } else {
+        None
+    };
     let (_serve, origin) = match (&a.root, target) {
         (_, Some((origin, _))) => (None, origin),
         (Some(root), None) => {
             if !vodlab_fileset::media::is_real(root) {
                 obs.not_real_media(root);
             }
-            let (s, addr) = start_serve(vodlab, root, &a.output)?;
-            (Some(s), format!("http://{addr}"))
+            let (s, addr) = start_serve(vodlab, root, &a.output, tls.as_ref().map(|t| &t.0))?;
+            let scheme = if a.h3 { "https" } else { "http" };
+            (Some(s), format!("{scheme}://{addr}"))
         }
         (None, None) => return bad("give --root DIR or --target URL".into()),
     };
+    let quic = tls.as_ref().map(|(_, pin)| {
+        serde_json::json!({
+            "origin": origin.trim_start_matches("https://"),
+            "spki": pin,
+        })
+    });
     let mpd = match (&a.manifest, &a.root) {
         (Some(m), _) => format!("/{}", m.trim_start_matches('/')),
         (None, Some(root)) => first_manifest(root, a.player.manifest_name())?,
@@ -411,6 +439,7 @@ pub fn run(
         "down_kbps": a.down_kbps,
         "up_kbps": a.up_kbps.unwrap_or(a.down_kbps),
         "latency_ms": a.latency_ms,
+        "quic": quic,
         "out": raw_path,
         // Chromium refuses to run as root with its sandbox
         "no_sandbox": unsafe { libc::geteuid() } == 0,
@@ -473,6 +502,7 @@ pub fn run(
             "cmcd": cmcd,
             "chromium": raw.chromium,
             "netns": a.netns,
+            "h3": a.h3,
             "emulation": if emulated {
                 serde_json::json!({
                     "kind": "chromium Network.emulateNetworkConditions (per request, not TCP)",

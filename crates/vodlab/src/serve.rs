@@ -37,6 +37,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         })
         .await?;
         let server = &serving.server;
+        let server_state = server.state.clone();
         let k = server.state.config().time_compression;
         if k != 1.0 {
             eprintln!("vodlab serve: time compression k = {k}: control intervals / k, bit rates x k");
@@ -88,6 +89,12 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             t.abort();
         }
         serving.shutdown().await;
+        // the statistics at the end, with the responses finished above
+        if let Some(path) = &a.stats_file {
+            if let Err(e) = write_json(path, &server_state.stats()) {
+                eprintln!("vodlab serve: --stats-file {}: {e:#}", path.display());
+            }
+        }
         eprintln!("vodlab serve: stopped");
         anyhow::Ok(())
     })?;

@@ -235,6 +235,112 @@ fn a_recorded_dashjs_session_replays_with_its_urls_and_timing() {
     replay_reproduces(&root, &rec, reqs, d.path());
 }
 
+/// dash.js over HTTP/3: `record --h3` starts `vodlab serve --h3` with a
+/// certificate of its own CA and forces Chromium onto QUIC for the origin.
+/// Chromium reports every response of the player as `h3`; the server's own
+/// statistics (written at its end) count every request it answered as an
+/// HTTP/3 request on QUIC connections, the access log has a line per
+/// request, and dash.js played without error. The recording replays over
+/// h3 against `serve --h3`: every request completes, with as many body
+/// bytes in all as Chromium received (a recorded script has no content
+/// seed, so the bytes themselves are not compared).
+#[test]
+fn dashjs_plays_over_h3_in_chromium_and_replays_over_h3() {
+    require("ffmpeg", "ffmpeg");
+    let chromium = require("chromium", "chromium");
+    require_npm(&["dashjs"]);
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let root = real_set(d.path(), 20);
+    let rec = d.path().join("rec");
+    let out = vodlab_ok(&[
+        "record",
+        "--h3",
+        "--root",
+        root.to_str().unwrap(),
+        "--seconds",
+        "12",
+        "--chromium",
+        chromium.to_str().unwrap(),
+        "-o",
+        rec.to_str().unwrap(),
+    ]);
+    eprintln!("{out}");
+    let requests: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("requests.json")).unwrap()).unwrap();
+    assert_eq!(requests["h3"], true);
+    assert!(requests["origin"].as_str().unwrap().starts_with("https://"));
+    let reqs = requests["requests"].as_array().unwrap();
+    assert!(reqs.len() >= 5, "{requests}");
+    for r in reqs {
+        assert_eq!(r["protocol"], "h3", "Chromium's protocol of {r}");
+        assert_eq!(r["status"], 200, "{r}");
+    }
+    // the server's side: every request it answered came over HTTP/3
+    let st: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("serve-stats.json")).unwrap()).unwrap();
+    let log = std::fs::read_to_string(rec.join("access.log")).unwrap();
+    let answered = log.lines().count() as u64;
+    assert_eq!(st["requests"].as_u64(), Some(answered), "{st}");
+    assert_eq!(st["h3"]["requests"].as_u64(), Some(answered), "{st}");
+    assert!(st["h3"]["connections"].as_u64().unwrap() >= 1, "{st}");
+    let player = log.lines().filter(|l| l.contains(" /t00000/")).count();
+    assert_eq!(player, reqs.len(), "{log}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(rec.join("dashjs-metrics.json")).unwrap()).unwrap();
+    assert_eq!(m["errors"].as_array().unwrap().len(), 0, "{}", m["errors"]);
+    // the recording replayed over h3
+    let tls = rec.join("tls");
+    let port = common::free_port();
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(["serve", "--root", root.to_str().unwrap(), "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--tls-cert")
+        .arg(tls.join("cert.pem"))
+        .arg("--tls-key")
+        .arg(tls.join("key.pem"))
+        .args(["--h3", "--stats-interval", "0"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_until(
+        "serve --h3 listens",
+        std::time::Duration::from_secs(15),
+        || common::udp_bound(port),
+    );
+    let rep = d.path().join("replay");
+    let o = common::vodlab(&[
+        "run",
+        rec.join("recording.vsl").to_str().unwrap(),
+        "--protocol",
+        "h3",
+        "--target",
+        &format!("https://127.0.0.1:{port}"),
+        "--ca",
+        tls.join("ca.pem").to_str().unwrap(),
+        "--rate",
+        "100",
+        "--arrivals",
+        "constant",
+        "--quiet",
+        "-o",
+        rep.to_str().unwrap(),
+    ]);
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(o.status.success(), "{o:?}");
+    let r = results(&rep);
+    assert_eq!(r["failed_sessions"], 0, "{r}");
+    assert_eq!(r["protocol"], "h3");
+    assert_eq!(
+        r["completed_requests"].as_u64(),
+        Some(reqs.len() as u64),
+        "{r}"
+    );
+    let recorded: u64 = reqs.iter().map(|q| q["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(r["completed_bytes"].as_u64(), Some(recorded), "{r}");
+}
+
 #[test]
 fn a_recorded_hlsjs_session_replays_with_its_urls_and_timing() {
     require("ffmpeg", "ffmpeg");
@@ -375,6 +481,18 @@ fn record_refuses_what_it_cannot_do_by_name() {
         o,
     ]);
     assert!(e.contains("not a loopback address"), "{e}");
+    // --h3 needs the server record starts itself
+    let e = err(&[
+        "record",
+        "--h3",
+        "--target",
+        "http://127.0.0.1:9",
+        "--manifest",
+        "/m.mpd",
+        "-o",
+        o,
+    ]);
+    assert!(e.contains("--h3") && e.contains("--target"), "{e}");
     let e = err(&["record", "--root", ".", "--seconds", "0", "-o", o]);
     assert!(e.contains("--seconds 0"), "{e}");
     let e = err(&["record", "-o", o]);

@@ -34,6 +34,11 @@ pub struct RawRequest {
     /// (`Name: value`; dash.js with `--cmcd header`), none empty.
     #[serde(default)]
     pub cmcd_headers: Vec<String>,
+    /// The protocol Chromium says the response came over (DevTools'
+    /// `Response.protocol`: `http/1.1`, `h2`, `h3`); absent when no
+    /// response arrived.
+    #[serde(default)]
+    pub protocol: Option<String>,
 }
 
 /// What the browser script writes.
@@ -70,6 +75,9 @@ pub struct Recorded {
     /// The `CMCD-*` header lines the player sent (`Name: value`), replayed
     /// as written; CMCD in the query stays in `path`.
     pub cmcd_headers: Vec<String>,
+    /// The protocol of the response, as Chromium reports it (`http/1.1`,
+    /// `h2`, `h3`).
+    pub protocol: Option<String>,
 }
 
 impl Recorded {
@@ -137,6 +145,7 @@ pub fn recorded(raw: &RawRecording, origin: &str) -> Vec<Recorded> {
                     })
                     .cloned()
                     .collect(),
+                protocol: r.protocol.clone(),
             }
         })
         .collect()
@@ -203,6 +212,7 @@ mod tests {
                     end_s: Some(t + 0.5),
                     failed: None,
                     cmcd_headers: vec![],
+                    protocol: None,
                 })
                 .collect(),
             metrics: serde_json::json!({}),

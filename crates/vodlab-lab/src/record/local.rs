@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use vodlab_client::config::is_loopback;
 
 use super::{io, RecordError};
+use crate::servers::TlsFiles;
+
+/// The file of `vodlab serve`'s statistics in the output directory.
+pub const SERVE_STATS: &str = "serve-stats.json";
 
 /// A private IPv4 address (RFC 1918), as a `vodlab lab` host has.
 pub fn is_private(ip: IpAddr) -> bool {
@@ -92,19 +96,23 @@ impl Drop for Serve {
 }
 
 /// Starts `vodlab serve` (the program `vodlab`) on `root` at a free
-/// loopback port, its output in `out/serve.log` and its access log (each
-/// request's CMCD parsed, docs/serve.md) in `out/access.log`, and waits
-/// until it listens (15 s at most).
+/// loopback port, its output in `out/serve.log`, its access log (each
+/// request's CMCD parsed, docs/serve.md) in `out/access.log` and its
+/// statistics (every second and at its end) in `out/serve-stats.json`, and
+/// waits until it listens (15 s at most). With `h3` it also serves TLS with
+/// those files and HTTP/3 on the UDP port of the same number, and is
+/// waited for on both.
 pub fn start_serve(
     vodlab: &Path,
     root: &Path,
     out: &Path,
+    h3: Option<&TlsFiles>,
 ) -> Result<(Serve, SocketAddr), RecordError> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let log = std::fs::File::create(out.join("serve.log"))?;
-    let child = Command::new(vodlab)
-        .args(["serve", "--root"])
+    let mut cmd = Command::new(vodlab);
+    cmd.args(["serve", "--root"])
         .arg(root)
         .args([
             "--listen",
@@ -114,6 +122,16 @@ pub fn start_serve(
             "--access-log",
         ])
         .arg(out.join("access.log"))
+        .arg("--stats-file")
+        .arg(out.join(SERVE_STATS));
+    if let Some(t) = h3 {
+        cmd.arg("--tls-cert")
+            .arg(&t.cert)
+            .arg("--tls-key")
+            .arg(&t.key)
+            .arg("--h3");
+    }
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -121,7 +139,9 @@ pub fn start_serve(
         .map_err(io("starting vodlab serve"))?;
     let mut serve = Serve(child);
     let t = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
+        || (h3.is_some() && !crate::servers::udp_bound(addr))
+    {
         if let Some(st) = serve.0.try_wait()? {
             return Err(RecordError::Invalid(format!(
                 "vodlab serve exited ({st}) before listening; see {}",
