@@ -382,6 +382,7 @@ fn a_stale_reused_connection_is_retried_once_on_a_new_one() {
         failure: Failure {
             kind: ErrorKind::Reset,
             retryable: true,
+            unsent: false,
             detail: "closed while idle".into(),
         },
     };
@@ -416,6 +417,53 @@ fn a_stale_reused_connection_is_retried_once_on_a_new_one() {
     );
     assert_eq!(t.outcome.reconnects, 1);
     assert_eq!(t.outcome.skipped, 1);
+}
+
+/// A request lost with rejected 0-RTT never reached the server: its retry
+/// does not use up the one a stale connection is allowed. Here /b meets a
+/// stale connection, then its retry's new connection has its 0-RTT
+/// rejected, and the third attempt answers; a second stale failure after
+/// that still ends the session.
+#[test]
+fn a_request_lost_with_rejected_0rtt_is_sent_again_beside_its_one_retry() {
+    let s = session("/a\n/b\n/c\n");
+    let fail = |unsent: bool| Reply::Fail {
+        after: 0.01,
+        failure: Failure {
+            kind: ErrorKind::Other,
+            retryable: true,
+            unsent,
+            detail: if unsent {
+                "0-RTT rejected".into()
+            } else {
+                "closed while idle".into()
+            },
+        },
+    };
+    let t = drive(&s, DriverConfig::default(), 0.0, |j, attempt, _| {
+        match (j, attempt) {
+            (1, 0) => fail(false),
+            (1, 1) => fail(true),
+            _ => ok(0.1),
+        }
+    });
+    assert!(t.outcome.failure.is_none(), "{:?}", t.outcome.failure);
+    assert_eq!(t.outcome.reconnects, 2);
+    assert_eq!(t.sends.iter().filter(|s| s.2 == 1).count(), 3);
+    assert_eq!(t.records.len(), 3);
+    let t = drive(&s, DriverConfig::default(), 0.0, |j, attempt, _| {
+        match (j, attempt) {
+            (1, 0) => fail(false),
+            (1, 1) => fail(true),
+            (1, _) => fail(false),
+            _ => ok(0.1),
+        }
+    });
+    assert_eq!(
+        t.outcome.failure.as_ref().map(|f| f.1.kind),
+        Some(ErrorKind::Other)
+    );
+    assert_eq!(t.outcome.reconnects, 2);
 }
 
 #[test]

@@ -84,8 +84,9 @@ pub enum H3Error {
 
 /// The QUIC server configuration: `tls` (the TCP listener's, with its
 /// certificate) with ALPN `h3`, no record-size cap (QUIC frames the
-/// handshake itself) and no early data; the stream credit and idle
-/// timeout of `s`; migration off.
+/// handshake itself) and early data only with `s.zero_rtt` (quinn takes
+/// all or nothing: `u32::MAX` or 0); the stream credit and idle timeout of
+/// `s`; migration off.
 pub fn server_config(
     s: &H3Settings,
     tls: &rustls::ServerConfig,
@@ -93,7 +94,7 @@ pub fn server_config(
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![ALPN.to_vec()];
     tls.max_fragment_size = None;
-    tls.max_early_data_size = 0;
+    tls.max_early_data_size = if s.zero_rtt { u32::MAX } else { 0 };
     let crypto = QuicServerConfig::try_from(tls)?;
     let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     let mut t = quinn::TransportConfig::default();

@@ -9,7 +9,7 @@
 mod common;
 mod h3common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -548,4 +548,182 @@ fn h3_ranges_are_probed_and_prefetched_by_asap() {
         "{st}"
     );
     assert!(serve.stop());
+}
+
+/// A certificate for localhost and 127.0.0.1 (openssl, not a CA) and its
+/// key in `dir` (`cert.pem`, `key.pem`): what two `vodlab serve`
+/// processes share when one replaces the other, and what the client trusts.
+fn shared_cert(dir: &Path) -> (PathBuf, PathBuf) {
+    let openssl = require("openssl", "openssl");
+    let o = Command::new(openssl)
+        .args(["req", "-x509", "-newkey", "ec"])
+        .args(["-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"])
+        .args(["-keyout", "key.pem", "-out", "cert.pem", "-days", "2"])
+        .args(["-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "openssl: {o:?}");
+    (dir.join("cert.pem"), dir.join("key.pem"))
+}
+
+/// `vodlab serve --h3` on `port` with the shared certificate and `extra`.
+fn serve_on(root: &Path, port: u16, cert: &Path, key: &Path, extra: &[&str]) -> Peer {
+    let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(["serve", "--root", root.to_str().unwrap()])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--stats-interval", "0", "--h3"])
+        .arg("--tls-cert")
+        .arg(cert)
+        .arg("--tls-key")
+        .arg(key)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start vodlab serve");
+    let peer = Peer(child);
+    wait_until("serve --h3 on TCP and UDP", Duration::from_secs(10), || {
+        common::listening(port) && udp_bound(port)
+    });
+    peer
+}
+
+/// `--h3-0rtt` against servers whose answer the test sets. One viewer asks
+/// for /a and /b, waits 4 s (the server's 1 s idle timeout ends its QUIC
+/// connection), then /c and /d on a second connection, which resumes the
+/// first one's session ticket:
+/// - `serve --h3-0rtt`: the second connection sends 0-RTT and the server
+///   accepts it (1 of 2 connections, accepted on 1);
+/// - `serve` without it: its tickets allow no early data, so no 0-RTT is
+///   sent (0 of 2);
+/// - the server replaced by another process between the two (same port and
+///   certificate, `--h3-0rtt`, but not the ticket's issuer): the 0-RTT is
+///   sent and rejected, /c is sent again on a third connection, with a
+///   full handshake, and the session succeeds (1 of 3, accepted on 0); the
+///   new server answered /c and /d only.
+///
+/// Every response is whole (the files' sizes summed), every run passes.
+#[test]
+fn h3_0rtt_is_sent_on_resumed_connections_and_accepted_or_refused_as_the_server_says() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let mut total = 0u64;
+    for (name, len) in [
+        ("a", 200_000),
+        ("b", 300_000),
+        ("c", 400_000),
+        ("d", 500_000),
+    ] {
+        varied_file(&root.join(format!("{name}.bin")), len);
+        total += u64::from(len);
+    }
+    let script = t.path().join("s.vsl");
+    std::fs::write(
+        &script,
+        "#@session id=0\n/a.bin timeout=20\n/b.bin timeout=20 pacing=0.01\n\
+         /c.bin timeout=20 pacing=4\n/d.bin timeout=20 pacing=0.01\n",
+    )
+    .unwrap();
+    let (cert, key) = shared_cert(t.path());
+    let run = |port: u16, out: &Path| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_vodlab"));
+        c.args([
+            "run",
+            script.to_str().unwrap(),
+            "--protocol",
+            "h3",
+            "--h3-0rtt",
+        ])
+        .args(["--target", &format!("https://127.0.0.1:{port}")])
+        .arg("--ca")
+        .arg(&cert)
+        .args([
+            "--rate",
+            "100",
+            "--arrivals",
+            "constant",
+            "--check-bytes",
+            "0",
+        ])
+        .args(["--quiet", "-o", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        c
+    };
+    let check = |out: &Path, o: &std::process::Output, conns: u64, sent: u64, accepted: u64| {
+        assert!(o.status.success(), "{o:?}");
+        let r = common::results(out);
+        assert_eq!(r["failed_sessions"], 0, "{r}");
+        assert_eq!(r["completed_requests"], 4, "{r}");
+        assert_eq!(r["completed_bytes"].as_u64(), Some(total), "{r}");
+        let q = &r["transport"]["quic"];
+        assert_eq!(r["transport"]["connections"].as_u64(), Some(conns), "{r}");
+        assert_eq!(
+            (
+                q["zero_rtt_attempted"].as_u64(),
+                q["zero_rtt_accepted"].as_u64()
+            ),
+            (Some(sent), Some(accepted)),
+            "{q}"
+        );
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(text.contains("QUIC 0-RTT: sent on"), sent > 0, "{text}");
+    };
+    // accepted
+    let port = free_port();
+    let mut s = serve_on(
+        &root,
+        port,
+        &cert,
+        &key,
+        &["--h3-0rtt", "--h3-idle-timeout", "1"],
+    );
+    let out = t.path().join("accepted");
+    let o = run(port, &out).output().unwrap();
+    check(&out, &o, 2, 1, 1);
+    let st = stats(port, &cert);
+    assert_eq!(st["h3"]["requests"], 4, "{st}");
+    assert!(s.stop());
+    // the server's tickets allow no early data
+    let port = free_port();
+    let mut s = serve_on(&root, port, &cert, &key, &["--h3-idle-timeout", "1"]);
+    let out = t.path().join("no-early-data");
+    let o = run(port, &out).output().unwrap();
+    check(&out, &o, 2, 0, 0);
+    assert!(s.stop());
+    // another server process (not the ticket's issuer) rejects the 0-RTT
+    let port = free_port();
+    let mut first = serve_on(
+        &root,
+        port,
+        &cert,
+        &key,
+        &["--h3-0rtt", "--h3-idle-timeout", "1"],
+    );
+    let out = t.path().join("rejected");
+    let client = run(port, &out).spawn().unwrap();
+    // /a and /b answered, and their connection timed out idle: the
+    // server has nothing left in flight and stops at once
+    wait_until(
+        "/a and /b answered, their connection closed",
+        Duration::from_secs(3),
+        || {
+            let st = stats(port, &cert);
+            st["h3"]["requests"] == 2 && st["h3"]["open_connections"] == 0
+        },
+    );
+    assert!(first.stop());
+    let mut second = serve_on(&root, port, &cert, &key, &["--h3-0rtt"]);
+    let o = client.wait_with_output().unwrap();
+    check(&out, &o, 3, 1, 0);
+    let st = stats(port, &cert);
+    assert_eq!(
+        st["h3"]["requests"], 2,
+        "the new server answered /c and /d: {st}"
+    );
+    assert!(second.stop());
 }

@@ -430,8 +430,8 @@ impl<'s> SessionDriver<'s> {
                 if f.phase != Phase::Sent {
                     return;
                 }
-                if failure.retryable && !f.retried {
-                    f.retried = true;
+                if failure.retryable && (!f.retried || failure.unsent) {
+                    f.retried |= !failure.unsent;
                     f.phase = Phase::Connecting;
                     self.reconnects += 1;
                     self.actions.push_back(Action::Connect { conn });

@@ -121,6 +121,11 @@ pub struct Failure {
     /// True when nothing of the response arrived on a reused connection
     /// (the server had closed it): the caller may reconnect and retry.
     pub retryable: bool,
+    /// The request never reached the server: it went out as QUIC 0-RTT
+    /// that the server rejected. Its retry is not the one a request is
+    /// allowed (the transport sends no 0-RTT again after a rejection, so
+    /// this happens at most once a connection of a viewer).
+    pub unsent: bool,
     /// Detail for logs and requests.csv.
     pub detail: String,
 }
@@ -131,6 +136,7 @@ impl Failure {
         Self {
             kind,
             retryable: false,
+            unsent: false,
             detail: detail.into(),
         }
     }

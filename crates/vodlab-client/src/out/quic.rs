@@ -21,9 +21,10 @@ pub struct QuicMetrics {
     pub connections: u64,
     /// Of those, connections with a packet declared lost.
     pub connections_with_loss: u64,
-    /// Sums over the connections (`packets_sent` .. `stream_frames_sent`
-    /// of [`QuicFigures`], in that order).
-    pub sums: [u64; 7],
+    /// Sums over the connections (`packets_sent` .. `stream_frames_sent`,
+    /// then `zero_rtt_attempted` and `zero_rtt_accepted`, of
+    /// [`QuicFigures`], in that order).
+    pub sums: [u64; 9],
     /// Smoothed RTT per connection, µs.
     pub rtt: Histogram<u64>,
     /// Congestion window per connection, bytes.
@@ -35,7 +36,7 @@ impl Default for QuicMetrics {
         Self {
             connections: 0,
             connections_with_loss: 0,
-            sums: [0; 7],
+            sums: [0; 9],
             rtt: histogram(),
             cwnd: histogram(),
         }
@@ -76,16 +77,17 @@ impl QuicMetrics {
         })
     }
 
-    /// From a shard's dump.
+    /// From a shard's dump (one written before 0-RTT was counted has 9
+    /// values: its 0-RTT counts are 0).
     pub fn from_dump(d: &QuicDump) -> Result<Self, ShardError> {
-        if d.counts.len() != 9 {
+        if d.counts.len() != 9 && d.counts.len() != 11 {
             return Err(ShardError::Mismatch(format!(
-                "transport.quic.counts has {} values, not 9",
+                "transport.quic.counts has {} values, not 11 (or 9)",
                 d.counts.len()
             )));
         }
-        let mut sums = [0; 7];
-        sums.copy_from_slice(&d.counts[2..]);
+        let mut sums = [0; 9];
+        sums[..d.counts.len() - 2].copy_from_slice(&d.counts[2..]);
         Ok(Self {
             connections: d.counts[0],
             connections_with_loss: d.counts[1],
@@ -101,7 +103,7 @@ impl QuicMetrics {
 pub struct QuicDump {
     /// `[connections, connections_with_loss, packets_sent, packets_lost,
     /// lost_bytes, congestion_events, datagrams_received, bytes_received,
-    /// stream_frames_sent]`.
+    /// stream_frames_sent, zero_rtt_attempted, zero_rtt_accepted]`.
     pub counts: Vec<u64>,
     /// RTTs, µs (V2, base64).
     pub rtt: String,
@@ -131,6 +133,13 @@ pub struct QuicResults {
     pub bytes_received: u64,
     /// STREAM frames the client sent.
     pub stream_frames_sent: u64,
+    /// Connections that sent 0-RTT (`--h3-0rtt`, with a ticket allowing
+    /// early data); 0 in files from before it was counted.
+    #[serde(default)]
+    pub zero_rtt_attempted: u64,
+    /// Of those, connections whose 0-RTT the server accepted.
+    #[serde(default)]
+    pub zero_rtt_accepted: u64,
     /// Smoothed RTT per connection at its end, ms.
     pub rtt_ms: Summary,
     /// The client's congestion window per connection at its end, bytes.
@@ -143,7 +152,7 @@ impl QuicResults {
         if m.connections == 0 {
             return None;
         }
-        let [packets_sent, packets_lost, lost_bytes, congestion_events, datagrams_received, bytes_received, stream_frames_sent] =
+        let [packets_sent, packets_lost, lost_bytes, congestion_events, datagrams_received, bytes_received, stream_frames_sent, zero_rtt_attempted, zero_rtt_accepted] =
             m.sums;
         Some(Self {
             connections: m.connections,
@@ -155,6 +164,8 @@ impl QuicResults {
             datagrams_received,
             bytes_received,
             stream_frames_sent,
+            zero_rtt_attempted,
+            zero_rtt_accepted,
             rtt_ms: Summary::of(&m.rtt, 1e3),
             cwnd_bytes: Summary::of(&m.cwnd, 1.0),
         })
@@ -176,6 +187,8 @@ mod tests {
             stream_frames_sent: 10,
             rtt: std::time::Duration::from_millis(rtt_ms),
             cwnd,
+            zero_rtt_attempted: lost == 0,
+            zero_rtt_accepted: false,
         }
     }
 
@@ -197,6 +210,7 @@ mod tests {
             (r.datagrams_received, r.bytes_received, r.stream_frames_sent),
             (1800, 2_000_000, 20)
         );
+        assert_eq!((r.zero_rtt_attempted, r.zero_rtt_accepted), (1, 0));
         assert_eq!((r.rtt_ms.count, r.rtt_ms.min), (2, 10.0));
         assert!((r.rtt_ms.max - 30.0).abs() < 0.1, "{:?}", r.rtt_ms);
         assert!(
@@ -206,11 +220,17 @@ mod tests {
         );
         let back = QuicMetrics::from_dump(&a.dump().unwrap()).unwrap();
         assert_eq!(back, a);
+        // a dump from before 0-RTT was counted: its counts are 0
+        let mut old = a.dump().unwrap();
+        old.counts.truncate(9);
+        let back = QuicMetrics::from_dump(&old).unwrap();
+        assert_eq!(back.sums[..7], a.sums[..7]);
+        assert_eq!(back.sums[7..], [0, 0]);
         let mut bad = a.dump().unwrap();
         bad.counts.pop();
         assert!(QuicMetrics::from_dump(&bad)
             .unwrap_err()
             .to_string()
-            .contains("not 9"));
+            .contains("not 11"));
     }
 }

@@ -1020,6 +1020,13 @@ impl Results {
                 q.rtt_ms.p50,
                 q.cwnd_bytes.p50
             );
+            if q.zero_rtt_attempted > 0 {
+                let _ = writeln!(
+                    s,
+                    "  QUIC 0-RTT: sent on {} of {} connections, accepted on {}",
+                    q.zero_rtt_attempted, q.connections, q.zero_rtt_accepted
+                );
+            }
         }
         if let Some(l) = &t.quic_link {
             let _ = writeln!(

@@ -33,7 +33,8 @@ fn ms_to_duration(ms: f64) -> Result<std::time::Duration, SettingsError> {
 pub struct TransportSettings {
     /// `h1` (HTTP/1.1), `h2c` (HTTP/2 over TCP with prior knowledge),
     /// `https` (HTTP/1.1 over TLS), `h2` (HTTP/2 over TLS by ALPN) or `h3`
-    /// (HTTP/3 over QUIC, UDP to the target's port; 0-RTT off; the
+    /// (HTTP/3 over QUIC, UDP to the target's port; 0-RTT off unless
+    /// --h3-0rtt; the
     /// classes' rates and delay apply to its datagrams, with --link-loss
     /// and --link-jitter).
     /// Default: h1 for an http:// target, h2 for https://. The same
@@ -96,6 +97,16 @@ pub struct TransportSettings {
     /// reordering (--protocol h3 only; at most 10 s). E.g. `--link-jitter 5ms`.
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 0.0, value_name = "DURATION", value_parser = vodlab_units::millis_arg))]
     pub link_jitter: f64,
+    /// HTTP/3: send 0-RTT. A viewer's later QUIC connections to the same
+    /// server (after the first ended: closed, timed out idle) resume a
+    /// session ticket of an earlier one and carry their first requests
+    /// before the handshake completes, if the ticket allows early data
+    /// (`vodlab serve --h3-0rtt`'s do). The requests are GETs, which 0-RTT
+    /// may replay. results.json counts the connections that sent 0-RTT and
+    /// those whose 0-RTT the server accepted (`transport.quic`); a request
+    /// lost with rejected 0-RTT is sent again on a new connection.
+    #[cfg_attr(feature = "cli", arg(long = "h3-0rtt"))]
+    pub h3_0rtt: bool,
 }
 
 impl TransportSettings {
@@ -141,6 +152,7 @@ impl TransportSettings {
                 loss_ppm: pct_to_ppm(self.link_loss)?,
                 jitter: ms_to_duration(self.link_jitter)?,
             },
+            h3_0rtt: self.h3_0rtt,
         };
         cfg.validate()?;
         Ok(cfg)

@@ -56,6 +56,11 @@ pub struct H3Settings {
     /// connections get a Retry even without `retry`
     /// (`--h3-retry-above`): the load-dependent switch.
     pub retry_above: usize,
+    /// Accept 0-RTT (`--h3-0rtt`): the session tickets the server issues
+    /// allow early data, so a client resuming one may send its first
+    /// requests before the handshake completes. Early data may be replayed
+    /// by an attacker; the server only serves files (GET and HEAD).
+    pub zero_rtt: bool,
 }
 
 impl Default for H3Settings {
@@ -68,6 +73,7 @@ impl Default for H3Settings {
             max_connections: defaults::MAX_CONNECTIONS,
             retry: false,
             retry_above: defaults::RETRY_ABOVE,
+            zero_rtt: false,
         }
     }
 }

@@ -107,6 +107,12 @@ pub struct ProtoArgs {
     /// from spoofed addresses then keeps no more state).
     #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = crate::h3::defaults::RETRY_ABOVE))]
     pub h3_retry_above: usize,
+    /// HTTP/3: accept 0-RTT from clients resuming a session ticket of an
+    /// earlier connection (their first requests arrive before the
+    /// handshake completes; early data can be replayed, and this server
+    /// only serves files).
+    #[cfg_attr(feature = "cli", arg(long = "h3-0rtt"))]
+    pub h3_0rtt: bool,
 }
 
 impl ProtoArgs {
@@ -159,6 +165,7 @@ impl ProtoArgs {
             max_connections: self.h3_max_connections,
             retry: self.h3_retry,
             retry_above: self.h3_retry_above,
+            zero_rtt: self.h3_0rtt,
         })
     }
 }

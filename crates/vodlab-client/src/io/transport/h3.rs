@@ -1,6 +1,8 @@
-//! HTTP/3 exchanges over QUIC: quinn for QUIC (rustls, ALPN `h3`, 0-RTT
-//! off: the handshake is always awaited in full, connection migration
-//! off) and hyperium's `h3` over it (`h3-quinn`). As with HTTP/2, the
+//! HTTP/3 exchanges over QUIC: quinn for QUIC (rustls, ALPN `h3`,
+//! connection migration off) and hyperium's `h3` over it (`h3-quinn`).
+//! 0-RTT is off unless asked for (`--h3-0rtt`, [`connect`]): then a
+//! connection that can resume a session ticket carries its first requests
+//! before the handshake completes. As with HTTP/2, the
 //! logical connections of a group share one QUIC connection, each carrying
 //! one request stream at a time; body bytes go to the same `sink` and
 //! `arrived` callbacks as HTTP/1.1's and HTTP/2's, and the h3 connection's
@@ -47,6 +49,40 @@ pub struct H3Handle {
     uses: Arc<AtomicU64>,
     /// The QUIC connection under it (for its statistics).
     quic: quinn::Connection,
+    /// Its 0-RTT: whether it was attempted, and accepted.
+    early: Arc<Early>,
+}
+
+/// A connection's 0-RTT, as quinn reports it.
+#[derive(Debug, Default)]
+pub struct Early {
+    /// The connection sent 0-RTT (a session ticket with early data was
+    /// at hand, and 0-RTT was asked for).
+    pub attempted: bool,
+    /// The server accepted it (known once the handshake completed).
+    accepted: AtomicBool,
+    /// The handshake completed: `accepted` is final.
+    settled: AtomicBool,
+}
+
+impl Early {
+    /// Whether the server accepted the connection's 0-RTT.
+    pub fn accepted(&self) -> bool {
+        self.accepted.load(Ordering::Relaxed)
+    }
+
+    /// The server refused the connection's 0-RTT (the ticket was not its,
+    /// or it no longer takes early data).
+    pub fn rejected(&self) -> bool {
+        self.attempted && self.settled.load(Ordering::Relaxed) && !self.accepted()
+    }
+
+    /// 0-RTT was sent and not (yet) known to be accepted: a request that
+    /// fails on such a connection before its response may never have
+    /// reached the server.
+    fn unconfirmed(&self) -> bool {
+        self.attempted && !self.accepted()
+    }
 }
 
 impl H3Handle {
@@ -59,12 +95,20 @@ impl H3Handle {
     pub fn quic(&self) -> &quinn::Connection {
         &self.quic
     }
+
+    /// Its 0-RTT.
+    pub fn early(&self) -> &Early {
+        &self.early
+    }
 }
 
-/// QUIC's figures of `c` as quinn counts them now (the client's side).
-pub fn figures(c: &quinn::Connection) -> QuicFigures {
-    let s = c.stats();
+/// QUIC's figures of `h`'s connection as quinn counts them now (the
+/// client's side).
+pub fn figures(h: &H3Handle) -> QuicFigures {
+    let s = h.quic.stats();
     QuicFigures {
+        zero_rtt_attempted: h.early.attempted,
+        zero_rtt_accepted: h.early.attempted && h.early.accepted(),
         packets_sent: s.path.sent_packets,
         packets_lost: s.path.lost_packets,
         lost_bytes: s.path.lost_bytes,
@@ -89,8 +133,8 @@ pub fn endpoint(peer: SocketAddr) -> Result<quinn::Endpoint, Failure> {
         .map_err(|e| Failure::new(ErrorKind::from_io(&e), format!("udp socket for QUIC: {e}")))
 }
 
-/// The QUIC client configuration over `tls` (which offers ALPN `h3` and
-/// sends no early data).
+/// The QUIC client configuration over `tls` (which offers ALPN `h3`, and
+/// early data when the run asks for 0-RTT).
 pub fn client_config(tls: Arc<ClientConfig>) -> Result<quinn::ClientConfig, Failure> {
     let crypto = QuicClientConfig::try_from(tls)
         .map_err(|e| Failure::new(ErrorKind::Other, format!("tls for QUIC: {e}")))?;
@@ -98,26 +142,47 @@ pub fn client_config(tls: Arc<ClientConfig>) -> Result<quinn::ClientConfig, Fail
 }
 
 /// Opens a QUIC connection to `addr` (certificate checked against
-/// `server_name`), the full handshake (no 0-RTT), and HTTP/3's SETTINGS:
-/// the handle, the connection's [`Driver`] (the caller polls it) and the
-/// handshake's duration.
+/// `server_name`) and HTTP/3's SETTINGS: the handle, the connection's
+/// [`Driver`] (the caller polls it) and the time until the connection could
+/// carry a request.
+///
+/// Without `zero_rtt` (or without a session ticket that allows early data)
+/// the handshake is awaited in full, and that time is the handshake's. With
+/// it, when quinn has such a ticket, the connection is used at once: the
+/// SETTINGS and the first requests go out as 0-RTT, and the time is ~0.
+/// The driver learns at the handshake's end whether the server accepted
+/// them ([`Early`]). If not, quinn has dropped what was sent (the h3
+/// control stream with it): the driver closes the connection, so that its
+/// requests fail at once and retryable, and the session sends them again
+/// on a new connection, which does not try 0-RTT again
+/// ([`Early::rejected`]).
 pub async fn connect(
     ep: &quinn::Endpoint,
     cfg: quinn::ClientConfig,
     addr: SocketAddr,
     server_name: &str,
+    zero_rtt: bool,
 ) -> Result<(H3Handle, Driver, Duration), Failure> {
     let t = Instant::now();
     let connecting = ep
         .connect_with(cfg, addr, server_name)
         .map_err(|e| Failure::new(ErrorKind::Other, format!("quic connect: {e}")))?;
-    let quic = connecting.await.map_err(|e| quic_failure(&e))?;
+    let (quic, accepted) = if zero_rtt {
+        match connecting.into_0rtt() {
+            Ok((quic, accepted)) => (quic, Some(accepted)),
+            Err(connecting) => (connecting.await.map_err(|e| quic_failure(&e))?, None),
+        }
+    } else {
+        (connecting.await.map_err(|e| quic_failure(&e))?, None)
+    };
     let handshake = t.elapsed();
+    // the ALPN of a 0-RTT connection is the resumed session's (h3: the
+    // ticket came from a connection that negotiated it)
     let alpn = quic
         .handshake_data()
         .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
         .and_then(|d| d.protocol);
-    if alpn.as_deref() != Some(ALPN) {
+    if accepted.is_none() && alpn.as_deref() != Some(ALPN) {
         return Err(Failure::new(
             ErrorKind::BadResponse,
             "the server did not negotiate ALPN `h3`",
@@ -127,9 +192,30 @@ pub async fn connect(
         .await
         .map_err(|e| Failure::new(ErrorKind::BadResponse, format!("h3 handshake: {e}")))?;
     let alive = Arc::new(AtomicBool::new(true));
-    let flag = alive.clone();
+    let early = Arc::new(Early {
+        attempted: accepted.is_some(),
+        ..Early::default()
+    });
+    let (flag, e, quic_) = (alive.clone(), early.clone(), quic.clone());
     let driver: Driver = Box::pin(async move {
-        let _ = std::future::poll_fn(|cx| conn.poll_close(cx)).await;
+        let settle = async {
+            if let Some(accepted) = accepted {
+                let ok = accepted.await;
+                e.accepted.store(ok, Ordering::Relaxed);
+                e.settled.store(true, Ordering::Relaxed);
+                if !ok {
+                    // what was sent is gone, the h3 session with it: no
+                    // new stream on it, and the streams open fail now
+                    flag.store(false, Ordering::Relaxed);
+                    // H3_NO_ERROR (0x100): nothing the server did wrong
+                    quic_.close(quinn::VarInt::from_u32(0x100), b"0-RTT rejected");
+                }
+            }
+        };
+        let close = async {
+            let _ = std::future::poll_fn(|cx| conn.poll_close(cx)).await;
+        };
+        tokio::join!(settle, close);
         flag.store(false, Ordering::Relaxed);
     });
     Ok((
@@ -138,6 +224,7 @@ pub async fn connect(
             alive,
             uses: Arc::new(AtomicU64::new(0)),
             quic,
+            early,
         },
         driver,
         handshake,
@@ -175,6 +262,9 @@ pub async fn exchange_limited(
     arrived: &mut (dyn FnMut(Instant, u64) + Send),
 ) -> Result<Response, Failure> {
     let reused = h.uses.load(Ordering::Relaxed) > 0;
+    // a request on a connection whose 0-RTT was not confirmed may have
+    // been dropped with it: safe to send again on a new connection
+    let early = h.early.unconfirmed();
     let head = request(req, "https", authority)?;
     let fail = |e: StreamError, what: &str, before_response: bool| {
         let gone = connection_gone(&e);
@@ -182,7 +272,9 @@ pub async fn exchange_limited(
             h.alive.store(false, Ordering::Relaxed);
         }
         let mut f = h3_failure(&e, what);
-        f.retryable = reused && gone && before_response;
+        f.retryable = ((reused && gone) || early) && before_response;
+        // rejected 0-RTT: the request never reached the server
+        f.unsent = h.early.rejected() && before_response;
         f
     };
     let body = req.body.map(|b| Bytes::copy_from_slice(b.as_bytes()));

@@ -212,6 +212,9 @@ pub struct TransportConfig {
     pub source: Vec<std::net::IpAddr>,
     /// Loss and jitter of the in-process QUIC link (h3 only).
     pub link: LinkImpairment,
+    /// Send 0-RTT on QUIC connections that can resume a session ticket
+    /// with early data (`--h3-0rtt`, h3 only).
+    pub h3_0rtt: bool,
 }
 
 impl TransportConfig {
@@ -237,6 +240,12 @@ impl TransportConfig {
                  {}: the in-process TCP shaping paces reads and writes and cannot drop a packet; \
                  for loss under TCP use the network lab's --loss-down/--loss-up (docs/run.md, \
                  \"Loss: h3 against h2\")",
+                self.protocol
+            )));
+        }
+        if self.h3_0rtt && !self.protocol.is_h3() {
+            return Err(TransportError::Link(format!(
+                "--h3-0rtt is QUIC's 0-RTT (--protocol h3), not {}'s",
                 self.protocol
             )));
         }
@@ -270,7 +279,8 @@ impl Connector {
     ) -> Result<Self, TransportError> {
         cfg.validate()?;
         let tls = if cfg.protocol.is_tls() {
-            let c = tls::client_config(&cfg.tls, &[cfg.protocol.alpn()])?;
+            let mut c = tls::client_config(&cfg.tls, &[cfg.protocol.alpn()])?;
+            c.enable_early_data = cfg.h3_0rtt;
             Some((c, tls::server_name(host)?))
         } else {
             None
@@ -362,11 +372,16 @@ pub struct QuicFigures {
     pub rtt: Duration,
     /// The client's congestion window at the end, bytes.
     pub cwnd: u64,
+    /// The connection sent 0-RTT (`--h3-0rtt` with a session ticket that
+    /// allows early data).
+    pub zero_rtt_attempted: bool,
+    /// The server accepted that 0-RTT.
+    pub zero_rtt_accepted: bool,
 }
 
 impl QuicFigures {
     /// The summed counts, in `crate::out::quic::QuicMetrics::sums`'s order.
-    pub(crate) fn counts(&self) -> [u64; 7] {
+    pub(crate) fn counts(&self) -> [u64; 9] {
         [
             self.packets_sent,
             self.packets_lost,
@@ -375,6 +390,8 @@ impl QuicFigures {
             self.datagrams_received,
             self.bytes_received,
             self.stream_frames_sent,
+            u64::from(self.zero_rtt_attempted),
+            u64::from(self.zero_rtt_accepted),
         ]
     }
 }
@@ -402,7 +419,7 @@ pub struct SessionTransport<'a> {
     quic: std::sync::Mutex<Option<(quinn::Endpoint, quinn::ClientConfig)>>,
     /// The QUIC connections the session opened, for their figures at its
     /// end ([`Self::quic_figures`]).
-    quic_conns: std::sync::Mutex<Vec<quinn::Connection>>,
+    quic_conns: std::sync::Mutex<Vec<h3::H3Handle>>,
     /// The in-process link of the session's QUIC endpoint, when it has one.
     quic_link: std::sync::Mutex<Option<Arc<quic_link::LinkSocket>>>,
     /// The session whose link this is: the run's seed, its shard and index
@@ -556,11 +573,21 @@ impl SessionTransport<'_> {
                 let Some((_, name)) = &self.c.tls else {
                     return Err(Failure::new(ErrorKind::Other, "TLS is not configured"));
                 };
-                let (h, driver, took) = h3::connect(&ep, cfg, self.c.addr, &name.to_str()).await?;
+                // 0-RTT unless the server refused it on an earlier
+                // connection of this viewer (its tickets are not the server's)
+                let zero_rtt = self.c.cfg.h3_0rtt
+                    && !self
+                        .quic_conns
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .any(|h| h.early().rejected());
+                let (h, driver, took) =
+                    h3::connect(&ep, cfg, self.c.addr, &name.to_str(), zero_rtt).await?;
                 self.quic_conns
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push(h.quic().clone());
+                    .push(h.clone());
                 self.drivers
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -740,6 +767,7 @@ mod tests {
             h2: H2Settings::default(),
             source: vec![],
             link: LinkImpairment::default(),
+            h3_0rtt: false,
         };
         assert!(cfg
             .validate()

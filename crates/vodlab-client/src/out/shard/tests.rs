@@ -123,6 +123,8 @@ fn feed(m: &mut RunMetrics, k: usize, i: usize) {
         stream_frames_sent: 3 + n % 5,
         rtt: Duration::from_micros(200 + n * 6_151 % 90_000),
         cwnd: 12_000 + n * 1_013 % 500_000,
+        zero_rtt_attempted: n % 3 != 0,
+        zero_rtt_accepted: n % 3 == 1,
     });
     // and its in-process link's counts
     let d = |k: u64| {
