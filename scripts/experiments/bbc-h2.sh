@@ -4,8 +4,10 @@
 # (audio 128 kbit/s, ~60 kB segments; video ~7.7 Mbit/s, ~3.7 MB segments;
 # 3.84 s segments; an MPD and two init segments first) replayed by N
 # staggered clients with `vodlab run --timing-script` over h1, h2c, https, h2,
-# h2-R (no dynamic TLS record sizing) and h2-F (the largest flow-control
-# window; the others use the RFC's 65,535 B), against
+# h2-R (no dynamic TLS record sizing), h2-F (the largest flow-control
+# window; the others use the RFC's 65,535 B) and h3 (HTTP/3 over QUIC:
+# `vodlab serve --h3` only; Debian 12's nghttpx is built without QUIC and
+# its nginx has no HTTP/3, so those rows are skipped), against
 #   nghttpx   (Debian nghttp2-proxy, the BBC's) in front of `vodlab serve`,
 #   nginx     (http2 on; one worker, as nghttpx got one core),
 #   vodlab    (`vodlab serve` itself, one thread).
@@ -17,7 +19,7 @@
 #     --full   91 clients, 540 segment pairs (34.6 min), 3 runs per variant (the BBC's)
 #     --quick  91 clients, 32 segment pairs (~2 min), 1 run        (default)
 #     --smoke  4 clients, 6 segment pairs, 1 run, servers vodlab and nginx
-#   env: SERVERS="nghttpx nginx vodlab" VARIANTS="h1 h2c https h2 h2-R h2-F"
+#   env: SERVERS="nghttpx nginx vodlab" VARIANTS="h1 h2c https h2 h2-R h2-F h3"
 #        RUNS CLIENTS SEGMENTS STAGGER_MS OUT=dir (default experiments/bbc-h2/<mode>)
 set -euo pipefail
 mode=quick
@@ -32,7 +34,7 @@ clients=${CLIENTS:-$clients}; segments=${SEGMENTS:-$segments}; runs=${RUNS:-$run
 stagger=${STAGGER_MS:-500}
 servers=${SERVERS:-"nghttpx nginx vodlab"}
 [ "$mode" = smoke ] && servers=${SERVERS:-"nginx vodlab"}
-variants=${VARIANTS:-"h1 h2c https h2 h2-R h2-F"}
+variants=${VARIANTS:-"h1 h2c https h2 h2-R h2-F h3"}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(realpath -m "${OUT:-$here/experiments/bbc-h2/$mode}")
 mkdir -p "$out"
@@ -84,13 +86,15 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 # start SERVER VARIANT LOG -> sets url, extra client flags; server pids in pids[]
 start() {
   local s=$1 v=$2 log=$3 p; p=$(port)
-  local tls=0; case $v in https|h2|h2-R|h2-F) tls=1 ;; esac
+  local tls=0; case $v in https|h2|h2-R|h2-F|h3) tls=1 ;; esac
   case $s in
     vodlab)
       local f=(serve --root "$root" --listen "127.0.0.1:$p" --threads 1 --stats-interval 0 --access-log "$log")
       [ $tls = 1 ] && f+=(--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
       # nghttpx (and the BBC's) sized records dynamically on h2 only
       case $v in h2|h2-F) f+=(--tls-dynamic-records) ;; esac
+      # h3: QUIC on the UDP port of the same number
+      [ "$v" = h3 ] && f+=(--h3)
       "$bin" "${f[@]}" 2>"$work/vodlab.err" & pids+=($!) ;;
     nginx)
       mkdir -p "$work/nginx"
@@ -128,7 +132,7 @@ EOF
   wait_port "$p"
   local scheme=http; [ $tls = 1 ] && scheme=https
   url="$scheme://127.0.0.1:$p"
-  case $v in h1) proto=h1 ;; h2c) proto=h2c ;; https) proto=https ;; *) proto=h2 ;; esac
+  case $v in h1) proto=h1 ;; h2c) proto=h2c ;; https) proto=https ;; h3) proto=h3 ;; *) proto=h2 ;; esac
   flags=(--protocol "$proto")
   [ $tls = 1 ] && flags+=(--ca "$work/cert.pem")
   case $v in h2c|h2|h2-R) flags+=(--h2-window-bits 16 --h2-connection-window-bits 16) ;; h2-F) flags+=(--h2-window-bits 30 --h2-connection-window-bits 30) ;; esac
@@ -138,6 +142,10 @@ echo "bbc-h2 $mode: $clients clients, $segments segment pairs, $runs run(s), ser
 for r in $(seq "$runs"); do
   for s in $servers; do
     for v in $variants; do
+      if [ "$v" = h3 ] && [ "$s" != vodlab ]; then
+        [ "$r" = 1 ] && echo "$s h3: skipped (Debian 12's $s has no HTTP/3)" | tee -a "$out/summary.txt"
+        continue
+      fi
       d=$out/runs/$s-$v-$r; mkdir -p "$d"
       log=$d/server.log; : > "$log"
       start "$s" "$v" "$log"
