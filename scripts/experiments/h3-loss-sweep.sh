@@ -27,7 +27,7 @@
 #
 #   scripts/experiments/h3-loss-sweep.sh [VODLAB_BIN]
 #   env: LOSSES="0 0.5 1 2" PROTOS="h2 h3" ROUNDS=3 RATES="8mbit 20mbit"
-#        PLAYERS=4 SEGMENTS=12 OUT=dir (default experiments/h3-loss-sweep/<date>)
+#        PLAYERS=4 SEGMENTS=8 OUT=dir (default experiments/h3-loss-sweep/<date>)
 # Needs root (network namespaces); 10-40 s a run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,7 +37,7 @@ protos=${PROTOS:-"h2 h3"}
 rounds=${ROUNDS:-3}
 rates=${RATES:-"8mbit 20mbit"}
 players=${PLAYERS:-4}
-segments=${SEGMENTS:-12}
+segments=${SEGMENTS:-8}
 out=$(realpath -m "${OUT:-$here/experiments/h3-loss-sweep/$(date -u +%Y-%m-%d)}")
 [ "$(id -u)" = 0 ] || { echo "h3-loss-sweep.sh: needs root (network namespaces)" >&2; exit 2; }
 mkdir -p "$out"
