@@ -268,6 +268,18 @@ async fn connection(
         while streams.join_next().await.is_some() {}
     }
     quic.close(quinn::VarInt::from_u32(0x100), b"");
+    // QUIC's figures of the server's side, final but for the close itself
+    let q = quic.stats();
+    for (c, v) in [
+        (&p.h3_packets_sent, q.path.sent_packets),
+        (&p.h3_packets_lost, q.path.lost_packets),
+        (&p.h3_lost_bytes, q.path.lost_bytes),
+        (&p.h3_congestion_events, q.path.congestion_events),
+        (&p.h3_datagrams_sent, q.udp_tx.datagrams),
+        (&p.h3_udp_bytes_sent, q.udp_tx.bytes),
+    ] {
+        c.fetch_add(v, Ordering::Relaxed);
+    }
     crate::asap::end_session(st, id, &mut *session.lock().await);
     st.counters.open.fetch_sub(1, Ordering::Relaxed);
 }

@@ -102,6 +102,20 @@ pub struct ProtoCounters {
     pub h3_bytes: AtomicU64,
     /// HTTP/3 responses cut short (the client reset the stream or left).
     pub h3_aborted: AtomicU64,
+    /// QUIC's own figures of the server's side, summed over the HTTP/3
+    /// connections that ended (quinn's `Connection::stats()` when each
+    /// closed): packets sent.
+    pub h3_packets_sent: AtomicU64,
+    /// Of those, declared lost by the server's loss detection.
+    pub h3_packets_lost: AtomicU64,
+    /// Bytes of the packets declared lost.
+    pub h3_lost_bytes: AtomicU64,
+    /// Congestion events of the server's congestion controller.
+    pub h3_congestion_events: AtomicU64,
+    /// UDP datagrams sent.
+    pub h3_datagrams_sent: AtomicU64,
+    /// Bytes of those datagrams.
+    pub h3_udp_bytes_sent: AtomicU64,
 }
 
 /// TLS statistics.
@@ -197,6 +211,18 @@ pub struct H3Stats {
     pub bytes: u64,
     /// Responses cut short.
     pub aborted: u64,
+    /// QUIC packets the server sent, over the connections that ended.
+    pub packets_sent: u64,
+    /// Of those, declared lost by the server.
+    pub packets_lost: u64,
+    /// Bytes of the packets declared lost.
+    pub lost_bytes: u64,
+    /// Congestion events of the server's congestion controller.
+    pub congestion_events: u64,
+    /// UDP datagrams the server sent, over the connections that ended.
+    pub datagrams_sent: u64,
+    /// Bytes of those datagrams.
+    pub udp_bytes_sent: u64,
 }
 
 impl ProtoCounters {
@@ -217,6 +243,12 @@ impl ProtoCounters {
             requests: g(&self.h3_requests),
             bytes: g(&self.h3_bytes),
             aborted: g(&self.h3_aborted),
+            packets_sent: g(&self.h3_packets_sent),
+            packets_lost: g(&self.h3_packets_lost),
+            lost_bytes: g(&self.h3_lost_bytes),
+            congestion_events: g(&self.h3_congestion_events),
+            datagrams_sent: g(&self.h3_datagrams_sent),
+            udp_bytes_sent: g(&self.h3_udp_bytes_sent),
         }
     }
 

@@ -10,7 +10,7 @@ mod h3common;
 
 use std::path::{Path, PathBuf};
 
-use common::{assert_follows_schema, vodlab, vodlab_ok};
+use common::{assert_follows_schema, vodlab, vodlab_ok, wait_until};
 use h3common::{check_against_files, rows, run_h3_with, serve_h3, stats};
 use vodlab_client::core::link::datagrams::{losses, session_seed};
 
@@ -98,7 +98,15 @@ fn a_lossy_link_loses_the_seeded_datagrams_and_every_byte_still_arrives() {
         &out,
         port,
         &ca,
-        &["--no-shaping", "--link-loss", "2", "--seed", "7"],
+        // no connection check: the session's is the server's one connection
+        &[
+            "--no-shaping",
+            "--link-loss",
+            "2",
+            "--seed",
+            "7",
+            "--no-connect-check",
+        ],
     );
     let rows = rows(&out);
     check_against_files(&rows, &root, &r);
@@ -161,6 +169,30 @@ fn a_lossy_link_loses_the_seeded_datagrams_and_every_byte_still_arrives() {
     // the server sent every body (its h3 counters), retransmissions apart
     let st = stats(port, &ca);
     assert_eq!(st["h3"]["requests"], 12, "{st}");
+    // the server's own QUIC figures, taken when its connection ended (the
+    // client's CONNECTION_CLOSE, or the idle timeout if the uplink dropped
+    // that): every datagram it sent was offered to the client's downlink,
+    // but the few sent after the client read the link's counts (its last
+    // ACKs); and it declared lost the packets the downlink dropped, within
+    // the same ±2 as the client's side above, and up to 2 more dropped late
+    // (in its last flight, unacknowledged when the client closed)
+    wait_until(
+        "the server's QUIC connection ended",
+        std::time::Duration::from_secs(40),
+        || stats(port, &ca)["h3"]["open_connections"] == 0,
+    );
+    let h = &stats(port, &ca)["h3"];
+    eprintln!("server h3: {h}");
+    let offered = n(l, "down.passed_datagrams") + n(l, "down.lost_datagrams");
+    let sent = n(h, "datagrams_sent");
+    assert!(offered <= sent && sent <= offered + 4, "server sent {sent}, the downlink saw {offered}");
+    assert!(n(h, "udp_bytes_sent") >= n(l, "down.passed_bytes"), "{h} {l}");
+    assert!(n(h, "packets_sent") >= sent, "a datagram holds a packet at least: {h}");
+    let (declared, dropped) = (n(h, "packets_lost"), n(l, "down.lost_datagrams"));
+    assert!(
+        declared <= dropped + 2 && declared + 4 >= dropped,
+        "the server declared {declared} lost, the downlink dropped {dropped}"
+    );
     assert!(serve.stop());
 }
 
