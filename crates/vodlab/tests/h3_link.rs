@@ -185,9 +185,18 @@ fn a_lossy_link_loses_the_seeded_datagrams_and_every_byte_still_arrives() {
     eprintln!("server h3: {h}");
     let offered = n(l, "down.passed_datagrams") + n(l, "down.lost_datagrams");
     let sent = n(h, "datagrams_sent");
-    assert!(offered <= sent && sent <= offered + 4, "server sent {sent}, the downlink saw {offered}");
-    assert!(n(h, "udp_bytes_sent") >= n(l, "down.passed_bytes"), "{h} {l}");
-    assert!(n(h, "packets_sent") >= sent, "a datagram holds a packet at least: {h}");
+    assert!(
+        offered <= sent && sent <= offered + 4,
+        "server sent {sent}, the downlink saw {offered}"
+    );
+    assert!(
+        n(h, "udp_bytes_sent") >= n(l, "down.passed_bytes"),
+        "{h} {l}"
+    );
+    assert!(
+        n(h, "packets_sent") >= sent,
+        "a datagram holds a packet at least: {h}"
+    );
     let (declared, dropped) = (n(h, "packets_lost"), n(l, "down.lost_datagrams"));
     assert!(
         declared <= dropped + 2 && declared + 4 >= dropped,
