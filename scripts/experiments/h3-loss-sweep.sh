@@ -70,15 +70,18 @@ for rate in $rates; do
 done
 
 python3 - "$out" <<'EOF' | tee -a "$out/summary.txt"
-import glob, json, os, statistics, sys
+import glob, gzip, json, os, statistics, sys
 out = sys.argv[1]
+def opened(path):
+    # a run's results are kept gzipped once analysed
+    return gzip.open(path + ".gz", "rt") if os.path.exists(path + ".gz") else open(path)
 cells = {}
 for d in sorted(glob.glob(os.path.join(out, "runs", "*"))):
     name = os.path.basename(d)
     rate, loss, p, r = name.split("-")
     loss = loss[len("loss"):]
     try:
-        res = json.load(open(os.path.join(d, "results.json")))
+        res = json.load(opened(os.path.join(d, "results.json")))
     except (OSError, ValueError):
         continue
     o = (res.get("players") or {}).get("overall")
@@ -110,5 +113,9 @@ for (mbit, loss, p), rows in sorted(cells.items()):
     print(line)
 json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
 EOF
-for d in "$out"/runs/*/; do rm -f "$d/metrics.json"; done
+# keep the runs small: results.json gzipped (the analysis above reads either)
+for d in "$out"/runs/*/; do
+  rm -f "$d/metrics.json"
+  [ -f "$d/results.json" ] && gzip -9f "$d/results.json"
+done
 echo "results in $out"
