@@ -83,6 +83,18 @@ fn args<'a>(w: &'a str, root: &'a str, port: &'a str, out: &'a str) -> Vec<&'a s
     ]
 }
 
+/// The results.json of a row's first run (its search's first point), in
+/// the row's directory (where its capacity.json is).
+fn first_run(out: &Path, row: &serde_json::Value) -> serde_json::Value {
+    let cap_json = row["capacity_json"].as_str().unwrap();
+    let cap = json(&out.join(cap_json));
+    let run = cap["search"]["points"][0]["runs"][0]["extra"]["results"]
+        .as_str()
+        .unwrap();
+    let dir = cap_json.trim_end_matches("capacity.json");
+    json(&out.join(dir).join(run).join("results.json"))
+}
+
 fn row<'a>(cmp: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     cmp["servers"]
         .as_array()
@@ -183,16 +195,7 @@ fn h2_over_vodlab_serve_nginx_and_nghttpx() {
         let r = row(&cmp, name);
         assert!(r["error"].is_null(), "{name}: {r}");
         assert_eq!(r["answer"]["capacity"], 2.0, "{name}: {r}");
-        let cap = json(&out.join(r["capacity_json"].as_str().unwrap()));
-        let run = cap["search"]["points"][0]["runs"][0]["extra"]["results"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let dir = r["capacity_json"]
-            .as_str()
-            .unwrap()
-            .trim_end_matches("/capacity.json");
-        let res = json(&out.join(dir).join(run).join("results.json"));
+        let res = first_run(&out, r);
         assert_eq!(res["protocol"], "h2", "{name}");
         assert!(
             res["transport"]["tls_handshakes"].as_u64().unwrap() > 0,
@@ -269,12 +272,7 @@ fn h2c_over_every_server() {
         let name = r["server"].as_str().unwrap();
         assert!(r["error"].is_null(), "{name}: {r}");
         assert_eq!(r["answer"]["capacity"], 2.0, "{name}: {r}");
-        let cap = json(&out.join(r["capacity_json"].as_str().unwrap()));
-        let run = cap["search"]["points"][0]["runs"][0]["extra"]["results"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let res = json(&out.join(name).join(run).join("results.json"));
+        let res = first_run(&out, r);
         assert_eq!(res["protocol"], "h2c", "{name}");
         assert!(res["completed_requests"].as_u64().unwrap() > 0, "{name}");
     }
@@ -319,12 +317,7 @@ fn h3_over_vodlab_serve_and_ngtcp2() {
         let r = row(&cmp, name);
         assert!(r["error"].is_null(), "{name}: {r}");
         assert_eq!(r["answer"]["capacity"], 2.0, "{name}: {r}");
-        let cap = json(&out.join(r["capacity_json"].as_str().unwrap()));
-        let run = cap["search"]["points"][0]["runs"][0]["extra"]["results"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let res = json(&out.join(name).join(run).join("results.json"));
+        let res = first_run(&out, r);
         assert_eq!(res["protocol"], "h3", "{name}");
         assert!(res["target"].as_str().unwrap().starts_with("https://"));
         let done = res["completed_requests"].as_u64().unwrap();
