@@ -9,12 +9,15 @@
 mod common;
 mod h3common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{free_port, pin_resident, require, udp_bound, vodlab, wait_until};
-use h3common::{check_against_files, h3get, rows, run_h3, serve_h3, stats, workload, Peer};
+use h3common::{
+    check_against_files, h3get, localhost_cert, rows, run_h3, serve_h3, serve_h3_with_cert, stats,
+    workload, Peer,
+};
 
 #[test]
 fn run_h3_against_serve_h3_gets_every_byte_of_every_range() {
@@ -235,33 +238,7 @@ fn run_h3_against_ngtcp2_server() {
     let t = tempfile::tempdir().unwrap();
     // chunk files requested whole (ngtcp2's example server has no ranges)
     let (w, root) = workload(t.path(), "youtube-2011", 3, 2);
-    let openssl = require("openssl", "openssl");
-    let o = Command::new(openssl)
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
-        .args([
-            "-keyout",
-            "key.pem",
-            "-out",
-            "cert.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-        ])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .current_dir(t.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "openssl: {o:?}");
+    let (cert, key) = localhost_cert(t.path());
     let port = free_port();
     let child = Command::new(gtls)
         .args([
@@ -271,8 +248,8 @@ fn run_h3_against_ngtcp2_server() {
             "127.0.0.1",
             &port.to_string(),
         ])
-        .arg(t.path().join("key.pem"))
-        .arg(t.path().join("cert.pem"))
+        .arg(&key)
+        .arg(&cert)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -282,7 +259,7 @@ fn run_h3_against_ngtcp2_server() {
         udp_bound(port)
     });
     let out = t.path().join("out");
-    let r = run_h3(&w, &out, port, &t.path().join("cert.pem"));
+    let r = run_h3(&w, &out, port, &cert);
     let rows = rows(&out);
     check_against_files(&rows, &root, &r);
     assert!(
@@ -501,10 +478,9 @@ fn h3_ranges_are_probed_and_prefetched_by_asap() {
                 // 256 KiB of the 4 MiB): the second range is asked for once
                 // the helper's read is done (its statistics are the signal;
                 // at most 10 s), so a busy machine cannot make it miss
-                let t0 = std::time::Instant::now();
-                while helper_bytes(&stats(port, &ca)) < 4 << 20 && t0.elapsed().as_secs() < 10 {
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
+                wait_until("the helper read the 4 MiB", Duration::from_secs(10), || {
+                    helper_bytes(&stats(port, &ca)) >= 4 << 20
+                });
                 match pin_resident(&root.join("seg.mp4"), 262_144, 4_194_304 - 262_144) {
                     Ok(p) => pin = Some(p),
                     Err(missing) => {
@@ -550,47 +526,6 @@ fn h3_ranges_are_probed_and_prefetched_by_asap() {
     assert!(serve.stop());
 }
 
-/// A certificate for localhost and 127.0.0.1 (openssl, not a CA) and its
-/// key in `dir` (`cert.pem`, `key.pem`): what two `vodlab serve`
-/// processes share when one replaces the other, and what the client trusts.
-fn shared_cert(dir: &Path) -> (PathBuf, PathBuf) {
-    let openssl = require("openssl", "openssl");
-    let o = Command::new(openssl)
-        .args(["req", "-x509", "-newkey", "ec"])
-        .args(["-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"])
-        .args(["-keyout", "key.pem", "-out", "cert.pem", "-days", "2"])
-        .args(["-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "openssl: {o:?}");
-    (dir.join("cert.pem"), dir.join("key.pem"))
-}
-
-/// `vodlab serve --h3` on `port` with the shared certificate and `extra`.
-fn serve_on(root: &Path, port: u16, cert: &Path, key: &Path, extra: &[&str]) -> Peer {
-    let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
-        .args(["serve", "--root", root.to_str().unwrap()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--stats-interval", "0", "--h3"])
-        .arg("--tls-cert")
-        .arg(cert)
-        .arg("--tls-key")
-        .arg(key)
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start vodlab serve");
-    let peer = Peer(child);
-    wait_until("serve --h3 on TCP and UDP", Duration::from_secs(10), || {
-        common::listening(port) && udp_bound(port)
-    });
-    peer
-}
-
 /// `--h3-0rtt` against servers whose answer the test sets. One viewer asks
 /// for /a and /b, waits 4 s (the server's 1 s idle timeout ends its QUIC
 /// connection), then /c and /d on a second connection, which resumes the
@@ -628,7 +563,7 @@ fn h3_0rtt_is_sent_on_resumed_connections_and_accepted_or_refused_as_the_server_
          /c.bin timeout=20 pacing=4\n/d.bin timeout=20 pacing=0.01\n",
     )
     .unwrap();
-    let (cert, key) = shared_cert(t.path());
+    let (cert, key) = localhost_cert(t.path());
     let run = |port: u16, out: &Path| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_vodlab"));
         c.args([
@@ -675,7 +610,7 @@ fn h3_0rtt_is_sent_on_resumed_connections_and_accepted_or_refused_as_the_server_
     };
     // accepted
     let port = free_port();
-    let mut s = serve_on(
+    let mut s = serve_h3_with_cert(
         &root,
         port,
         &cert,
@@ -690,14 +625,14 @@ fn h3_0rtt_is_sent_on_resumed_connections_and_accepted_or_refused_as_the_server_
     assert!(s.stop());
     // the server's tickets allow no early data
     let port = free_port();
-    let mut s = serve_on(&root, port, &cert, &key, &["--h3-idle-timeout", "1"]);
+    let mut s = serve_h3_with_cert(&root, port, &cert, &key, &["--h3-idle-timeout", "1"]);
     let out = t.path().join("no-early-data");
     let o = run(port, &out).output().unwrap();
     check(&out, &o, 2, 0, 0);
     assert!(s.stop());
     // another server process (not the ticket's issuer) rejects the 0-RTT
     let port = free_port();
-    let mut first = serve_on(
+    let mut first = serve_h3_with_cert(
         &root,
         port,
         &cert,
@@ -717,7 +652,7 @@ fn h3_0rtt_is_sent_on_resumed_connections_and_accepted_or_refused_as_the_server_
         },
     );
     assert!(first.stop());
-    let mut second = serve_on(&root, port, &cert, &key, &["--h3-0rtt"]);
+    let mut second = serve_h3_with_cert(&root, port, &cert, &key, &["--h3-0rtt"]);
     let o = client.wait_with_output().unwrap();
     check(&out, &o, 3, 1, 0);
     let st = stats(port, &cert);

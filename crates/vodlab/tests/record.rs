@@ -9,6 +9,7 @@
 //! (two Chromiums on a 2-core CI machine would disturb each other's timing).
 
 mod common;
+mod h3common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -292,21 +293,12 @@ fn dashjs_plays_over_h3_in_chromium_and_replays_over_h3() {
     // the recording replayed over h3
     let tls = rec.join("tls");
     let port = common::free_port();
-    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_vodlab"))
-        .args(["serve", "--root", root.to_str().unwrap(), "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--tls-cert")
-        .arg(tls.join("cert.pem"))
-        .arg("--tls-key")
-        .arg(tls.join("key.pem"))
-        .args(["--h3", "--stats-interval", "0"])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_until(
-        "serve --h3 listens",
-        std::time::Duration::from_secs(15),
-        || common::udp_bound(port),
+    let serve = h3common::serve_h3_with_cert(
+        &root,
+        port,
+        &tls.join("cert.pem"),
+        &tls.join("key.pem"),
+        &[],
     );
     let rep = d.path().join("replay");
     let o = common::vodlab(&[
@@ -326,8 +318,7 @@ fn dashjs_plays_over_h3_in_chromium_and_replays_over_h3() {
         "-o",
         rep.to_str().unwrap(),
     ]);
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(serve);
     assert!(o.status.success(), "{o:?}");
     let r = results(&rep);
     assert_eq!(r["failed_sessions"], 0, "{r}");

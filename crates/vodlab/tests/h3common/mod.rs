@@ -90,6 +90,26 @@ pub fn workload(dir: &Path, preset: &str, sessions: u32, titles: u32) -> (PathBu
 pub fn serve_h3(dir: &Path, root: &Path, extra: &[&str]) -> (Peer, u16, PathBuf) {
     let port = free_port();
     let ca = dir.join("ca.pem");
+    let tls = ["--tls-self-signed", "--tls-cert-out", ca.to_str().unwrap()];
+    (spawn_h3(root, port, &tls, extra), port, ca)
+}
+
+/// `vodlab serve --h3` on `port` with a given certificate and key (what two
+/// server processes share when one replaces the other), with `extra`
+/// flags; waits for both listeners.
+pub fn serve_h3_with_cert(root: &Path, port: u16, cert: &Path, key: &Path, extra: &[&str]) -> Peer {
+    let tls = [
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    spawn_h3(root, port, &tls, extra)
+}
+
+/// Starts `vodlab serve --h3` on `port` with its TLS flags `tls` and
+/// `extra`, and waits (10 s at most) until it listens on TCP and UDP.
+fn spawn_h3(root: &Path, port: u16, tls: &[&str], extra: &[&str]) -> Peer {
     let child = Command::new(env!("CARGO_BIN_EXE_vodlab"))
         .args(["serve", "--root", root.to_str().unwrap()])
         .args([
@@ -97,13 +117,9 @@ pub fn serve_h3(dir: &Path, root: &Path, extra: &[&str]) -> (Peer, u16, PathBuf)
             &format!("127.0.0.1:{port}"),
             "--stats-interval",
             "0",
-        ])
-        .args([
-            "--tls-self-signed",
-            "--tls-cert-out",
-            ca.to_str().unwrap(),
             "--h3",
         ])
+        .args(tls)
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -120,7 +136,26 @@ pub fn serve_h3(dir: &Path, root: &Path, extra: &[&str]) -> (Peer, u16, PathBuf)
             listening(port) && udp_bound(port)
         },
     );
-    (peer, port, ca)
+    peer
+}
+
+/// A certificate for localhost and 127.0.0.1 (openssl; not a CA, which
+/// rustls refuses as a server's) and its key in `dir`: (`cert.pem`,
+/// `key.pem`). A client trusts it with `--ca cert.pem`.
+pub fn localhost_cert(dir: &Path) -> (PathBuf, PathBuf) {
+    let openssl = require("openssl", "openssl");
+    let o = Command::new(openssl)
+        .args(["req", "-x509", "-newkey", "ec"])
+        .args(["-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"])
+        .args(["-keyout", "key.pem", "-out", "cert.pem", "-days", "2"])
+        .args(["-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "openssl: {o:?}");
+    (dir.join("cert.pem"), dir.join("key.pem"))
 }
 
 /// The server's statistics page (over HTTPS, with curl).
