@@ -14,6 +14,7 @@
 //! loop at the connection cap ([`crate::limits::HeadQueue`]).
 
 use std::io::{self};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -155,9 +156,12 @@ impl Conn<'_> {
         if self.stopping() {
             return ConnState::Closing(CloseReason::Stopped);
         }
-        let ticket = self.st.heads.lock().expect("lock").enter(self.shed.clone());
-        let next = self.read_head_inner().await;
-        let kept = self.st.heads.lock().expect("lock").leave(ticket);
+        let mut ticket = None;
+        let next = self.read_head_inner(&mut ticket).await;
+        let kept = match ticket {
+            Some(t) => self.st.heads.lock().expect("lock").leave(t),
+            None => true,
+        };
         match next {
             ConnState::Closing(_) => next,
             // shed while its head completed: it closes all the same
@@ -169,8 +173,11 @@ impl Conn<'_> {
     /// Drops the rest of the previous request's body, then reads until a
     /// head is complete: the idle timeout until its first byte (on a kept
     /// connection), then the header timeout as one deadline for the whole
-    /// head (later bytes do not extend it).
-    async fn read_head_inner(&mut self) -> ConnState {
+    /// head (later bytes do not extend it). The connection enters the
+    /// shedding queue (`ticket`) when it first waits on its client: a new
+    /// connection whose bytes are already in the kernel waits on this
+    /// server's reactor, and is not shed for that.
+    async fn read_head_inner(&mut self, ticket: &mut Option<u64>) -> ConnState {
         loop {
             if self.discard > 0 && !self.buf.is_empty() {
                 let k = self.discard.min(self.buf.len() as u64);
@@ -204,10 +211,17 @@ impl Conn<'_> {
             let mut tmp = [0u8; 4096];
             let mut stop = self.stop.clone();
             let idle = self.buf.is_empty() && self.discard == 0;
+            // one peek per connection, not per request: later heads come
+            // on connections the reactor already watches
+            if ticket.is_none()
+                && !(self.first && crate::conn_io::bytes_waiting(self.sock.tcp().as_raw_fd()))
+            {
+                *ticket = Some(self.st.heads.lock().expect("lock").enter(self.shed.clone()));
+            }
             let read = tokio::select! {
                 r = tokio::time::timeout_at(deadline.into(), self.sock.read(&mut tmp)) => r,
                 _ = stop.changed(), if idle => return ConnState::Closing(CloseReason::Stopped),
-                _ = self.shed.notified() => return ConnState::Closing(CloseReason::Shed),
+                _ = self.shed.notified(), if ticket.is_some() => return ConnState::Closing(CloseReason::Shed),
             };
             match read {
                 Ok(Ok(0)) | Ok(Err(_)) => return ConnState::Closing(CloseReason::PeerClosed),

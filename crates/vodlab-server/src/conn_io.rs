@@ -742,3 +742,71 @@ mod readiness_tests {
         assert!(r.is_err(), "a full socket was reported writable");
     }
 }
+
+/// Copies the bytes waiting in `fd`'s receive queue into `buf` without
+/// taking them and without waiting (`recv` with `MSG_PEEK | MSG_DONTWAIT`):
+/// `Ok(0)` at end of stream, `WouldBlock` when none wait. Unlike tokio's
+/// `peek`, it does not need the reactor to have reported the socket
+/// readable first, which a socket accepted a moment ago has not.
+pub(crate) fn peek_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: a live descriptor and a writable buffer of the given length
+    let n = unsafe {
+        libc::recv(
+            fd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Whether bytes from the peer wait in `fd`'s receive queue, unread by
+/// this server. A connection with such bytes is waiting on the server,
+/// not on its client, so it is not shed as idle at the connection cap.
+pub(crate) fn bytes_waiting(fd: RawFd) -> bool {
+    matches!(peek_now(fd, &mut [0u8; 1]), Ok(n) if n > 0)
+}
+
+#[cfg(test)]
+mod peek_tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The bytes a client sent are seen at once on the socket just
+    /// accepted, before any reactor has watched it, and stay to be read.
+    #[test]
+    fn bytes_sent_before_the_accept_are_peeked_without_waiting() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let fd = b.as_raw_fd();
+        assert!(!bytes_waiting(fd), "nothing sent yet");
+        let e = peek_now(fd, &mut [0u8; 4]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+        a.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        // loopback delivers within the write; allow a moment all the same
+        let t = std::time::Instant::now();
+        while !bytes_waiting(fd) && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut buf = [0u8; 4];
+        assert_eq!(peek_now(fd, &mut buf).unwrap(), 4);
+        assert_eq!(&buf, b"GET ");
+        // peeking took nothing: the same bytes again, then the end once closed
+        assert_eq!(peek_now(fd, &mut buf).unwrap(), 4);
+        let mut all = [0u8; 64];
+        let n = std::io::Read::read(&mut &b, &mut all).unwrap();
+        assert_eq!(&all[..n], b"GET / HTTP/1.1\r\n");
+        drop(a);
+        let t = std::time::Instant::now();
+        while peek_now(fd, &mut buf).is_err() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(peek_now(fd, &mut buf).unwrap(), 0, "end of stream");
+    }
+}
