@@ -19,15 +19,25 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use vodlab_disk::{Disk, DiskError, DiskStats, Request, Token};
+use vodlab_disk::{Disk, DiskError, DiskStats, MicrosHistogram, Request, Token};
+
+/// A job waiting for the drive: requests still to complete, the latest
+/// completion time so far (wall) and the action.
+#[derive(Debug)]
+struct Job<A> {
+    left: usize,
+    finished: Duration,
+    action: A,
+}
 
 /// Jobs waiting for the drive, without a clock.
 #[derive(Debug)]
 pub struct Pending<A> {
     disk: Disk,
-    jobs: HashMap<u64, (usize, A)>,
+    jobs: HashMap<u64, Job<A>>,
     tokens: HashMap<Token, u64>,
     next_job: u64,
+    late: MicrosHistogram,
 }
 
 impl<A> Pending<A> {
@@ -38,7 +48,18 @@ impl<A> Pending<A> {
             jobs: HashMap::new(),
             tokens: HashMap::new(),
             next_job: 0,
+            late: MicrosHistogram::default(),
         }
+    }
+
+    /// How late each job's action was handed back after the drive had
+    /// served its last request, in **model time** (wall lateness × k, as
+    /// the drive's own figures): the time the emulation added to the
+    /// drive's response (a timer woken late, reply bytes made after the
+    /// drive finished). Small against the drive's response time while the
+    /// machine keeps up with the time compression.
+    pub fn late(&self) -> &MicrosHistogram {
+        &self.late
     }
 
     /// The drive.
@@ -98,7 +119,14 @@ impl<A> Pending<A> {
                 }
             }
         }
-        self.jobs.insert(id, (reqs.len(), action));
+        self.jobs.insert(
+            id,
+            Job {
+                left: reqs.len(),
+                finished: Duration::ZERO,
+                action,
+            },
+        );
         Ok(())
     }
 
@@ -110,14 +138,19 @@ impl<A> Pending<A> {
                 continue;
             };
             let done = match self.jobs.get_mut(&id) {
-                Some((left, _)) => {
-                    *left -= 1;
-                    *left == 0
+                Some(j) => {
+                    j.left -= 1;
+                    j.finished = j.finished.max(c.finished);
+                    j.left == 0
                 }
                 None => false,
             };
             if done {
-                ready.push(self.jobs.remove(&id).expect("job").1);
+                let j = self.jobs.remove(&id).expect("job");
+                let k = self.disk.options().time_compression;
+                self.late
+                    .record_ns(now.saturating_sub(j.finished).as_nanos() as f64 * k);
+                ready.push(j.action);
             }
         }
         Ok(())
@@ -262,6 +295,12 @@ impl Engine {
         }
     }
 
+    /// How late replies were after the drive had served them, model time
+    /// ([`Pending::late`]).
+    pub fn late(&self) -> MicrosHistogram {
+        self.shared.lock().pending.late().clone()
+    }
+
     /// The drive's statistics now.
     pub fn stats(&self) -> DiskStats {
         let mut g = self.shared.lock();
@@ -361,6 +400,46 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    /// The lateness figure is the time between the model's completion of
+    /// a job's last request and the `due` call that hands the job back,
+    /// × k: 0 when polled at the completion, 5 ms × k when polled 5 ms
+    /// (wall) after it.
+    #[test]
+    fn a_reply_handed_back_after_the_drive_finished_is_counted_late_in_model_time() {
+        for k in [1.0, 4.0] {
+            let req = [Request::new(1 << 30, 64 << 10)];
+            // polled at each of the model's events: handed back on time
+            let mut on_time: Pending<u32> = Pending::new(disk("hitachi-5k3000", k));
+            let mut ready = Vec::new();
+            on_time.submit(Duration::ZERO, &req, 1, &mut ready).unwrap();
+            let mut done = Duration::ZERO;
+            while ready.is_empty() {
+                done = on_time.next_wake().expect("busy");
+                on_time.due(done, &mut ready).unwrap();
+            }
+            // the same drive polled 5 ms (wall) after that completion
+            let mut late: Pending<u32> = Pending::new(disk("hitachi-5k3000", k));
+            late.submit(Duration::ZERO, &req, 2, &mut ready).unwrap();
+            late.due(done - Duration::from_micros(1), &mut ready)
+                .unwrap();
+            assert_eq!(ready, [1], "not due before the completion");
+            late.due(done + Duration::from_millis(5), &mut ready)
+                .unwrap();
+            assert_eq!(ready, [1, 2]);
+            // the histogram's floor is 1 µs; 3 significant digits
+            let h = &on_time.late().0;
+            assert_eq!((h.len(), h.max()), (1, 1), "on time at k = {k}");
+            let h = &late.late().0;
+            let want = (5_000.0 * k) as u64;
+            assert_eq!(h.len(), 1);
+            assert!(
+                h.max().abs_diff(want) <= want / 500,
+                "5 ms late at k = {k}: {} µs",
+                h.max()
+            );
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ use fuser::{
     ReplyStatfs, Request as FuseRequest,
 };
 use serde::{Deserialize, Serialize};
-use vodlab_disk::{DiskStats, Layout};
+use vodlab_disk::{DiskStats, Layout, MicrosHistogram};
 
 use crate::engine::Engine;
 use crate::synth;
@@ -99,6 +99,14 @@ pub struct FuseCounters {
     pub max_read_bytes: u64,
     /// Lookups that paid the file's metadata reads.
     pub meta_lookups: u64,
+    /// How late each read's reply went to the kernel after the modelled
+    /// drive had served it, µs of **model time** (wall lateness × k): what
+    /// the emulation itself added to the drive's response (a timer thread
+    /// woken late, bytes synthesized after the drive finished). At a time
+    /// compression the machine keeps up with it stays small against
+    /// `disk.response_us`; `derived.reply_late_share` says how small.
+    #[serde(default)]
+    pub reply_late_us: MicrosHistogram,
 }
 
 /// The statistics file: what was mounted, the FUSE counters, the drive's
@@ -132,12 +140,26 @@ pub struct Derived {
     pub busy_fraction: f64,
     /// Time-averaged requests queued or in service.
     pub mean_depth: f64,
+    /// The share of the drive's response time, as the kernel saw it, that
+    /// the emulation added: mean reply lateness / (mean drive response +
+    /// mean reply lateness). 0 for a perfect emulation; over 0.1 the
+    /// mount did not keep up (a time compression too high for the
+    /// machine, or CPUs saturated), and the figures flatter no one.
+    #[serde(default)]
+    pub reply_late_share: f64,
 }
 
 impl Derived {
-    /// From a drive's statistics.
-    pub fn of(s: &DiskStats) -> Derived {
+    /// From a drive's statistics and the replies' lateness (model µs).
+    pub fn of(s: &DiskStats, late: &MicrosHistogram) -> Derived {
+        let late_ms = late.0.mean() / 1e3;
+        let response_ms = s.response_us.0.mean() / 1e3;
         Derived {
+            reply_late_share: if late.0.is_empty() || late_ms + response_ms <= 0.0 {
+                0.0
+            } else {
+                late_ms / (late_ms + response_ms)
+            },
             throughput_mb_s: s.throughput_mb_s(),
             mean_read_bytes: if s.reads == 0 {
                 0.0
@@ -293,6 +315,7 @@ impl Shared {
     /// A snapshot of the statistics.
     pub fn report(&self) -> Report {
         let disk = self.engine.stats();
+        let late = self.engine.late();
         Report {
             mount: self.info.clone(),
             wall_seconds: self.engine.now().as_secs_f64(),
@@ -301,8 +324,9 @@ impl Shared {
                 bytes: self.counters.bytes.load(Ordering::Relaxed),
                 max_read_bytes: self.counters.max_read.load(Ordering::Relaxed),
                 meta_lookups: self.counters.meta_lookups.load(Ordering::Relaxed),
+                reply_late_us: late.clone(),
             },
-            derived: Derived::of(&disk),
+            derived: Derived::of(&disk, &late),
             disk,
         }
     }
@@ -590,5 +614,23 @@ impl Filesystem for DiskFs {
         let s = &self.0;
         let blocks = s.info.bytes.div_ceil(4096);
         reply.statfs(blocks, 0, 0, s.tree.inode_count(), 0, 4096, 255, 4096);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 9 ms of drive response and 1 ms of lateness: the emulation added a
+    /// tenth of what the kernel waited; none recorded, no share.
+    #[test]
+    fn the_late_share_is_lateness_over_the_response_the_kernel_saw() {
+        let mut disk = DiskStats::default();
+        disk.response_us.record_ns(9e6);
+        let mut late = MicrosHistogram::default();
+        assert_eq!(Derived::of(&disk, &late).reply_late_share, 0.0);
+        late.record_ns(1e6);
+        let share = Derived::of(&disk, &late).reply_late_share;
+        assert!((share - 0.1).abs() < 1e-3, "{share}");
     }
 }
