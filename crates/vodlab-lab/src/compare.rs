@@ -29,6 +29,30 @@ pub use rows::{canonical_policy, skipped, sort};
 pub use run::{breaches, Compare, CompareObserver, CompareRun};
 pub use summary::summary;
 
+/// The most, percent, that an emulated drive's own lateness may add to the
+/// drive's response time as the server's kernel saw it
+/// (`vodlab_diskfs::Derived::reply_late_share`) before a run on it is
+/// INVALID: the tolerance within which a time-compressed point must agree
+/// with real time (issue 28's 10 %).
+pub const MAX_REPLY_LATE_PCT: f64 = 10.0;
+
+/// Why a run on an emulated drive at time compression `k` is INVALID,
+/// if it is: the mount answered reads later than its model had served
+/// them by more than [`MAX_REPLY_LATE_PCT`] of the drive's response time,
+/// so the server met a slower drive than the one named (the machine did
+/// not keep up with the drive at this k: a timer woken late, bytes
+/// synthesized after the drive had finished, CPUs saturated).
+pub fn drive_fell_behind(late_share: f64, k: f64) -> Option<String> {
+    let pct = 100.0 * late_share;
+    (pct > MAX_REPLY_LATE_PCT).then(|| {
+        format!(
+            "the emulated drive fell behind its model: its replies added {pct:.0} % to the \
+             drive's response time (at most {MAX_REPLY_LATE_PCT:.0} %); at time compression \
+             k = {k} this machine does not keep up: lower --time-compression or free the CPUs"
+        )
+    })
+}
+
 /// The `format` of a compare.json.
 pub const COMPARE_FORMAT: &str = "vodlab-compare";
 /// The version this crate writes.
@@ -319,5 +343,18 @@ fn upgrade_v1(v: &mut Value) {
         if let (Some(o), Ok(x)) = (r.as_object_mut(), serde_json::to_value(outcome)) {
             o.insert("outcome".into(), x);
         }
+    }
+}
+
+#[cfg(test)]
+mod drive_tests {
+    use super::*;
+
+    #[test]
+    fn a_drive_late_by_more_than_a_tenth_makes_the_run_invalid() {
+        assert_eq!(drive_fell_behind(0.0, 1.0), None);
+        assert_eq!(drive_fell_behind(0.10, 4.0), None, "10 % is still within");
+        let why = drive_fell_behind(0.25, 8.0).expect("25 % is not");
+        assert!(why.contains("25 %") && why.contains("k = 8"), "{why}");
     }
 }

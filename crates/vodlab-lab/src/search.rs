@@ -6,7 +6,9 @@
 //! simulated server in tests) and reports each outcome back.
 //!
 //! A run whose load generator was INVALID (late starts or sends, saturated
-//! CPU, descriptors or ports exhausted: `client_valid == false`) can neither
+//! CPU, descriptors or ports exhausted: `client_valid == false`; on an
+//! emulated drive also a drive that fell behind its model,
+//! [`crate::compare::drive_fell_behind`]) can neither
 //! pass nor fail: its point gets [`Verdict::Invalid`] and the search stops
 //! there with [`Ending::ClientLimited`]; the answer is then a lower bound
 //! taken from valid points only.
@@ -155,8 +157,9 @@ pub struct Outcome {
     pub p95_startup_s: f64,
     /// Delivered throughput over the measured window, bytes/s.
     pub throughput_bytes_per_s: f64,
-    /// The client's health verdict: false means the load generator could
-    /// not keep up and the point is not trustworthy.
+    /// The lab's health verdict: false means the load generator could not
+    /// keep up (or, on an emulated drive, the drive's emulation fell
+    /// behind its model) and the point is not trustworthy.
     pub client_valid: bool,
     /// Why the client marked the run invalid.
     pub client_invalid_reasons: Vec<String>,
@@ -213,6 +216,14 @@ pub struct RunExtra {
     /// Disk bytes per delivered byte, percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_miss_pct: Option<f64>,
+    /// On an emulated drive: the share of the drive's response time, as
+    /// the server's kernel saw it, that the emulation added (replies late
+    /// after the model had served them; `vodlab_diskfs::Derived::reply_late_share`),
+    /// percent. Over [`crate::compare::MAX_REPLY_LATE_PCT`] the run is
+    /// INVALID: the machine did not keep up with the drive at this time
+    /// compression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive_reply_late_pct: Option<f64>,
     /// CPU time of the box's processes, s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu_s: Option<f64>,

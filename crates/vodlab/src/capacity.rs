@@ -115,7 +115,7 @@ pub fn print_point(
             (Verdict::Pass, _) => "PASS".to_string(),
             (Verdict::Fail, Some(r)) => format!("FAIL ({r})"),
             (Verdict::Fail, None) => "FAIL".to_string(),
-            (Verdict::Invalid, _) => "INVALID (neither pass nor fail: the load generator could not keep up)".to_string(),
+            (Verdict::Invalid, _) => "INVALID (neither pass nor fail: the load generator, or the emulated drive, could not keep up)".to_string(),
         },
         o.measured_sessions,
         o.failed_sessions,
@@ -140,6 +140,9 @@ pub fn run(a: CapacityArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    if let Some(w) = vodlab_lab::settings::time_compression_warning(a.search.time_compression) {
+        eprintln!("vodlab capacity: {w}");
+    }
     let mut printer = Printer::new("", &a.search);
     let exe = std::env::current_exe()?;
     let cap = Capacity::prepare(&a, cool, &exe, interrupter(), &mut printer)?;

@@ -127,6 +127,11 @@ impl Compare {
                     "vodlab compare: emulated drive {} ({})",
                     p.name, p.description
                 ));
+                if let Some(w) =
+                    crate::settings::time_compression_warning(a.search.time_compression)
+                {
+                    obs.note(&w);
+                }
                 mnt_dir = tempfile::Builder::new()
                     .prefix("vodlab-compare-")
                     .tempdir()?;
@@ -597,6 +602,7 @@ fn add_disk_figures(e: &mut RunExtra, secs: f64, k: f64, r: &vodlab_diskfs::Repo
         .delivered_bytes
         .filter(|d| *d > 0)
         .map(|d| 100.0 * r.disk.bytes as f64 / d as f64);
+    e.drive_reply_late_pct = Some(100.0 * r.derived.reply_late_share);
 }
 
 /// A server and its emulated drive, restarted before every run.
@@ -681,6 +687,13 @@ fn one_server_disk(
             let usage = before.get().zip(box_usage(&b)?);
             add_box_figures(&mut o.extra, secs, None, usage);
             add_disk_figures(&mut o.extra, secs, d.time_compression, &r);
+            // a drive emulated late measured a slower drive than the profile
+            if let Some(why) =
+                super::drive_fell_behind(r.derived.reply_late_share, d.time_compression)
+            {
+                o.client_valid = false;
+                o.client_invalid_reasons.push(why);
+            }
             crate::capacity::add_viewer_figures(&mut o.extra, &m.results);
             if let Some(rel) = &o.extra.results {
                 crate::files::write_text(
