@@ -211,8 +211,9 @@ impl Conn<'_> {
             let mut tmp = [0u8; 4096];
             let mut stop = self.stop.clone();
             let idle = self.buf.is_empty() && self.discard == 0;
-            // one peek per connection, not per request: later heads come
-            // on connections the reactor already watches
+            // peeks only while a connection's first head is read (until it
+            // first waits on its client), never per request: later heads
+            // come on connections the reactor already watches
             if ticket.is_none()
                 && !(self.first && crate::conn_io::bytes_waiting(self.sock.tcp().as_raw_fd()))
             {
