@@ -21,7 +21,9 @@
 # Resumes: a round whose compare.json exists is not run again. The load average is recorded every
 # 10 s (loadavg.txt); a run whose client was INVALID is marked so in the table (ch3-disk-table.py)
 # and must be re-run, not reported (delete that round's directory and run the script again).
-# About 25 minutes per round of five servers here.
+# About 13-15 minutes per round of five servers here (the burst point at k = 4), 15 minutes for
+# ASAP and nginx on the steady point. A failure-free rate found at k > 1 is a lower bound on a
+# steady point (docs/experiments.md): confirm the first failing rate with K=1.
 set -eu
 OUT=${1:-target/experiments/ch3-disk}
 PRESET=${PRESET:-youtube-2011-2mb}
