@@ -12,6 +12,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from points import points  # noqa: E402
+
 # Student's t, two-sided 95 %, by degrees of freedom
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 # thesis Table 3.7 (2 MB chunks, every server at 35 chunks/s): MB/s, KB per read, ms per read,
@@ -48,12 +51,8 @@ for d in sorted(glob.glob(os.path.join(root, "round*"))):
         a = s["answer"]
         figs = {}
         valid = True
-        for p in glob.glob(os.path.join(d, name, "points", "*-run-*")):
-            rate = float(re.search(r"-rate-([0-9.]+)-run-", p).group(1))
-            try:
-                r = json.load(open(os.path.join(p, "results.json")))
-                dj = json.load(open(os.path.join(p, "disk.json")))
-            except (OSError, ValueError):
+        for server, rate, _, r, dj in points(d):
+            if server != name:
                 continue
             if rate in (a["capacity"], a["lowest_failed"]) and not r["valid"]:
                 valid = False

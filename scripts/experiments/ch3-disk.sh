@@ -38,14 +38,10 @@ SERVERS=${SERVERS:-vodlab-asap,vodlab-vanilla,nginx,apache2,lighttpd}
 MEM=${MEM:-1800M}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 VODLAB=${VODLAB:-$HERE/target/release/vodlab}
-mkdir -p "$OUT"
-cd "$OUT"
-# a private copy: compare starts the mount daemon and vodlab serve from its own binary
-[ -x ./vodlab ] || cp "$VODLAB" ./vodlab
-[ -d w ] || ./vodlab gen --preset "$PRESET" --scale 0.2 --sessions "$SESSIONS" --seed 1 -o w > gen.txt
-( while sleep 10; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; done ) >> loadavg.txt &
-LOADPID=$!
-trap 'kill $LOADPID 2>/dev/null || true' EXIT
+. "$HERE/scripts/experiments/lib.sh"
+enter_out "$OUT"
+gen_once "$PRESET" 0.2 "$SESSIONS"
+sample_loadavg
 round=1
 while [ "$round" -le "$REPEATS" ]; do
   d=round$round

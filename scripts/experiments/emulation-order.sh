@@ -24,13 +24,10 @@ SCHEDS=${SCHEDS:-clook fifo}
 MEM=${MEM:-1800M}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 VODLAB=${VODLAB:-$HERE/target/release/vodlab}
-mkdir -p "$OUT"
-cd "$OUT"
-[ -x ./vodlab ] || cp "$VODLAB" ./vodlab
-[ -d w ] || ./vodlab gen --preset youtube-2011-2mb --scale 0.2 --sessions 1440 --seed 1 -o w > gen.txt
-( while sleep 10; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; done ) >> loadavg.txt &
-LOADPID=$!
-trap 'kill $LOADPID 2>/dev/null || true' EXIT
+. "$HERE/scripts/experiments/lib.sh"
+enter_out "$OUT"
+gen_once youtube-2011-2mb 0.2 1440
+sample_loadavg
 round=1
 while [ "$round" -le "$REPEATS" ]; do
   for sched in $SCHEDS; do
@@ -46,9 +43,11 @@ while [ "$round" -le "$REPEATS" ]; do
   done
   round=$((round + 1))
 done
-python3 - "$PWD" <<'PY' | tee table.md
-import glob, json, os, re, sys
+python3 - "$PWD" "$HERE/scripts/experiments" <<'PY' | tee table.md
+import glob, os, re, sys
 root = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from points import points
 print("| scheduler | round | server | client | failed | drive MB/s | reads | mean read KiB | "
       "continue the previous read % | drive cache hits % | mean queue | ms per read |")
 print("|---" * 12 + "|")
@@ -56,13 +55,7 @@ for d in sorted(glob.glob(os.path.join(root, "*-run*"))):
     m = re.match(r"([\w-]+)-run(\d+)$", os.path.basename(d))
     if not m or not os.path.isdir(d):
         continue
-    for p in sorted(glob.glob(os.path.join(d, "*", "points", "*-run-*"))):
-        server = p.split(os.sep)[-3]
-        try:
-            r = json.load(open(os.path.join(p, "results.json")))
-            dj = json.load(open(os.path.join(p, "disk.json")))
-        except (OSError, ValueError):
-            continue
+    for server, _, _, r, dj in points(d):
         dk, dv = dj["disk"], dj["derived"]
         n = max(dk["reads"], 1)
         print("| %s | %s | %s | %s | %d/%d | %.1f | %d | %.0f | %.1f | %.1f | %.1f | %.2f |" % (

@@ -30,11 +30,10 @@ READAHEAD_KB=${READAHEAD_KB:-128}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 VODLAB=${VODLAB:-$HERE/target/release/vodlab}
 command -v perf >/dev/null || { echo "perf missing (linux-perf)" >&2; exit 1; }
-mkdir -p "$OUT"
 ROOT=$(cd "$(dirname "$ROOT")" && pwd)/$(basename "$ROOT")
-cd "$OUT"
-[ -x ./vodlab ] || cp "$VODLAB" ./vodlab
-[ -d w ] || ./vodlab gen --preset youtube-2011-2mb --scale 0.05 --sessions 600 --seed 1 -o w > gen.txt
+. "$HERE/scripts/experiments/lib.sh"
+enter_out "$OUT"
+gen_once youtube-2011-2mb 0.05 600
 ./vodlab fileset create w --root "$ROOT" > fileset.txt
 dev=$(stat -c %d "$ROOT")   # st_dev of the file set's file system
 major=$((dev >> 8)); minor=$((dev & 255))

@@ -10,6 +10,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from points import points  # noqa: E402
+
 root = sys.argv[1] if len(sys.argv) > 1 else "."
 rows = []
 for d in sorted(glob.glob(os.path.join(root, "r*-k*"))):
@@ -28,22 +31,15 @@ for d in sorted(glob.glob(os.path.join(root, "r*-k*"))):
         if v:
             verdicts[(v.group(1), float(v.group(2)), int(v.group(3)))] = (
                 int(v.group(5)) == 0 and int(v.group(6)) == 0 and v.group(7).strip() == "ok")
-    for p in sorted(glob.glob(os.path.join(d, "*", "points", "*-run-*"))):
-        server = p.split(os.sep)[-3]
-        run = round_ or int(p.rsplit("-run-", 1)[1])
-        rate = float(re.search(r"-rate-([0-9.]+)-run-", p).group(1))
-        try:
-            r = json.load(open(os.path.join(p, "results.json")))
-            dj = json.load(open(os.path.join(p, "disk.json")))
-        except (OSError, ValueError):
-            continue
+    for server, rate, point_run, r, dj in points(d):
+        run = round_ or point_run
         dk, dv = dj["disk"], dj["derived"]
         rows.append({
             "rate": rate, "k": k, "server": server, "run": run,
             # the thesis's rule on each run (the script's compare criterion only lets every
             # repeat run): no failed session, none unfinished, a valid client
             "verdict": {True: "PASS", False: "FAIL"}[verdicts.get(
-                (server, rate, int(p.rsplit("-run-", 1)[1])),
+                (server, rate, point_run),
                 # without the compare's log: the run's own figures
                 r["failed_sessions"] == 0 and r["stopped_by"] == "finished" and r["valid"])],
             "late_pct": 100 * dv.get("reply_late_share", float("nan")),

@@ -29,14 +29,10 @@ MEM=${MEM:-1800M}
 CRITERION=${CRITERION:-failed:100}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 VODLAB=${VODLAB:-$HERE/target/release/vodlab}
-mkdir -p "$OUT"
-cd "$OUT"
-# a private copy: compare starts the mount daemon and vodlab serve from its own binary
-[ -x ./vodlab ] || cp "$VODLAB" ./vodlab
-[ -d w ] || ./vodlab gen --preset youtube-2011-2mb --scale 0.2 --sessions 1440 --seed 1 -o w > gen.txt
-( while sleep 10; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; done ) >> loadavg.txt &
-LOADPID=$!
-trap 'kill $LOADPID 2>/dev/null || true' EXIT
+. "$HERE/scripts/experiments/lib.sh"
+enter_out "$OUT"
+gen_once youtube-2011-2mb 0.2 1440
+sample_loadavg
 # the page-out of this VM's DAMON (kdamond, action pageout), when there is one: bytes it paged
 # out so far, recorded beside each run (its work varied with what the machine did before)
 damon() {

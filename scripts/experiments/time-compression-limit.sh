@@ -20,10 +20,9 @@ READERS=${READERS:-32}
 FILES=${FILES:-8}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 VODLAB=${VODLAB:-$HERE/target/release/vodlab}
-mkdir -p "$OUT"
-cd "$OUT"
-[ -x ./vodlab ] || cp "$VODLAB" ./vodlab
-[ -d w ] || ./vodlab gen --preset youtube-2011-2mb --scale 0.2 --sessions 1440 --seed 1 -o w > gen.txt
+. "$HERE/scripts/experiments/lib.sh"
+enter_out "$OUT"
+gen_once youtube-2011-2mb 0.2 1440
 mkdir -p mnt
 echo "| profile | k | load | readers | FUSE reads | MB | wall s | wall MB/s | drive response ms (model) | reply late ms (model) | late share % |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
