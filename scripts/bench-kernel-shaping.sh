@@ -6,15 +6,17 @@
 # arrives) and once by `vodlab run`'s own link emulation (in-process token
 # buckets, HTTP/1.1 bodies read in batches), and optionally once more
 # in-process with another build (BASELINE=path/to/vodlab) for a same-run
-# before/after. Rounds alternate the arms.
+# before/after (BASELINE_MODES="inproc kernel": the other build in both
+# arms). Rounds alternate the arms.
 #
 # The workload is client bench (b)'s: SESSIONS paced sessions of 12
 # ranges of 16 KiB, one every 5 s, on 2 Mbit/s links (delay 0 in both
 # arms: the lab has no netem, so neither arm delays), arriving within 5 s
 # and lasting 55 s, against `vodlab serve` in the lab's server host. A
-# host shapes at most 256 connections at once (docs/lab.md), so the
-# sessions are spread over HOSTS client hosts, one `vodlab run` shard each
-# (started together with --start-at).
+# host shapes at most FLOWS connections at once (default 256, a multiple
+# of 256 up to 16384: `vodlab lab run --flows-per-host`; docs/lab.md), so
+# the sessions are spread over HOSTS client hosts, one `vodlab run` shard
+# each (started together with --start-at).
 #
 # Reported per arm and round: the client processes' CPU per 1,000
 # concurrent sessions, the mean over the steady window (the intervals in
@@ -27,6 +29,7 @@
 #
 #   scripts/bench-kernel-shaping.sh
 #   ROUNDS=3 HOSTS=8 SESSIONS=2000 BASELINE=/tmp/vodlab-old scripts/bench-kernel-shaping.sh
+#   HOSTS=2 FLOWS=5120 SESSIONS=10000 scripts/bench-kernel-shaping.sh   # part (b)'s scale
 #
 # Needs root (network namespaces, tc). Writes OUT/ (default
 # results/bench-kernel-shaping-<time>): the workload, each arm's hosts'
@@ -41,14 +44,16 @@ HOSTS=${HOSTS:-8}
 SESSIONS=${SESSIONS:-2000}
 RATE=${RATE:-2mbit}
 BASELINE=${BASELINE:-}
+BASELINE_MODES=${BASELINE_MODES:-inproc}
 OUT=${OUT:-results/bench-kernel-shaping-$(date +%s)}
 
 die() { echo "bench-kernel-shaping: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces and tc)"
 [ -x "$VODLAB" ] || die "$VODLAB: not built (cargo build --release -p vodlab)"
 [ -z "$BASELINE" ] || [ -x "$BASELINE" ] || die "BASELINE=$BASELINE: not executable"
+FLOWS=${FLOWS:-256}
 PER_HOST=$(((SESSIONS + HOSTS - 1) / HOSTS))
-[ "$PER_HOST" -le 250 ] || die "$PER_HOST sessions per host: at most 250 (256 shaped connections per host); raise HOSTS"
+[ "$PER_HOST" -le $((FLOWS - 6)) ] || die "$PER_HOST sessions per host: at most $((FLOWS - 6)) ($FLOWS shaped connections per host); raise HOSTS or FLOWS (a multiple of 256)"
 KBPS=$(python3 -c "r='$RATE'.lower(); m={'kbit':1,'mbit':1000,'gbit':1000000}; u=[k for k in m if r.endswith(k)]; print(float(r[:-len(u[0])])*m[u[0]] if u else exit('RATE: e.g. 2mbit'))")
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -95,7 +100,7 @@ arm() {
   local shaping="" flow=()
   if [ "$mode" = kernel ]; then
     shaping="--no-shaping"
-    flow=(--flow-down "$RATE")
+    flow=(--flow-down "$RATE" --flows-per-host "$FLOWS")
   fi
   # arrivals within 5 s in all: the aggregate rate, split over the shards
   local rate=$((SESSIONS / 5))
@@ -151,7 +156,15 @@ PY
 for round in $(seq 1 "$ROUNDS"); do
   arm kernel "$VODLAB" kernel "$round"
   arm inproc "$VODLAB" inproc "$round"
-  [ -z "$BASELINE" ] || arm baseline "$BASELINE" inproc "$round"
+  if [ -n "$BASELINE" ]; then
+    for m in $BASELINE_MODES; do
+      case $m in
+        inproc) arm baseline "$BASELINE" inproc "$round" ;;
+        kernel) arm baseline-kernel "$BASELINE" kernel "$round" ;;
+        *) die "BASELINE_MODES: inproc and/or kernel, not $m" ;;
+      esac
+    done
+  fi
 done
 
 python3 - "$OUT/rows.txt" "$SESSIONS" "$HOSTS" "$RATE" > "$OUT/summary.md" << 'PY'
@@ -176,5 +189,7 @@ if "kernel" in arms and "inproc" in arms:
     print(f"\nkernel / in-process, client CPU: {med('kernel', 'client_cpu_per_1000') / med('inproc', 'client_cpu_per_1000'):.2f}; machine CPU: {med('kernel', 'machine_cpu_per_1000') / med('inproc', 'machine_cpu_per_1000'):.2f}")
 if "baseline" in arms:
     print(f"in-process, this build / baseline, client CPU: {med('inproc', 'client_cpu_per_1000') / med('baseline', 'client_cpu_per_1000'):.2f}")
+if "baseline-kernel" in arms:
+    print(f"kernel, this build / baseline, client CPU: {med('kernel', 'client_cpu_per_1000') / med('baseline-kernel', 'client_cpu_per_1000'):.2f}")
 PY
 cat "$OUT/summary.md"

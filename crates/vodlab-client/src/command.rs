@@ -338,6 +338,13 @@ pub fn run(a: &RunSettings, observer: &mut impl RunObserver) -> Result<Ran, RunE
         cfg.kernel_shaping = std::env::var("VODLAB_LAB_FLOW_DOWN")
             .ok()
             .filter(|r| !r.is_empty());
+        if let Some(r) = &cfg.kernel_shaping {
+            cfg.kernel_down = Some(vodlab_units::parse_rate(r).map_err(|e| {
+                flag(format!(
+                    "VODLAB_LAB_FLOW_DOWN={r:?} (set by `vodlab lab run --flow-down`): {e}"
+                ))
+            })?);
+        }
     }
     if let Some(c) = &a.only_class {
         if !work.classes.contains_key(c) {

@@ -31,6 +31,10 @@ pub struct RunConfig {
     /// (`VODLAB_LAB_FLOW_DOWN`), recorded in the results; only with
     /// `shaping` off.
     pub kernel_shaping: Option<String>,
+    /// [`Self::kernel_shaping`] parsed: HTTP/1.1 bodies are then read in
+    /// batches the kernel gathers (`SO_RCVLOWAT`, see
+    /// [`crate::io::http::Connection::batch_reads_tcp`]).
+    pub kernel_down: Option<vodlab_units::Rate>,
     /// Apply pacing and think times (off: every request as soon as possible).
     pub pacing: bool,
     /// What a paced request does when its slot has passed.
@@ -99,6 +103,7 @@ impl RunConfig {
             late_threshold: Duration::from_millis(DEFAULT_LATE_THRESHOLD_MS),
             shaping: true,
             kernel_shaping: None,
+            kernel_down: None,
             pacing: true,
             late_pacing: LatePacing::Delay,
             max_sessions: None,

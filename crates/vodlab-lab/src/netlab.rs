@@ -159,6 +159,10 @@ pub struct LabSpec {
     /// Each TCP connection's upstream on client host I, as `flow_down`.
     /// Excludes `client_up`.
     pub flow_up: Vec<Rate>,
+    /// Connections a client host may have shaped at once under `flow_down`
+    /// or `flow_up` (a multiple of 256, 256 to [`flow::MAX_FLOWS`]; its
+    /// ephemeral ports are that many from [`flow::PORT_BASE`]).
+    pub flows_per_host: u16,
     /// Random loss of every packet toward each client host (TCP and UDP
     /// alike), if any ([`loss`]).
     pub loss_down: Option<Loss>,
@@ -178,6 +182,7 @@ impl LabSpec {
             mtu: 1500,
             flow_down: Vec::new(),
             flow_up: Vec::new(),
+            flows_per_host: flow::FLOWS,
             loss_down: None,
             loss_up: None,
         }
@@ -205,6 +210,12 @@ impl LabSpec {
         }
         if !(576..=65_535).contains(&self.mtu) {
             return bad("mtu", "must be 576 to 65535");
+        }
+        if !flow::valid_flows(self.flows_per_host) {
+            return bad(
+                "flows_per_host",
+                &format!("must be a multiple of 256 from 256 to {}", flow::MAX_FLOWS),
+            );
         }
         for (key, rates, whole) in [
             ("flow_down", &self.flow_down, self.client_down.is_some()),
@@ -348,7 +359,7 @@ pub fn plan_up(spec: &LabSpec) -> Result<Vec<Cmd>, LabError> {
         }
         let (down, up) = (spec.flow_down_of(i), spec.flow_up_of(i));
         if down.is_some() || up.is_some() {
-            v.extend(flow::port_range(&ns));
+            v.extend(flow::port_range(&ns, spec.flows_per_host));
         }
         if let Some(r) = down {
             v.extend(flow::per_flow(
@@ -356,13 +367,20 @@ pub fn plan_up(spec: &LabSpec) -> Result<Vec<Cmd>, LabError> {
                 &format!("c{i}"),
                 r,
                 flow::Direction::Down,
+                spec.flows_per_host,
             ));
         }
         if up.is_some() || spec.loss_up.is_some() {
             v.push(flow::no_gso(&ns));
         }
         if let Some(r) = up {
-            v.extend(flow::per_flow(&ns, "eth0", r, flow::Direction::Up));
+            v.extend(flow::per_flow(
+                &ns,
+                "eth0",
+                r,
+                flow::Direction::Up,
+                spec.flows_per_host,
+            ));
         }
     }
     Ok(v)

@@ -277,3 +277,85 @@ fn kernel_and_in_process_shaping_agree_per_youtube_class_in_a_4_host_lab() {
     }
     eprint!("{report}");
 }
+
+/// `--flows-per-host` above 256 (two hash levels): curl fetches 256 KiB
+/// from a client host with its local port set, at the first port of the
+/// range, one in the second table and the last one, each through its own
+/// 2 Mbit/s class (about 1 s), and once from a port outside the range,
+/// which no class holds (unshaped: milliseconds on the veth). Then two
+/// fetches at once from ports 256 apart (the same low byte, so the same
+/// bucket of a one-level table, which would halve their rates): each must
+/// still take about 1 s.
+#[test]
+fn every_table_of_a_1024_flow_host_shapes_its_ports() {
+    if !is_root() {
+        eprintln!("not root: the lab needs network namespaces (checked in the test above)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    fs::write(root.join("f"), vec![7u8; 256 * 1024]).unwrap();
+    let out = dir.path().join("times.txt");
+    let bin = env!("CARGO_BIN_EXE_vodlab");
+    // 40960: table 3, bucket 0; 41300: table 4; 41983: the last port
+    let client = format!(
+        r#"get() {{ printf '%s ' $1; curl -s -o /dev/null --local-port $2 -w '%{{time_total}}\n' http://$VODLAB_LAB_SERVER:8080/f || echo fail; }}
+for p in 40960 41300 41983 30000; do get $p $p; done > {out} 2>&1
+get pair-a 40961 > {out}.a 2>&1 & get pair-b 41217 > {out}.b 2>&1 & wait
+cat {out}.a {out}.b >> {out}"#,
+        out = out.display()
+    );
+    let server = format!(
+        "exec {bin} serve --root {} --listen 10.77.0.1:8080 --stats-interval 0",
+        root.display()
+    );
+    let o = vodlab(&[
+        "lab",
+        "run",
+        "--name",
+        "tf",
+        "--flow-down",
+        "2mbit",
+        "--flows-per-host",
+        "1024",
+        "--port",
+        "8080",
+        "--timeout",
+        "60",
+        "--server",
+        &server,
+        "--client",
+        &client,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        lab_namespaces("tf").is_empty(),
+        "{:?}",
+        lab_namespaces("tf")
+    );
+    let text = fs::read_to_string(&out).unwrap();
+    let times: BTreeMap<&str, f64> = text
+        .lines()
+        .map(|l| {
+            let (p, t) = l.split_once(' ').unwrap_or_else(|| panic!("{text}"));
+            let t = t
+                .parse()
+                .unwrap_or_else(|_| panic!("port {p}: {t}\n{text}"));
+            (p, t)
+        })
+        .collect();
+    // 256 KiB of body and ~4.6 % of headers on the wire at 2 Mbit/s: 1.1 s
+    for p in ["40960", "41300", "41983", "pair-a", "pair-b"] {
+        assert!(
+            (0.9..1.6).contains(&times[p]),
+            "{p}: {} s, its class alone needs ~1.1 s (2.2 s if two share it)\n{text}",
+            times[p]
+        );
+    }
+    assert!(
+        times["30000"] < 0.5,
+        "an unclassified port was shaped\n{text}"
+    );
+}

@@ -50,6 +50,13 @@ impl LinkSpec {
     }
 }
 
+/// A link's read chunk at `bytes_per_s`: about 10 ms of its bytes, at
+/// least one 1,460-byte segment, at most 64 KiB (a [`TokenBucket`]'s size,
+/// and the step a batched read's bytes are dated in).
+pub fn chunk_bytes(bytes_per_s: f64) -> f64 {
+    (bytes_per_s * 0.010).clamp(1460.0, 64.0 * 1024.0)
+}
+
 /// A token bucket measured in bytes; pure (time is passed in). Only the
 /// spans between the times it is given matter: an executor may count them
 /// from any epoch (the connection's own [`crate::core::time::Clock`]).
@@ -79,7 +86,7 @@ impl TokenBucket {
     /// A bucket of `bits_per_s`, starting full with about 10 ms of tokens.
     pub fn new(bits_per_s: f64, now: Time) -> Self {
         let rate = bits_per_s / 8.0;
-        let cap = (rate * 0.010).clamp(1460.0, 64.0 * 1024.0);
+        let cap = chunk_bytes(rate);
         Self {
             rate,
             tokens: cap,

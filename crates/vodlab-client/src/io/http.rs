@@ -105,6 +105,55 @@ pub struct Connection<T = TcpStream> {
     /// The last shaped read took several chunks: when it began waiting, to
     /// date its chunks (see [`Self::date_arrivals`]).
     batched_since: Option<Instant>,
+    /// A downlink the kernel shapes ([`Connection::<TcpStream>::batch_reads_tcp`]
+    /// with a kernel rate): reads wait in the kernel for a batch. Boxed: a
+    /// connection of another kind pays one pointer for it.
+    kernel: Option<Box<KernelLink>>,
+}
+
+/// A TCP connection whose downlink the kernel shapes at a known rate (the
+/// network lab's htb class per connection): a body is read in batches of
+/// about [`SHAPED_READ_INTERVAL`] of the link, the socket's `SO_RCVLOWAT`
+/// set to the batch (or the rest of the body) so the reader wakes once per
+/// batch instead of once per packet, and the batch's bytes are dated back
+/// from the read at the link's rate ([`Connection::date_arrivals`]), as an
+/// emulated link's batches are.
+#[derive(Debug, Clone, Copy)]
+struct KernelLink {
+    fd: std::os::fd::RawFd,
+    bytes_per_s: f64,
+    /// Dating step: 10 ms of the link, at least one 1,460-byte segment (an
+    /// emulated link's bucket chunk).
+    chunk: usize,
+    /// The largest batch, whole chunks, at most [`MAX_BATCH`].
+    piece: usize,
+    /// The socket's `SO_RCVLOWAT` now (1: the kernel's default).
+    lowat: usize,
+}
+
+impl KernelLink {
+    fn new(fd: std::os::fd::RawFd, bytes_per_s: f64, interval: std::time::Duration) -> Self {
+        let chunk = crate::core::link::chunk_bytes(bytes_per_s) as usize;
+        let whole = ((bytes_per_s * interval.as_secs_f64()) as usize / chunk).max(1);
+        let piece = whole.min((MAX_BATCH / chunk).max(1)) * chunk;
+        Self {
+            fd,
+            bytes_per_s,
+            chunk,
+            piece,
+            lowat: 1,
+        }
+    }
+
+    /// The low-water mark for a read into `room` bytes while the body has
+    /// `want` bytes to come (`None`: a head, or a body of unknown length,
+    /// read as it arrives).
+    fn lowat_for(&self, want: Option<u64>, room: usize) -> usize {
+        match want {
+            Some(w) if w > 0 => (w.min(self.piece as u64) as usize).min(room).max(1),
+            _ => 1,
+        }
+    }
 }
 
 /// Opens a TCP connection with the link's receive buffer (for HTTP/1.1
@@ -183,6 +232,14 @@ impl Connection<TcpStream> {
     /// bytes and a socket receive buffer of [`BATCH_RCVBUF`], so the sender
     /// keeps the socket filled while the reader waits between batches.
     ///
+    /// Without an emulated downlink and with `kernel` (the rate the network
+    /// lab's kernel shapes this connection to, `VODLAB_LAB_FLOW_DOWN`) the
+    /// kernel gathers the batches instead: see [`KernelLink`]. A body then
+    /// takes one wake-up and one read per batch instead of one per packet
+    /// (a 16 KiB range at 2 Mbit/s through htb: 2 reads instead of 12), at
+    /// the cost of two `setsockopt` calls per response (the mark up after
+    /// the head, down before the next head).
+    ///
     /// Measured on loopback (test
     /// `a_one_megabit_class_receives_half_a_megabyte_in_about_four_seconds`,
     /// 512 KiB at 1 Mbit/s, 4.19 s ideal): with a buffer of twice the
@@ -194,10 +251,25 @@ impl Connection<TcpStream> {
     /// with the small buffer, not by the buffer's memory, and reopens after
     /// every read.) The cost is kernel memory: up to about 64 KiB per
     /// connection while a body waits unread, not process memory.
-    pub fn batch_reads_tcp(&mut self, interval: std::time::Duration) -> std::io::Result<()> {
+    pub fn batch_reads_tcp(
+        &mut self,
+        interval: std::time::Duration,
+        kernel: Option<vodlab_units::Rate>,
+    ) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         let Some(b) = self.down.as_ref() else {
-            return Ok(());
+            let Some(rate) = kernel.filter(|r| r.bits_per_s() > 0) else {
+                return Ok(());
+            };
+            let k = KernelLink::new(self.io.as_raw_fd(), rate.bytes_per_s_f64(), interval);
+            self.size = self.size.max(k.piece).min(BUF);
+            self.kernel = Some(Box::new(k));
+            return set_int_option(
+                self.io.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                BATCH_RCVBUF as libc::c_int,
+            );
         };
         let chunk = b.chunk().max(1);
         // the batch capped before the buffer is sized from it
@@ -234,6 +306,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             host: host.to_string(),
             batch: None,
             batched_since: None,
+            kernel: None,
         }
     }
 
@@ -302,6 +375,18 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             }
             // (a buffer taken again after the wait has its usual size)
             limit = limit.min(n).min(self.buf.capacity() - self.buf.len());
+        } else if let Some(k) = self.kernel.as_mut() {
+            let lowat = k.lowat_for(want, limit);
+            if lowat != k.lowat {
+                match set_int_option(k.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat as i32) {
+                    Ok(()) => k.lowat = lowat,
+                    // reads as they come, undated: what an unshaped reader does
+                    Err(_) => self.kernel = None,
+                }
+            }
+            if lowat > 1 && self.kernel.is_some() {
+                self.batched_since = Some(Instant::now());
+            }
         }
         // into the spare capacity, uninitialised (zeroing a 30 KB batch
         // buffer per exchange was 6 % of a shaped client's cycles)
@@ -358,14 +443,23 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
     /// Tells `arrived` of `n` body bytes read at `at`: one call, or after a
     /// batched read ([`Self::batch_reads`]) one per chunk, each dated when
     /// the chunk-by-chunk reads would have read it (a chunk's time apart,
-    /// ending at `at`, none before the batch began waiting).
+    /// ending at `at`, none before the batch began waiting). Under a
+    /// kernel-shaped link ([`KernelLink`]) the chunks are dated the same
+    /// way at the link's rate: exact while the link is what limits the
+    /// body, earlier than they came (by at most the batch) when the server
+    /// was slower than the link.
     fn date_arrivals(&self, at: Instant, n: u64, arrived: &mut (dyn FnMut(Instant, u64) + Send)) {
-        let (Some(since), Some(b)) = (self.batched_since, self.down.as_ref()) else {
+        let Some(since) = self.batched_since else {
             return arrived(at, n);
         };
-        let chunk = b.chunk().max(1) as u64;
+        let (chunk, rate) = match (self.down.as_ref(), self.kernel.as_ref()) {
+            (Some(b), _) => (b.chunk(), b.bytes_per_s()),
+            (None, Some(k)) => (k.chunk, k.bytes_per_s),
+            (None, None) => return arrived(at, n),
+        };
+        let chunk = chunk.max(1) as u64;
         let m = n.div_ceil(chunk);
-        let step = chunk as f64 / b.bytes_per_s();
+        let step = chunk as f64 / rate;
         for j in 0..m {
             let back = std::time::Duration::from_secs_f64((m - 1 - j) as f64 * step);
             let t = at.checked_sub(back).map_or(since, |t| t.max(since));
@@ -742,6 +836,93 @@ mod tests {
             (25_000..35_000).contains(&first_half),
             "{first_half} bytes dated in the first half"
         );
+    }
+
+    /// A kernel-shaped link (the lab's htb class) as the test scripts it: a
+    /// server that writes a 16 KiB body in eight 2 KiB pieces 20 ms apart
+    /// on loopback, twice on one connection, to a reader told the link is
+    /// 2 Mbit/s. The reader must wake for the head at once and for the
+    /// body only when the last piece is there (one batch), and date the
+    /// body's chunks at the link's rate.
+    #[tokio::test]
+    async fn a_kernel_shaped_body_is_read_in_one_batch_after_an_immediate_head() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        const LEN: usize = 16 * 1024;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut last_pieces = Vec::new();
+            for _ in 0..2 {
+                let mut req = [0u8; 4096];
+                let _ = s.read(&mut req).await.unwrap();
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {LEN}\r\n\r\n");
+                s.write_all(head.as_bytes()).await.unwrap();
+                let mut last = Instant::now();
+                for _ in 0..8 {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    last = Instant::now();
+                    s.write_all(&[7u8; LEN / 8]).await.unwrap();
+                }
+                last_pieces.push(last);
+            }
+            last_pieces
+        });
+        let mut c = Connection::connect(addr, "h", &LinkSpec::default())
+            .await
+            .unwrap();
+        let rate = vodlab_units::Rate::from_bits_per_s(2_000_000);
+        c.batch_reads_tcp(SHAPED_READ_INTERVAL, Some(rate)).unwrap();
+        let req = Outgoing {
+            method: "GET",
+            path: "/f",
+            range: None,
+            headers: &[],
+            body: None,
+            session: 1,
+            http10: false,
+        };
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let sent = Instant::now();
+            // (date given, wall time of the call, bytes)
+            let mut calls: Vec<(Instant, Instant, u64)> = Vec::new();
+            let r = c
+                .exchange_timed(&req, &mut |_, _| {}, &mut |at, n| {
+                    calls.push((at, Instant::now(), n))
+                })
+                .await
+                .unwrap();
+            assert_eq!((r.status, r.body_bytes), (200, LEN as u64));
+            runs.push((sent, r.ttfb, calls));
+        }
+        let last_pieces = server.await.unwrap();
+        for ((sent, ttfb, calls), last) in runs.into_iter().zip(last_pieces) {
+            assert_eq!(calls.iter().map(|c| c.2).sum::<u64>(), LEN as u64);
+            // the head at once (SO_RCVLOWAT back at 1 for the second
+            // response's head), long before the body's last piece
+            let body_span = last.saturating_duration_since(sent);
+            assert!(
+                ttfb + std::time::Duration::from_millis(100) < body_span,
+                "head after {ttfb:?}, the body's last piece {body_span:?} after the request"
+            );
+            // the body in one batch: nothing was reported before its last piece
+            for (_, woke, _) in &calls {
+                assert!(*woke >= last, "a read woke before the body's last piece");
+            }
+            // 16,384 bytes in 2,500-byte chunks (10 ms of 2 Mbit/s), dated
+            // 10 ms apart and ending at the read
+            assert_eq!(calls.len(), 7, "{} arrival calls", calls.len());
+            assert_eq!(calls[0].2, LEN as u64 - 6 * 2_500);
+            for w in calls.windows(2) {
+                let step = w[1].0.saturating_duration_since(w[0].0);
+                assert!(
+                    step.as_secs_f64().mul_add(1e3, -10.0).abs() < 0.01,
+                    "chunks dated {step:?} apart"
+                );
+            }
+            assert!(calls.iter().all(|c| c.0 <= c.1));
+        }
     }
 
     #[tokio::test]

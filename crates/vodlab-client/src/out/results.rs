@@ -576,7 +576,9 @@ pub enum ShapingMode {
     /// 500 ms of the link, other protocols chunk by chunk.
     InProcess,
     /// `--no-shaping` inside the network lab's per-connection htb classes
-    /// (`vodlab lab run --flow-down`): the client reads what arrives.
+    /// (`vodlab lab run --flow-down`): the client does not shape; it reads
+    /// HTTP/1.1 bodies in batches of up to 500 ms of the lab's rate that the
+    /// kernel gathers (`SO_RCVLOWAT`), other protocols as bytes arrive.
     Kernel,
     /// No shaping that vodlab knows of (`--no-shaping` outside the lab).
     Off,

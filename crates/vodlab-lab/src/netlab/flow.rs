@@ -6,16 +6,19 @@
 //! The kernel here has `htb` and `u32` but no `flow` classifier (nor
 //! `netem`), so a connection is told apart by its client-side port: the
 //! client host's ephemeral ports are narrowed to [`PORT_BASE`] ..
-//! `PORT_BASE + FLOWS - 1` (`net.ipv4.ip_local_port_range` is per
-//! namespace), and a `u32` hash table with [`FLOWS`] buckets, keyed on the
-//! low byte of that port, sends each port to its own leaf class
-//! `1:(100 + port - PORT_BASE)` (hex minors). Downstream (server toward
-//! client) the key is the destination port, on the hub's port toward the
-//! host; upstream the source port, on the host's `eth0`. Connections to
-//! one server address and port have distinct local ports, so distinct
-//! classes; a host can have at most [`FLOWS`] connections at once, and one
-//! more fails to connect (`EADDRNOTAVAIL`). Packets that are not TCP (ARP,
-//! ICMP) are not classified and pass unshaped.
+//! `PORT_BASE + flows - 1` (`net.ipv4.ip_local_port_range` is per
+//! namespace), and `u32` hash tables send each port to its own leaf class
+//! `1:(100 + port - PORT_BASE)` (hex minors). With the default [`FLOWS`]
+//! (256) one table of 256 buckets is keyed on the port's low byte; with
+//! more (a multiple of 256, at most [`MAX_FLOWS`]) a first table keyed on
+//! the port's high byte links to one such table per 256 ports, so a packet
+//! takes two hash lookups whatever the host's size. Downstream (server
+//! toward client) the key is the destination port, on the hub's port
+//! toward the host; upstream the source port, on the host's `eth0`.
+//! Connections to one server address and port have distinct local ports,
+//! so distinct classes; a host can have at most `flows` connections at
+//! once, and one more fails to connect (`EADDRNOTAVAIL`). Packets that are
+//! not TCP (ARP, ICMP) are not classified and pass unshaped.
 //!
 //! GSO is limited to one segment on the sending ends (`gso_max_size`,
 //! `gso_max_segs`): htb charges a packet whole, and a 64 KiB GSO packet at
@@ -23,8 +26,12 @@
 
 use super::{cmd, Cmd, Rate};
 
-/// Connections shaped at once per client host (buckets of the hash table).
+/// Connections shaped at once per client host by default (buckets of the
+/// one hash table).
 pub const FLOWS: u16 = 256;
+/// The most connections a client host may have shaped at once
+/// (`--flows-per-host`): 64 tables of 256 ports, 40960-57343.
+pub const MAX_FLOWS: u16 = 16384;
 /// First ephemeral port of a client host under per-flow shaping (a
 /// multiple of 256, so the port's low byte is its bucket).
 pub const PORT_BASE: u16 = 40960;
@@ -38,10 +45,17 @@ pub enum Direction {
     Up,
 }
 
-/// The `htb` tree shaping each connection through `dev` in `ns` to `rate`:
-/// a root qdisc whose unclassified packets pass unshaped, [`FLOWS`] leaf
-/// classes, and the `u32` hash filter that picks a leaf by port.
-pub fn per_flow(ns: &str, dev: &str, rate: Rate, dir: Direction) -> Vec<Cmd> {
+/// True when `flows` is a valid per-host connection count: a multiple of
+/// 256 from 256 to [`MAX_FLOWS`].
+pub fn valid_flows(flows: u16) -> bool {
+    (FLOWS..=MAX_FLOWS).contains(&flows) && flows % 256 == 0
+}
+
+/// The `htb` tree shaping each of `flows` connections ([`valid_flows`])
+/// through `dev` in `ns` to `rate`: a root qdisc whose unclassified packets
+/// pass unshaped, `flows` leaf classes, and the `u32` hash filters that
+/// pick a leaf by port.
+pub fn per_flow(ns: &str, dev: &str, rate: Rate, dir: Direction, flows: u16) -> Vec<Cmd> {
     let r = rate.to_string();
     let tc = |rest: &[&str]| {
         let mut c = cmd(&["tc", "-n", ns]);
@@ -52,7 +66,7 @@ pub fn per_flow(ns: &str, dev: &str, rate: Rate, dir: Direction) -> Vec<Cmd> {
     let mut v = vec![tc(&[
         "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
     ])];
-    for b in 0..FLOWS {
+    for b in 0..flows {
         let id = format!("1:{:x}", 0x100 + u32::from(b));
         v.push(tc(&[
             "class", "add", "dev", dev, "parent", "1:", "classid", &id, "htb", "rate", &r, "ceil",
@@ -60,10 +74,14 @@ pub fn per_flow(ns: &str, dev: &str, rate: Rate, dir: Direction) -> Vec<Cmd> {
         ]));
     }
     // word at offset 20 of an IPv4 packet without options: sport << 16 | dport
-    let mask = match dir {
-        Direction::Down => "0x000000ff",
-        Direction::Up => "0x00ff0000",
+    let (mask, high) = match dir {
+        Direction::Down => ("0x000000ff", "0x0000ff00"),
+        Direction::Up => ("0x00ff0000", "0xff000000"),
     };
+    if flows > FLOWS {
+        v.extend(two_level(&tc, dev, mask, high, flows));
+        return v;
+    }
     v.push(tc(&[
         "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "handle", "2:", "protocol", "ip",
         "u32", "divisor", "256",
@@ -73,7 +91,7 @@ pub fn per_flow(ns: &str, dev: &str, rate: Rate, dir: Direction) -> Vec<Cmd> {
         "800::", "match", "ip", "protocol", "6", "0xff", "hashkey", "mask", mask, "at", "20",
         "link", "2:",
     ]));
-    for b in 0..FLOWS {
+    for b in 0..flows {
         let ht = format!("2:{b:x}:");
         let id = format!("1:{:x}", 0x100 + u32::from(b));
         v.push(tc(&[
@@ -84,14 +102,64 @@ pub fn per_flow(ns: &str, dev: &str, rate: Rate, dir: Direction) -> Vec<Cmd> {
     v
 }
 
+/// The filters of a host of more than 256 connections: tables `3:` ..
+/// (one per 256 ports, keyed on the port's low byte, bucket `b` of table
+/// `3+t` to leaf `1:(100 + 256 t + b)`), and table `2:` keyed on the
+/// port's high byte, whose bucket `PORT_BASE / 256 + t` links to table
+/// `3+t`. Tables are made before the filters that link to them.
+fn two_level(
+    tc: &dyn Fn(&[&str]) -> Cmd,
+    dev: &str,
+    low: &str,
+    high: &str,
+    flows: u16,
+) -> Vec<Cmd> {
+    let tables = flows / 256;
+    let first = PORT_BASE / 256;
+    let mut v = Vec::new();
+    for t in 0..tables {
+        let h = format!("{:x}:", 3 + t);
+        v.push(tc(&[
+            "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "handle", &h, "protocol",
+            "ip", "u32", "divisor", "256",
+        ]));
+    }
+    v.push(tc(&[
+        "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "handle", "2:", "protocol", "ip",
+        "u32", "divisor", "256",
+    ]));
+    v.push(tc(&[
+        "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32", "ht",
+        "800::", "match", "ip", "protocol", "6", "0xff", "hashkey", "mask", high, "at", "20",
+        "link", "2:",
+    ]));
+    for t in 0..tables {
+        let ht = format!("2:{:x}:", (first + t) & 0xff);
+        let link = format!("{:x}:", 3 + t);
+        v.push(tc(&[
+            "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32",
+            "ht", &ht, "match", "u32", "0", "0", "hashkey", "mask", low, "at", "20", "link", &link,
+        ]));
+        for b in 0..256u16 {
+            let ht = format!("{:x}:{b:x}:", 3 + t);
+            let id = format!("1:{:x}", 0x100 + u32::from(t) * 256 + u32::from(b));
+            v.push(tc(&[
+                "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32",
+                "ht", &ht, "match", "u32", "0", "0", "flowid", &id,
+            ]));
+        }
+    }
+    v
+}
+
 /// Narrows client host `ns`'s ephemeral ports to the shaped range, and lets
 /// it reuse a port in TIME-WAIT for a new connection (so closed sessions do
 /// not use the range up).
-pub fn port_range(ns: &str) -> Vec<Cmd> {
+pub fn port_range(ns: &str, flows: u16) -> Vec<Cmd> {
     let range = format!(
         "net.ipv4.ip_local_port_range={} {}",
         PORT_BASE,
-        PORT_BASE + FLOWS - 1
+        PORT_BASE + flows - 1
     );
     vec![
         cmd(&["ip", "netns", "exec", ns, "sysctl", "-qw", &range]),
@@ -154,7 +222,7 @@ mod tests {
 
     #[test]
     fn each_port_of_the_range_has_its_own_leaf_at_the_rate() {
-        let plan = per_flow("vl-x-hub", "c0", Rate(3_500_000), Direction::Down);
+        let plan = per_flow("vl-x-hub", "c0", Rate(3_500_000), Direction::Down, FLOWS);
         let lines: Vec<String> = plan.iter().map(|c| c.join(" ")).collect();
         let classes: Vec<&String> = lines.iter().filter(|l| l.contains(" class add ")).collect();
         assert_eq!(classes.len(), usize::from(FLOWS));
@@ -177,7 +245,7 @@ mod tests {
         assert!(lines
             .iter()
             .any(|l| l.contains("hashkey mask 0x000000ff at 20 link 2:")));
-        let up = per_flow("vl-x-c0", "eth0", Rate(1_000_000), Direction::Up);
+        let up = per_flow("vl-x-c0", "eth0", Rate(1_000_000), Direction::Up, FLOWS);
         assert!(up.iter().any(|c| c
             .join(" ")
             .contains("hashkey mask 0x00ff0000 at 20 link 2:")));
@@ -189,8 +257,77 @@ mod tests {
     }
 
     #[test]
+    fn a_host_of_many_flows_has_a_leaf_per_port_behind_two_hashes() {
+        let flows = 1024;
+        assert!(valid_flows(flows) && valid_flows(MAX_FLOWS) && valid_flows(FLOWS));
+        assert!(!valid_flows(300) && !valid_flows(0) && !valid_flows(MAX_FLOWS + 256));
+        let plan = per_flow("vl-x-hub", "c0", Rate(2_000_000), Direction::Down, flows);
+        let lines: Vec<String> = plan.iter().map(|c| c.join(" ")).collect();
+        let pre = "tc -n vl-x-hub filter add dev c0 parent 1: prio 1";
+        assert_eq!(
+            lines.iter().filter(|l| l.contains(" class add ")).count(),
+            usize::from(flows)
+        );
+        // the tables exist before any filter links to them
+        let made = |h: &str| {
+            lines
+                .iter()
+                .position(|l| *l == format!("{pre} handle {h} protocol ip u32 divisor 256"))
+                .unwrap_or_else(|| panic!("no table {h}"))
+        };
+        let linked = |h: &str| {
+            lines
+                .iter()
+                .position(|l| l.ends_with(&format!(" link {h}")))
+                .unwrap_or_else(|| panic!("nothing links to {h}"))
+        };
+        for h in ["2:", "3:", "4:", "5:", "6:"] {
+            assert!(made(h) < linked(h), "{h}");
+        }
+        // the root hashes the destination port's high byte
+        assert!(lines.contains(&format!(
+            "{pre} protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x0000ff00 at 20 link 2:"
+        )));
+        // follow ports through both tables: high byte, then low byte, to
+        // leaf 1:(100 + port - PORT_BASE)
+        for port in [
+            PORT_BASE,
+            PORT_BASE + 255,
+            PORT_BASE + 256,
+            PORT_BASE + flows - 1,
+        ] {
+            let (hi, lo) = (port >> 8, port & 0xff);
+            let t = (port - PORT_BASE) / 256;
+            let table = format!("{:x}:", 3 + t);
+            assert!(lines.contains(&format!(
+                "{pre} protocol ip u32 ht 2:{hi:x}: match u32 0 0 hashkey mask 0x000000ff at 20 link {table}"
+            )));
+            let leaf = format!("1:{:x}", 0x100 + u32::from(port - PORT_BASE));
+            assert!(lines.contains(&format!(
+                "{pre} protocol ip u32 ht {table}{lo:x}: match u32 0 0 flowid {leaf}"
+            )));
+            assert!(lines
+                .iter()
+                .any(|l| l.contains(&format!("classid {leaf} htb rate 2mbit"))));
+        }
+        // upstream: the source port's bytes
+        let up = per_flow("vl-x-c0", "eth0", Rate(1_000_000), Direction::Up, flows);
+        let up: Vec<String> = up.iter().map(|c| c.join(" ")).collect();
+        assert!(up
+            .iter()
+            .any(|l| l.contains("hashkey mask 0xff000000 at 20 link 2:")));
+        assert!(up
+            .iter()
+            .any(|l| l.contains("hashkey mask 0x00ff0000 at 20 link 3:")));
+        assert_eq!(
+            port_range("n", flows)[0].last().unwrap(),
+            "net.ipv4.ip_local_port_range=40960 41983"
+        );
+    }
+
+    #[test]
     fn the_port_range_is_the_buckets() {
-        let p = port_range("vl-x-c1");
+        let p = port_range("vl-x-c1", FLOWS);
         assert_eq!(
             p[0].last().unwrap(),
             "net.ipv4.ip_local_port_range=40960 41215"

@@ -39,7 +39,8 @@ pub struct ShapeArgs {
     /// rate for every host, or a comma-separated rate per host): one access
     /// link per viewer, as `vodlab run` emulates per session. The host's
     /// ephemeral ports become 40960-41215, so at most 256 connections at
-    /// once per host. Clients see their rate in VODLAB_LAB_FLOW_DOWN.
+    /// once per host (more with --flows-per-host). Clients see their rate
+    /// in VODLAB_LAB_FLOW_DOWN.
     #[cfg_attr(
         feature = "cli",
         arg(
@@ -62,6 +63,12 @@ pub struct ShapeArgs {
         )
     )]
     pub flow_up: Vec<Rate>,
+    /// Connections a client host may have shaped at once under --flow-down
+    /// or --flow-up: a multiple of 256 up to 16384 (its ephemeral ports are
+    /// 40960 to 40960 + N - 1; above 256, a second hash level picks a
+    /// port's class).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = super::flow::FLOWS))]
+    pub flows_per_host: u16,
     /// Drop PCT % of the packets toward each client host at random (TCP
     /// and UDP alike: a fair loss for h1/h2 against h3), e.g. 2 or 0.5%
     /// (above 0, at most 50). A classic-BPF program on the link's egress
@@ -87,6 +94,7 @@ impl ShapeArgs {
             mtu: self.mtu,
             flow_down: self.flow_down.clone(),
             flow_up: self.flow_up.clone(),
+            flows_per_host: self.flows_per_host,
             loss_down: self.loss_down,
             loss_up: self.loss_up,
         }

@@ -192,7 +192,10 @@ impl Io<'_> {
                             if let Conn::H1(h) = &mut c {
                                 // a few reads per segment, not one per bucket chunk
                                 // (a receive buffer left small only costs reads)
-                                let _ = h.batch_reads_tcp(SHAPED_READ_INTERVAL);
+                                let _ = h.batch_reads_tcp(
+                                    SHAPED_READ_INTERVAL,
+                                    self.ctx.cfg.kernel_down,
+                                );
                             }
                             c
                         }

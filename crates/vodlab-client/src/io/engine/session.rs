@@ -184,7 +184,10 @@ pub(super) async fn run_session(
                                         // a shaped body in a few batched reads, not one
                                         // per bucket chunk (a receive buffer left small
                                         // only costs reads)
-                                        let _ = h.batch_reads_tcp(SHAPED_READ_INTERVAL);
+                                        let _ = h.batch_reads_tcp(
+                                            SHAPED_READ_INTERVAL,
+                                            ctx.cfg.kernel_down,
+                                        );
                                     }
                                     ctx.refused_streak.store(0, Ordering::Relaxed);
                                     ctx.last_connect_ok_us
