@@ -57,6 +57,13 @@ pub fn chunk_bytes(bytes_per_s: f64) -> f64 {
     (bytes_per_s * 0.010).clamp(1460.0, 64.0 * 1024.0)
 }
 
+/// A link's bytes in `interval` at `bytes_per_s`, in whole `chunk`s, at
+/// least one ([`TokenBucket::piece`]; a kernel-shaped link's batch).
+pub fn whole_chunks(bytes_per_s: f64, chunk: usize, interval: Duration) -> usize {
+    let chunk = chunk.max(1);
+    ((bytes_per_s * interval.as_secs_f64()) as usize / chunk).max(1) * chunk
+}
+
 /// A token bucket measured in bytes; pure (time is passed in). Only the
 /// spans between the times it is given matter: an executor may count them
 /// from any epoch (the connection's own [`crate::core::time::Clock`]).
@@ -116,8 +123,7 @@ impl TokenBucket {
     /// `interval`: the link's bytes in that time in whole chunks, at least
     /// one (whole chunks keep a batch's end on a chunk-by-chunk read's).
     pub fn piece(&self, interval: Duration) -> usize {
-        let chunk = self.chunk().max(1);
-        ((self.rate * interval.as_secs_f64()) as usize / chunk).max(1) * chunk
+        whole_chunks(self.rate, self.chunk(), interval)
     }
 
     /// How long to wait at `now` before one read of `bytes` (chunks taken

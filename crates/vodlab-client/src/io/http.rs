@@ -134,8 +134,10 @@ struct KernelLink {
 impl KernelLink {
     fn new(fd: std::os::fd::RawFd, bytes_per_s: f64, interval: std::time::Duration) -> Self {
         let chunk = crate::core::link::chunk_bytes(bytes_per_s) as usize;
-        let whole = ((bytes_per_s * interval.as_secs_f64()) as usize / chunk).max(1);
-        let piece = whole.min((MAX_BATCH / chunk).max(1)) * chunk;
+        let piece = capped_batch(
+            crate::core::link::whole_chunks(bytes_per_s, chunk, interval),
+            chunk,
+        );
         Self {
             fd,
             bytes_per_s,
@@ -143,6 +145,15 @@ impl KernelLink {
             piece,
             lowat: 1,
         }
+    }
+
+    /// Sets the socket's `SO_RCVLOWAT` to `lowat` unless it is there already.
+    fn mark(&mut self, lowat: usize) -> std::io::Result<()> {
+        if lowat != self.lowat {
+            set_int_option(self.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat as i32)?;
+            self.lowat = lowat;
+        }
+        Ok(())
     }
 
     /// The low-water mark for a read into `room` bytes while the body has
@@ -154,6 +165,12 @@ impl KernelLink {
             _ => 1,
         }
     }
+}
+
+/// `piece` cut to whole `chunk`s of at most [`MAX_BATCH`] bytes (at least one).
+fn capped_batch(piece: usize, chunk: usize) -> usize {
+    let chunk = chunk.max(1);
+    piece.min((MAX_BATCH / chunk).max(1) * chunk)
 }
 
 /// Opens a TCP connection with the link's receive buffer (for HTTP/1.1
@@ -257,23 +274,18 @@ impl Connection<TcpStream> {
         kernel: Option<vodlab_units::Rate>,
     ) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
-        let Some(b) = self.down.as_ref() else {
-            let Some(rate) = kernel.filter(|r| r.bits_per_s() > 0) else {
-                return Ok(());
-            };
-            let k = KernelLink::new(self.io.as_raw_fd(), rate.bytes_per_s_f64(), interval);
-            self.size = self.size.max(k.piece).min(BUF);
-            self.kernel = Some(Box::new(k));
-            return set_int_option(
-                self.io.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                BATCH_RCVBUF as libc::c_int,
-            );
-        };
-        let chunk = b.chunk().max(1);
-        // the batch capped before the buffer is sized from it
-        self.set_batch(b.piece(interval).min((MAX_BATCH / chunk).max(1) * chunk));
+        match (self.down.as_ref(), kernel.filter(|r| r.bits_per_s() > 0)) {
+            (Some(b), _) => {
+                // the batch capped before the buffer is sized from it
+                self.set_batch(capped_batch(b.piece(interval), b.chunk()));
+            }
+            (None, Some(rate)) => {
+                let k = KernelLink::new(self.io.as_raw_fd(), rate.bytes_per_s_f64(), interval);
+                self.size = self.size.max(k.piece).min(BUF);
+                self.kernel = Some(Box::new(k));
+            }
+            (None, None) => return Ok(()),
+        }
         set_int_option(
             self.io.as_raw_fd(),
             libc::SOL_SOCKET,
@@ -375,17 +387,13 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             }
             // (a buffer taken again after the wait has its usual size)
             limit = limit.min(n).min(self.buf.capacity() - self.buf.len());
-        } else if let Some(k) = self.kernel.as_mut() {
+        } else if let Some(k) = self.kernel.as_deref_mut() {
             let lowat = k.lowat_for(want, limit);
-            if lowat != k.lowat {
-                match set_int_option(k.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat as i32) {
-                    Ok(()) => k.lowat = lowat,
-                    // reads as they come, undated: what an unshaped reader does
-                    Err(_) => self.kernel = None,
-                }
-            }
-            if lowat > 1 && self.kernel.is_some() {
-                self.batched_since = Some(Instant::now());
+            match k.mark(lowat) {
+                Ok(()) if lowat > 1 => self.batched_since = Some(Instant::now()),
+                Ok(()) => {}
+                // reads as they come, undated: what an unshaped reader does
+                Err(_) => self.kernel = None,
             }
         }
         // into the spare capacity, uninitialised (zeroing a 30 KB batch
@@ -660,6 +668,19 @@ mod tests {
         assert_eq!(parse_content_range("items 0-1/2"), None);
     }
 
+    /// `GET /f`, the request every exchange of these tests sends.
+    fn get_f() -> Outgoing<'static> {
+        Outgoing {
+            method: "GET",
+            path: "/f",
+            range: None,
+            headers: &[],
+            body: None,
+            session: 1,
+            http10: false,
+        }
+    }
+
     /// Serves `responses` (each a body length) on the far end of a duplex
     /// pipe and returns what the connection's buffer size was after each.
     async fn buffer_sizes_after(bodies: &[usize]) -> Vec<usize> {
@@ -681,15 +702,7 @@ mod tests {
         assert_eq!(c.buffer_held(), 0, "a new connection holds no buffer");
         let mut sizes = Vec::new();
         for _ in 0..n {
-            let req = Outgoing {
-                method: "GET",
-                path: "/f",
-                range: None,
-                headers: &[],
-                body: None,
-                session: 1,
-                http10: false,
-            };
+            let req = get_f();
             let mut got = 0u64;
             let r = c
                 .exchange(&req, &mut |_, b: &[u8]| {
@@ -779,15 +792,7 @@ mod tests {
         if let Some(b) = batch {
             c.batch_reads(b);
         }
-        let req = Outgoing {
-            method: "GET",
-            path: "/f",
-            range: None,
-            headers: &[],
-            body: None,
-            session: 1,
-            http10: false,
-        };
+        let req = get_f();
         let t0 = Instant::now();
         let mut calls = Vec::new();
         let mut got = 0u64;
@@ -873,15 +878,7 @@ mod tests {
             .unwrap();
         let rate = vodlab_units::Rate::from_bits_per_s(2_000_000);
         c.batch_reads_tcp(SHAPED_READ_INTERVAL, Some(rate)).unwrap();
-        let req = Outgoing {
-            method: "GET",
-            path: "/f",
-            range: None,
-            headers: &[],
-            body: None,
-            session: 1,
-            http10: false,
-        };
+        let req = get_f();
         let mut runs = Vec::new();
         for _ in 0..2 {
             let sent = Instant::now();
@@ -952,15 +949,7 @@ mod tests {
             far
         });
         let mut c = Connection::new(near, "h", &LinkSpec::default());
-        let req = Outgoing {
-            method: "GET",
-            path: "/f",
-            range: None,
-            headers: &[],
-            body: None,
-            session: 1,
-            http10: false,
-        };
+        let req = get_f();
         let mut body = Vec::new();
         let r = c
             .exchange(&req, &mut |_, b: &[u8]| body.extend_from_slice(b))

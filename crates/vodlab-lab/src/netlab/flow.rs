@@ -74,82 +74,83 @@ pub fn per_flow(ns: &str, dev: &str, rate: Rate, dir: Direction, flows: u16) -> 
         ]));
     }
     // word at offset 20 of an IPv4 packet without options: sport << 16 | dport
-    let (mask, high) = match dir {
+    let (low, high) = match dir {
         Direction::Down => ("0x000000ff", "0x0000ff00"),
         Direction::Up => ("0x00ff0000", "0xff000000"),
     };
-    if flows > FLOWS {
-        v.extend(two_level(&tc, dev, mask, high, flows));
+    let f = Filters { ns, dev };
+    if flows <= FLOWS {
+        // one table keyed on the port's low byte, bucket b to leaf 1:(100 + b)
+        v.push(f.table(2));
+        v.push(f.root(low, 2));
+        v.extend(f.leaves(2, 0, flows));
         return v;
     }
-    v.push(tc(&[
-        "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "handle", "2:", "protocol", "ip",
-        "u32", "divisor", "256",
-    ]));
-    v.push(tc(&[
-        "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32", "ht",
-        "800::", "match", "ip", "protocol", "6", "0xff", "hashkey", "mask", mask, "at", "20",
-        "link", "2:",
-    ]));
-    for b in 0..flows {
-        let ht = format!("2:{b:x}:");
-        let id = format!("1:{:x}", 0x100 + u32::from(b));
-        v.push(tc(&[
-            "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32",
-            "ht", &ht, "match", "u32", "0", "0", "flowid", &id,
-        ]));
+    // tables 3: .. (one per 256 ports, keyed on the low byte, bucket b of
+    // table 3+t to leaf 1:(100 + 256 t + b)), and table 2: keyed on the high
+    // byte, whose bucket PORT_BASE / 256 + t links to table 3+t; tables are
+    // made before the filters that link to them
+    let tables = flows / 256;
+    v.extend((0..tables).map(|t| f.table(3 + t)));
+    v.push(f.table(2));
+    v.push(f.root(high, 2));
+    for t in 0..tables {
+        let bucket = format!("2:{:x}:", (PORT_BASE / 256 + t) & 0xff);
+        v.push(f.link(&bucket, low, 3 + t));
+        v.extend(f.leaves(3 + t, u32::from(t) * 256, 256));
     }
     v
 }
 
-/// The filters of a host of more than 256 connections: tables `3:` ..
-/// (one per 256 ports, keyed on the port's low byte, bucket `b` of table
-/// `3+t` to leaf `1:(100 + 256 t + b)`), and table `2:` keyed on the
-/// port's high byte, whose bucket `PORT_BASE / 256 + t` links to table
-/// `3+t`. Tables are made before the filters that link to them.
-fn two_level(
-    tc: &dyn Fn(&[&str]) -> Cmd,
-    dev: &str,
-    low: &str,
-    high: &str,
-    flows: u16,
-) -> Vec<Cmd> {
-    let tables = flows / 256;
-    let first = PORT_BASE / 256;
-    let mut v = Vec::new();
-    for t in 0..tables {
-        let h = format!("{:x}:", 3 + t);
-        v.push(tc(&[
-            "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "handle", &h, "protocol",
-            "ip", "u32", "divisor", "256",
-        ]));
+/// The `u32` filter commands on the `htb` root `1:` of `dev` in `ns`.
+struct Filters<'a> {
+    ns: &'a str,
+    dev: &'a str,
+}
+
+impl Filters<'_> {
+    fn cmd(&self, rest: &[&str]) -> Cmd {
+        let mut c = cmd(&[
+            "tc", "-n", self.ns, "filter", "add", "dev", self.dev, "parent", "1:", "prio", "1",
+        ]);
+        c.extend(rest.iter().map(|s| s.to_string()));
+        c
     }
-    v.push(tc(&[
-        "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "handle", "2:", "protocol", "ip",
-        "u32", "divisor", "256",
-    ]));
-    v.push(tc(&[
-        "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32", "ht",
-        "800::", "match", "ip", "protocol", "6", "0xff", "hashkey", "mask", high, "at", "20",
-        "link", "2:",
-    ]));
-    for t in 0..tables {
-        let ht = format!("2:{:x}:", (first + t) & 0xff);
-        let link = format!("{:x}:", 3 + t);
-        v.push(tc(&[
-            "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32",
-            "ht", &ht, "match", "u32", "0", "0", "hashkey", "mask", low, "at", "20", "link", &link,
-        ]));
-        for b in 0..256u16 {
-            let ht = format!("{:x}:{b:x}:", 3 + t);
-            let id = format!("1:{:x}", 0x100 + u32::from(t) * 256 + u32::from(b));
-            v.push(tc(&[
-                "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip", "u32",
-                "ht", &ht, "match", "u32", "0", "0", "flowid", &id,
-            ]));
-        }
+
+    /// Hash table `handle:` of 256 buckets.
+    fn table(&self, handle: u16) -> Cmd {
+        let h = format!("{handle:x}:");
+        self.cmd(&["handle", &h, "protocol", "ip", "u32", "divisor", "256"])
     }
-    v
+
+    /// TCP packets hashed on `mask` of the ports' word into table `to:`.
+    fn root(&self, mask: &str, to: u16) -> Cmd {
+        let to = format!("{to:x}:");
+        self.cmd(&[
+            "protocol", "ip", "u32", "ht", "800::", "match", "ip", "protocol", "6", "0xff",
+            "hashkey", "mask", mask, "at", "20", "link", &to,
+        ])
+    }
+
+    /// Bucket `ht` hashes on `mask` of the ports' word into table `to:`.
+    fn link(&self, ht: &str, mask: &str, to: u16) -> Cmd {
+        let to = format!("{to:x}:");
+        self.cmd(&[
+            "protocol", "ip", "u32", "ht", ht, "match", "u32", "0", "0", "hashkey", "mask", mask,
+            "at", "20", "link", &to,
+        ])
+    }
+
+    /// Buckets 0..n of table `table:` to leaves `1:(100 + first + b)`.
+    fn leaves(&self, table: u16, first: u32, n: u16) -> impl Iterator<Item = Cmd> + '_ {
+        (0..n).map(move |b| {
+            let ht = format!("{table:x}:{b:x}:");
+            let id = format!("1:{:x}", 0x100 + first + u32::from(b));
+            self.cmd(&[
+                "protocol", "ip", "u32", "ht", &ht, "match", "u32", "0", "0", "flowid", &id,
+            ])
+        })
+    }
 }
 
 /// Narrows client host `ns`'s ephemeral ports to the shaped range, and lets
