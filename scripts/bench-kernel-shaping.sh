@@ -30,6 +30,7 @@
 #   scripts/bench-kernel-shaping.sh
 #   ROUNDS=3 HOSTS=8 SESSIONS=2000 BASELINE=/tmp/vodlab-old scripts/bench-kernel-shaping.sh
 #   HOSTS=2 FLOWS=5120 SESSIONS=10000 scripts/bench-kernel-shaping.sh   # part (b)'s scale
+#   KERNEL_MTUS="1500 9000 65535" ...      # the kernel arm on larger frames too
 #
 # Needs root (network namespaces, tc). Writes OUT/ (default
 # results/bench-kernel-shaping-<time>): the workload, each arm's hosts'
@@ -45,6 +46,9 @@ SESSIONS=${SESSIONS:-2000}
 RATE=${RATE:-2mbit}
 BASELINE=${BASELINE:-}
 BASELINE_MODES=${BASELINE_MODES:-inproc}
+# the kernel arm once per MTU of the lab's links (an arm kernel-mtuN for N
+# != 1500; the in-process arms stay at 1500)
+KERNEL_MTUS=${KERNEL_MTUS:-1500}
 OUT=${OUT:-results/bench-kernel-shaping-$(date +%s)}
 
 die() { echo "bench-kernel-shaping: $*" >&2; exit 1; }
@@ -90,9 +94,9 @@ SAMPLER=
 cleanup() { [ -n "$SAMPLER" ] && kill "$SAMPLER" 2> /dev/null || true; }
 trap cleanup EXIT
 
-# one arm: NAME BIN kernel|inproc ROUND
+# one arm: NAME BIN kernel|inproc ROUND [MTU]
 arm() {
-  local name=$1 bin=$2 mode=$3 round=$4
+  local name=$1 bin=$2 mode=$3 round=$4 mtu=${5:-1500}
   local dir="$OUT/$name-r$round"
   rm -rf "$dir"
   mkdir -p "$dir"
@@ -106,7 +110,7 @@ arm() {
   local rate=$((SESSIONS / 5))
   (while :; do echo "$(date +%s.%N) $(head -1 /proc/stat)"; sleep 1; done) > "$dir/cpu.txt" &
   SAMPLER=$!
-  "$VODLAB" lab run --name bks --clients "$HOSTS" --port 8080 --timeout 300 "${flow[@]}" \
+  "$VODLAB" lab run --name bks --clients "$HOSTS" --port 8080 --timeout 300 --mtu "$mtu" "${flow[@]}" \
     --server "exec $VODLAB serve --root $OUT/root --listen 10.77.0.1:8080 --stats-interval 0" \
     --client "exec $bin run $OUT/work --target http://\$VODLAB_LAB_SERVER:8080 --allow-remote \
       --rate $rate --shard \$VODLAB_LAB_CLIENT/$HOSTS --start-at $start --quiet $shaping \
@@ -154,7 +158,9 @@ PY
 
 : > "$OUT/rows.txt"
 for round in $(seq 1 "$ROUNDS"); do
-  arm kernel "$VODLAB" kernel "$round"
+  for m in $KERNEL_MTUS; do
+    if [ "$m" = 1500 ]; then arm kernel "$VODLAB" kernel "$round"; else arm "kernel-mtu$m" "$VODLAB" kernel "$round" "$m"; fi
+  done
   arm inproc "$VODLAB" inproc "$round"
   if [ -n "$BASELINE" ]; then
     for m in $BASELINE_MODES; do

@@ -234,6 +234,35 @@ impl LabSpec {
         Ok(())
     }
 
+    /// What a user of this lab should know before trusting its figures
+    /// (printed by `vodlab lab up` and `lab run`); empty when nothing.
+    ///
+    /// An MTU above Ethernet's with shaping: htb lets a whole frame through
+    /// while its class has tokens, so a response that fits in one frame
+    /// arrives at once, unshaped. Measured 2026-12-07 (16 KiB responses at
+    /// 2 Mbit/s per connection, `scripts/bench-kernel-shaping.sh`,
+    /// experiments/shaped-session-cpu/2026-12-07-mtu): response p50 60.5
+    /// ms at MTU 1500 (65.5 ms is the rate's), 29.8 ms at 9000, 0.1 ms at
+    /// 65535.
+    pub fn notes(&self) -> Vec<String> {
+        let shaped = self.server_egress.is_some()
+            || self.client_down.is_some()
+            || self.client_up.is_some()
+            || !self.flow_down.is_empty()
+            || !self.flow_up.is_empty();
+        let mut notes = Vec::new();
+        if shaped && self.mtu > 1500 {
+            notes.push(format!(
+                "--mtu {}: htb passes a whole frame while its class has tokens, so a \
+                 response of up to {} bytes arrives at once, not at the shaped rate \
+                 (16 KiB at 2 Mbit/s: 0.1 ms at MTU 65535 against 60 ms at 1500); \
+                 keep 1500 where the shaping of short responses matters",
+                self.mtu, self.mtu
+            ));
+        }
+        notes
+    }
+
     /// Client host `i`'s per-connection downstream rate, if any.
     pub fn flow_down_of(&self, i: usize) -> Option<Rate> {
         pick(&self.flow_down, i)
@@ -620,6 +649,27 @@ mod tests {
         ));
         s.clients = 201;
         assert!(plan_up(&s).is_err());
+    }
+
+    #[test]
+    fn a_large_mtu_under_shaping_is_noted_and_nothing_else_is() {
+        let mut s = LabSpec::new("n", 2);
+        s.mtu = 65_535;
+        // unshaped: a large MTU is loopback-like and harmless
+        assert!(s.notes().is_empty());
+        s.flow_down = vec![Rate(2_000_000)];
+        let n = s.notes();
+        assert_eq!(n.len(), 1);
+        assert!(
+            n[0].contains("--mtu 65535") && n[0].contains("1500"),
+            "{n:?}"
+        );
+        s.mtu = 1500;
+        assert!(s.notes().is_empty());
+        s.mtu = 9000;
+        s.flow_down.clear();
+        s.server_egress = Some(Rate(1_000_000_000));
+        assert_eq!(s.notes().len(), 1);
     }
 
     #[test]

@@ -83,10 +83,18 @@ impl LabRunObserver for Stderr {
     }
 }
 
+/// Prints the lab's notes ([`netlab::LabSpec::notes`]) before it is built.
+fn note_spec(spec: &netlab::LabSpec) {
+    for n in spec.notes() {
+        eprintln!("vodlab lab: note: {n}");
+    }
+}
+
 /// Runs `vodlab lab`.
 pub fn run(c: LabCommand) -> anyhow::Result<ExitCode> {
     match c {
         LabCommand::Up(s) => {
+            note_spec(&s.spec());
             let lab = Lab::up(s.spec())?;
             let spec = lab.detach();
             eprintln!(
@@ -128,6 +136,7 @@ pub fn run(c: LabCommand) -> anyhow::Result<ExitCode> {
                 libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
                 libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
             }
+            note_spec(&a.shape.spec());
             let code = netlab::run_lab(&a, &mut Stderr)?;
             Ok(ExitCode::from(code.clamp(0, 255) as u8))
         }
