@@ -71,6 +71,9 @@ pub struct FirstGrow {
     pub reference_bps: u64,
     /// Next size = growth × chain length so far.
     pub growth: f64,
+    /// A chain idle this long is forgotten ([`FIRST_GROW_IDLE`], divided by
+    /// k under time compression).
+    pub idle: Duration,
     chains: HashMap<(String, u64), Track>,
 }
 
@@ -83,6 +86,7 @@ impl FirstGrow {
             square_root,
             reference_bps: REFERENCE_BPS,
             growth: GROWTH,
+            idle: FIRST_GROW_IDLE,
             chains: HashMap::new(),
         }
     }
@@ -108,8 +112,9 @@ impl FirstGrow {
 
     fn forget_idle(&mut self, now: Instant) {
         if self.chains.len() >= FIRST_GROW_CHAINS {
+            let idle = self.idle;
             self.chains
-                .retain(|_, t| now.saturating_duration_since(t.last) < FIRST_GROW_IDLE);
+                .retain(|_, t| now.saturating_duration_since(t.last) < idle);
             if self.chains.len() >= FIRST_GROW_CHAINS {
                 self.chains.clear();
             }
@@ -131,7 +136,7 @@ impl PrefetchController for FirstGrow {
         let known = self.chains.get(&key).copied().filter(|t| {
             req.offset >= t.start
                 && req.offset <= t.frontier
-                && now.saturating_duration_since(t.last) <= FIRST_GROW_IDLE
+                && now.saturating_duration_since(t.last) <= self.idle
         });
         let (start, frontier, size) = match known {
             Some(t) => {
@@ -171,8 +176,9 @@ impl PrefetchController for FirstGrow {
     fn on_read_complete(&mut self, _now: Instant, _bytes: u64, _duration: Duration) {}
     fn on_evicted(&mut self, _now: Instant, _bytes: u64, _unused_for: Duration) {}
     fn on_tick(&mut self, now: Instant) {
+        let idle = self.idle;
         self.chains
-            .retain(|_, t| now.saturating_duration_since(t.last) <= FIRST_GROW_IDLE);
+            .retain(|_, t| now.saturating_duration_since(t.last) <= idle);
     }
 }
 
@@ -246,6 +252,51 @@ mod tests {
             len(fg.on_request(t, &req(pos + 50_000_000, 1000, size, None), &mut s, None)),
             2_936_037
         );
+    }
+
+    /// The decisions of a policy over one chain at nominal times (seconds)
+    /// `at` / `k` and bit rate 8,000 kbit/s × `k`: a chain that grows,
+    /// pauses 30 s (kept) and then 50 s (forgotten by the 40 s window).
+    fn chain_under(policy: &crate::policy::PolicySpec, k: f64) -> Vec<u64> {
+        let mut c = policy.build();
+        let (t0, mut s, size) = (Instant::now(), SessionState::default(), 1u64 << 40);
+        let mut pos = 0;
+        let mut out = vec![];
+        for at in [0.0, 1.0, 2.0, 3.0, 33.0, 34.0, 84.0, 85.0] {
+            let br = Some((8_000_000.0 * k) as u64);
+            let now = t0 + Duration::from_secs_f64(at / k);
+            let l = len(c.on_request(now, &req(pos, 1000, size, br), &mut s, None));
+            out.push(l);
+            pos += l.max(1000);
+        }
+        out
+    }
+
+    #[test]
+    fn a_time_compressed_first_grow_decides_as_the_nominal_one() {
+        use crate::policy::PolicySpec;
+        for text in ["first-grow:16M", "first-grow-sr:4M"] {
+            let nominal: PolicySpec = text.parse().unwrap();
+            let want = chain_under(&nominal, 1.0);
+            // kept across the 30 s pause (grown), a new chain after 50 s
+            assert_ne!(want[4], FIRST_LATER, "{text}: {want:?}");
+            assert_eq!(want[6], FIRST_LATER, "{text}: {want:?}");
+            for k in [4.0, 10.0] {
+                let compressed = nominal.time_compressed(k).unwrap();
+                assert_eq!(chain_under(&compressed, k), want, "{compressed} at k = {k}");
+                // the nominal settings under a compressed load decide
+                // otherwise: the 5 s pause keeps the chain
+                assert_ne!(
+                    chain_under(&nominal, k),
+                    want,
+                    "{text} uncompressed at k = {k}"
+                );
+            }
+        }
+        // First-Grow-SR's cap follows the reference: at 8,000 kbit/s it is
+        // twice 4M, nominal and compressed alike
+        let sr: PolicySpec = "first-grow-sr:4M".parse().unwrap();
+        assert_eq!(chain_under(&sr, 1.0).iter().max(), Some(&(8 << 20)));
     }
 
     #[test]

@@ -37,8 +37,8 @@ pub const KINDS: [(&str, &str); 6] = [
     ("proportional:SIZE", "SIZE at 2,000 kbit/s, proportional to the bit rate (Gill & Bathen); ref=KBPS moves the reference"),
     ("sqrt:SIZE", "SIZE at 2,000 kbit/s, scaled by the square root of the bit rate (thesis 4.4); ref=KBPS moves the reference"),
     ("auto[:KEY=VALUE,...]", "the automatic size of thesis chapter 4 (start, interval, step, deflation, busy, evict, evict_of, ramp, min, max, ref, exp)"),
-    ("first-grow:MAX", "per chain a first size from Table 5.6, then 3.35 x the chain so far, up to MAX (thesis 5.6.1)"),
-    ("first-grow-sr:MAX", "First-Grow with MAX scaled by the square root of the bit rate over 2,000 kbit/s"),
+    ("first-grow:MAX[,idle=SECS]", "per chain a first size from Table 5.6, then 3.35 x the chain so far, up to MAX (thesis 5.6.1); a chain idle 40 s (idle=) is forgotten"),
+    ("first-grow-sr:MAX[,idle=SECS,ref=KBPS]", "First-Grow with MAX scaled by the square root of the bit rate over 2,000 kbit/s (ref=)"),
 ];
 
 /// Which prefetch controller runs (`--prefetch-policy`, `--policy`):
@@ -56,7 +56,10 @@ pub const KINDS: [(&str, &str); 6] = [
 /// - `proportional:SIZE[,ref=KBPS]` and `sqrt:SIZE[,ref=KBPS]`: chapter 5's
 ///   names for `fixed:SIZE,ref=KBPS,exp=1` and `exp=0.5`, KBPS 2,000 unless
 ///   given (shown as the `fixed` form);
-/// - `first-grow:MAX` and `first-grow-sr:MAX` (chapter 5).
+/// - `first-grow:MAX[,idle=SECS,ref=KBPS]` and `first-grow-sr:MAX[,...]`
+///   (chapter 5; the chain window, 40 s, and First-Grow-SR's reference
+///   rate, 2,000 kbit/s, are shown only when changed, as time compression
+///   does).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PolicySpec {
     /// [`crate::controller::Fixed`]: this many bytes from the request's
@@ -72,11 +75,30 @@ pub enum PolicySpec {
     /// `square_root`, the maximum scales with √(b / 2,000 kbit/s)
     /// (First-Grow-SR).
     FirstGrow {
-        /// Largest prefetch, bytes (at 2,000 kbit/s for First-Grow-SR).
+        /// Largest prefetch, bytes (at `reference_kbps` for First-Grow-SR).
         max: u64,
         /// First-Grow-SR.
         square_root: bool,
+        /// A chain idle this long is forgotten (`idle=SECS`; 40 s, the
+        /// thesis's chain window, divided by k under time compression).
+        idle: Duration,
+        /// The bit rate at which First-Grow-SR's maximum is `max`, kbit/s
+        /// (`ref=KBPS`; 2,000, multiplied by k under time compression).
+        reference_kbps: f64,
     },
+}
+
+impl PolicySpec {
+    /// `first-grow:MAX` (`square_root` false) or `first-grow-sr:MAX` with
+    /// the thesis's chain window and reference rate.
+    pub fn first_grow(max: u64, square_root: bool) -> Self {
+        PolicySpec::FirstGrow {
+            max,
+            square_root,
+            idle: crate::chainpf::FIRST_GROW_IDLE,
+            reference_kbps: REFERENCE_BPS as f64 / 1000.0,
+        }
+    }
 }
 
 impl PolicySpec {
@@ -97,6 +119,14 @@ impl PolicySpec {
             PolicySpec::Scaled(_, s) => s.validate(),
             PolicySpec::Auto(a) => a.validate(),
             PolicySpec::FirstGrow { max: 0, .. } => Err("first-grow's maximum must be > 0".into()),
+            PolicySpec::FirstGrow { idle, .. } if idle.is_zero() => {
+                Err("first-grow's idle (chain window) must be > 0".into())
+            }
+            PolicySpec::FirstGrow { reference_kbps, .. }
+                if !(reference_kbps.is_finite() && *reference_kbps > 0.0) =>
+            {
+                Err("first-grow's ref must be a bit rate > 0 (kbit/s)".into())
+            }
             PolicySpec::FirstGrow { .. } => Ok(()),
         }
     }
@@ -109,16 +139,25 @@ impl PolicySpec {
             PolicySpec::Fixed(n) => Box::new(Fixed(n)),
             PolicySpec::Scaled(size, scaling) => Box::new(crate::auto::Scaled { size, scaling }),
             PolicySpec::Auto(cfg) => Box::new(crate::auto::Auto::new(cfg)),
-            PolicySpec::FirstGrow { max, square_root } => {
-                Box::new(crate::chainpf::FirstGrow::new(max, square_root))
+            PolicySpec::FirstGrow {
+                max,
+                square_root,
+                idle,
+                reference_kbps,
+            } => {
+                let mut c = crate::chainpf::FirstGrow::new(max, square_root);
+                c.idle = idle;
+                c.reference_bps = (reference_kbps * 1000.0).round() as u64;
+                Box::new(c)
             }
         }
     }
 
     /// The policy for a server that runs its clock `k` times faster than
     /// the content's (`time_compression`): bit rates ×k, the automatic
-    /// size's intervals ÷k. First-Grow has a fixed chain window and
-    /// reference rate, so it refuses k ≠ 1.
+    /// size's intervals ÷k, First-Grow's chain window ÷k and its reference
+    /// rate ×k (so First-Grow-SR's maximum for a compressed bit rate is the
+    /// nominal one's). Sizes are never scaled.
     pub fn time_compressed(self, k: f64) -> Result<Self, PolicyError> {
         let div = |d: Duration| Duration::from_secs_f64(d.as_secs_f64() / k);
         Ok(match self {
@@ -135,13 +174,17 @@ impl PolicySpec {
                 }
                 PolicySpec::Auto(a)
             }
-            PolicySpec::FirstGrow { .. } if k == 1.0 => self,
-            PolicySpec::FirstGrow { .. } => {
-                return Err(PolicyError {
-                    given: self.to_string(),
-                    why: "--time-compression (time_compression) != 1 is not supported with first-grow: its chain window and reference rate are fixed".into(),
-                })
-            }
+            PolicySpec::FirstGrow {
+                max,
+                square_root,
+                idle,
+                reference_kbps,
+            } => PolicySpec::FirstGrow {
+                max,
+                square_root,
+                idle: div(idle),
+                reference_kbps: reference_kbps * k,
+            },
         })
     }
 }
@@ -174,9 +217,21 @@ impl fmt::Display for PolicySpec {
                 write!(f, "fixed:{},", fmt_size(*n))?;
                 fmt_scaling(f, s)
             }
-            PolicySpec::FirstGrow { max, square_root } => {
+            PolicySpec::FirstGrow {
+                max,
+                square_root,
+                idle,
+                reference_kbps,
+            } => {
                 let sr = if *square_root { "-sr" } else { "" };
-                write!(f, "first-grow{sr}:{}", fmt_size(*max))
+                write!(f, "first-grow{sr}:{}", fmt_size(*max))?;
+                if *idle != crate::chainpf::FIRST_GROW_IDLE {
+                    write!(f, ",idle={}", idle.as_secs_f64())?;
+                }
+                if *reference_kbps != REFERENCE_BPS as f64 / 1000.0 {
+                    write!(f, ",ref={reference_kbps}")?;
+                }
+                Ok(())
             }
             PolicySpec::Auto(a) => {
                 let d = crate::auto::AutoConfig::default();
@@ -372,15 +427,39 @@ impl FromStr for PolicySpec {
                 PolicySpec::Auto(a)
             }
             "first-grow" | "first-grow-sr" => {
-                if opts.len() != 1 || opts[0].contains('=') {
+                if opts.is_empty() || opts[0].contains('=') {
                     return Err(bad(format!(
-                        "`{name}` takes one size, its maximum (e.g. {name}:16M)"
+                        "`{name}` takes its maximum, then idle=SECS and ref=KBPS if wanted (e.g. {name}:16M)"
                     )));
                 }
-                PolicySpec::FirstGrow {
-                    max: parse_size(opts[0]).map_err(bad)?,
-                    square_root: name == "first-grow-sr",
+                let max = parse_size(opts.remove(0)).map_err(bad)?;
+                let mut spec = PolicySpec::first_grow(max, name == "first-grow-sr");
+                if let PolicySpec::FirstGrow {
+                    idle,
+                    reference_kbps,
+                    ..
+                } = &mut spec
+                {
+                    for o in &opts {
+                        match o.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                            Some(("idle", v)) => {
+                                *idle = vodlab_units::parse_duration(v)
+                                    .map_err(|e| bad(format!("idle: {e}")))?
+                            }
+                            Some(("ref", v)) => {
+                                *reference_kbps = v
+                                    .parse::<f64>()
+                                    .map_err(|_| bad(format!("ref: `{v}` is not a number")))?
+                            }
+                            _ => {
+                                return Err(bad(format!(
+                                    "`{o}`: {name} takes idle=SECS and ref=KBPS after its maximum"
+                                )))
+                            }
+                        }
+                    }
                 }
+                spec
             }
             _ => {
                 return Err(bad(format!(

@@ -443,13 +443,7 @@ mod tests {
         assert_eq!("fixed:4M".parse(), Ok(PolicySpec::Fixed(4 << 20)));
         for (text, sr) in [("first-grow:16M", false), ("first-grow-sr:16M", true)] {
             let p: PolicySpec = text.parse().unwrap();
-            assert_eq!(
-                p,
-                PolicySpec::FirstGrow {
-                    max: 16 << 20,
-                    square_root: sr
-                }
-            );
+            assert_eq!(p, PolicySpec::first_grow(16 << 20, sr));
             assert_eq!(p.to_string(), text);
         }
         assert!("first-grow".parse::<PolicySpec>().is_err());

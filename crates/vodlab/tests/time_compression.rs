@@ -101,9 +101,9 @@ fn bad_factors_are_refused_naming_the_flag() {
         "--time-compression",
         "10",
         "--prefetch-policy",
-        "first-grow:16M",
+        "first-grow:16M,idle=0",
     ]);
-    assert!(e.contains("first-grow"), "{e}");
+    assert!(e.contains("first-grow") && e.contains("idle"), "{e}");
     let e = err(&[
         "capacity",
         s,

@@ -32,7 +32,8 @@ impl Config {
     ///   higher bit rate: the same bytes), and `auto`'s `interval` and
     ///   `ramp`;
     /// - multiplied by k: `default_bitrate_kbps`, `link_capacity`, the
-    ///   `ref=` rate of `fixed:SIZE,ref=` and `auto:ref=`, and (when the
+    ///   `ref=` rate of `fixed:SIZE,ref=`, `auto:ref=` and First-Grow-SR,
+    ///   and (when the
     ///   server loads it) every rate of the `bitrates` catalog; a CMCD `br`
     ///   comes from the compressed client already multiplied;
     /// - unchanged: sizes, `header_timeout` (a guard against slow clients,
@@ -42,8 +43,8 @@ impl Config {
     ///   of nominal time; it only bounds how long an unused range can still
     ///   be counted as evicted).
     ///
-    /// `first-grow` and `first-grow-sr` are refused for k != 1: their chain
-    /// window (40 s) and reference rate are constants of the controller.
+    /// First-Grow's chain window (40 s) is divided by k like the other
+    /// control times.
     pub fn compress_time(&self, k: f64) -> Result<Config, ConfigError> {
         if !valid_k(k) {
             return Err(ConfigError::Range {
@@ -146,12 +147,14 @@ mod tests {
             prefetch_policy: "first-grow:16M".parse().unwrap(),
             ..Config::default()
         };
-        let e = fg.compress_time(10.0).unwrap_err().to_string();
-        assert!(
-            e.contains("first-grow") && e.contains("time_compression"),
-            "{e}"
+        // First-Grow: its chain window divided, its reference rate
+        // multiplied, its maximum (a size) kept
+        let c = fg.compress_time(10.0).unwrap();
+        assert_eq!(
+            c.prefetch_policy.to_string(),
+            "first-grow:16M,idle=4,ref=20000"
         );
-        assert!(fg.compress_time(1.0).is_ok());
+        assert_eq!(fg.compress_time(1.0).unwrap(), fg);
         let bad = Config {
             time_compression: 0.0,
             ..Config::default()
