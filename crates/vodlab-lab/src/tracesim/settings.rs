@@ -244,7 +244,13 @@ mod tests {
         );
         let sim = Sim::try_parse_from(["simulate", "--sweep", "2M", "--policy", "auto"]).unwrap();
         assert_eq!(pairs(&sim.a)[0].2, "auto:start=2M");
-        for bad in ["lru:4M", "fixed", "auto:step=x", "first-grow:4M,ref=1"] {
+        for bad in [
+            "lru:4M",
+            "fixed",
+            "auto:step=x",
+            "first-grow:4M,step=1",
+            "first-grow:4M,idle=0",
+        ] {
             let sim = Sim::try_parse_from(["simulate", "--policy", bad]).unwrap();
             let e = sim.a.plan().expect_err(bad).to_string();
             assert!(e.contains("prefetch policy"), "{bad}: {e}");
