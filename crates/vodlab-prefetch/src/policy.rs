@@ -13,6 +13,9 @@ use crate::chainpf::REFERENCE_BPS;
 use crate::controller::{Fixed, PrefetchController};
 use crate::defaults;
 
+/// [`REFERENCE_BPS`] in kbit/s, as the policies' `ref=` writes it.
+const REFERENCE_KBPS: f64 = REFERENCE_BPS as f64 / 1000.0;
+
 /// A size in bytes, in vodlab's one grammar ([`vodlab_units::parse_size`]:
 /// `4096`, `256k`, `4M` = 4 MiB, `1.5G`, `4MB` = 4×10^6); the error names
 /// the input and shows the grammar.
@@ -96,12 +99,10 @@ impl PolicySpec {
             max,
             square_root,
             idle: crate::chainpf::FIRST_GROW_IDLE,
-            reference_kbps: REFERENCE_BPS as f64 / 1000.0,
+            reference_kbps: REFERENCE_KBPS,
         }
     }
-}
 
-impl PolicySpec {
     /// The fixed size, when the policy has one (the statistics'
     /// `prefetch_bytes`).
     pub fn fixed_bytes(&self) -> Option<u64> {
@@ -228,7 +229,7 @@ impl fmt::Display for PolicySpec {
                 if *idle != crate::chainpf::FIRST_GROW_IDLE {
                     write!(f, ",idle={}", idle.as_secs_f64())?;
                 }
-                if *reference_kbps != REFERENCE_BPS as f64 / 1000.0 {
+                if *reference_kbps != REFERENCE_KBPS {
                     write!(f, ",ref={reference_kbps}")?;
                 }
                 Ok(())
@@ -398,7 +399,7 @@ impl FromStr for PolicySpec {
                 }
                 let n = parse_size(opts.remove(0)).map_err(bad)?;
                 let exponent = if name == "sqrt" { 0.5 } else { 1.0 };
-                let mut reference_kbps = REFERENCE_BPS as f64 / 1000.0;
+                let mut reference_kbps = REFERENCE_KBPS;
                 for o in &opts {
                     match o.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
                         Some(("ref", v)) => {
@@ -433,33 +434,32 @@ impl FromStr for PolicySpec {
                     )));
                 }
                 let max = parse_size(opts.remove(0)).map_err(bad)?;
-                let mut spec = PolicySpec::first_grow(max, name == "first-grow-sr");
-                if let PolicySpec::FirstGrow {
-                    idle,
-                    reference_kbps,
-                    ..
-                } = &mut spec
-                {
-                    for o in &opts {
-                        match o.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
-                            Some(("idle", v)) => {
-                                *idle = vodlab_units::parse_duration(v)
-                                    .map_err(|e| bad(format!("idle: {e}")))?
-                            }
-                            Some(("ref", v)) => {
-                                *reference_kbps = v
-                                    .parse::<f64>()
-                                    .map_err(|_| bad(format!("ref: `{v}` is not a number")))?
-                            }
-                            _ => {
-                                return Err(bad(format!(
-                                    "`{o}`: {name} takes idle=SECS and ref=KBPS after its maximum"
-                                )))
-                            }
+                let (mut idle, mut reference_kbps) =
+                    (crate::chainpf::FIRST_GROW_IDLE, REFERENCE_KBPS);
+                for o in &opts {
+                    match o.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                        Some(("idle", v)) => {
+                            idle = vodlab_units::parse_duration(v)
+                                .map_err(|e| bad(format!("idle: {e}")))?
+                        }
+                        Some(("ref", v)) => {
+                            reference_kbps = v
+                                .parse::<f64>()
+                                .map_err(|_| bad(format!("ref: `{v}` is not a number")))?
+                        }
+                        _ => {
+                            return Err(bad(format!(
+                                "`{o}`: {name} takes idle=SECS and ref=KBPS after its maximum"
+                            )))
                         }
                     }
                 }
-                spec
+                PolicySpec::FirstGrow {
+                    max,
+                    square_root: name == "first-grow-sr",
+                    idle,
+                    reference_kbps,
+                }
             }
             _ => {
                 return Err(bad(format!(
