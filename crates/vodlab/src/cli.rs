@@ -33,6 +33,12 @@ pub enum Command {
     /// from a cold cache, in about 4-5 minutes (measured here: ASAP 20/s,
     /// nginx 12-13/s). --cached forces the page-cache smoke test.
     ///
+    /// Its viewers are unpaced (each fetches its chunks back to back), so
+    /// the answer is how sequentially each server reads the drive under
+    /// concurrency, not the failure-free rate of paced viewers: that one
+    /// needs real time and 30 minutes or more here (docs/experiments.md,
+    /// "Why the root bench stays unpaced").
+    ///
     /// Examples:
     ///   vodlab bench
     ///   vodlab bench --servers vodlab-asap,vodlab-vanilla,nginx
