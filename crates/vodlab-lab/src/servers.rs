@@ -9,6 +9,7 @@
 //! the comparison ([`ServerSpec`]) may give `vodlab serve` a prefetch policy.
 
 mod certs;
+mod port;
 mod rows;
 
 pub use certs::TlsFiles;
@@ -81,6 +82,18 @@ pub enum ServerError {
         secs: u64,
         /// Its exit status or error log, if known.
         detail: String,
+    },
+    /// Another process listens where the server should: a readiness probe
+    /// would reach that process, and the run would measure it.
+    #[error(
+        "{addr} is already taken by another process (another vodlab compare or bench, or a \
+         service): {server} would not be the server measured; give a free port (--port)"
+    )]
+    PortTaken {
+        /// The server we were to start.
+        server: String,
+        /// The address.
+        addr: SocketAddr,
     },
 }
 
@@ -649,6 +662,12 @@ pub fn wait_listening(
         let tcp = s.kind.udp_only()
             || TcpStream::connect_timeout(&s.addr, Duration::from_millis(200)).is_ok();
         let udp = s.protocol != Protocol::H3 || udp_bound(s.addr);
+        if tcp && !s.kind.udp_only() && port::stranger_listens(s.addr, child.id()) == Some(true) {
+            return Err(ServerError::PortTaken {
+                server: s.kind.name().into(),
+                addr: s.addr,
+            });
+        }
         if tcp && udp {
             return Ok(());
         }
@@ -671,6 +690,24 @@ pub fn wait_listening(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// An error if another process already listens where `s` should (TCP, or
+/// UDP for h3): checked before the server starts, so that its own bind
+/// failure is not hidden behind a readiness probe that the other process
+/// answers.
+pub fn ensure_port_free(s: &ServerSetup) -> Result<(), ServerError> {
+    let taken = || ServerError::PortTaken {
+        server: s.kind.name().into(),
+        addr: s.addr,
+    };
+    if !s.kind.udp_only() && port::tcp_listeners(s.addr).is_some_and(|l| !l.is_empty()) {
+        return Err(taken());
+    }
+    if s.protocol == Protocol::H3 && udp_bound(s.addr) {
+        return Err(taken());
+    }
+    Ok(())
 }
 
 /// Whether a socket is bound to UDP `addr` (`/proc/net/udp`, or `udp6`

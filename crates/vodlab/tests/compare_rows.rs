@@ -438,3 +438,40 @@ fn bad_rows_are_named() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("give it in one place"), "{err}");
 }
+
+/// A port another process listens on is refused, not measured: a readiness
+/// probe would reach that process (here this test's own listener, standing
+/// in for a second `vodlab compare` on the same `--port`), and every figure
+/// of the row would be its. The row says why and nothing was measured.
+#[test]
+fn a_taken_port_is_refused_not_measured() {
+    let d = readable_tempdir("vodlab-rows-");
+    let (w, root) = tiny(d.path());
+    let out = d.path().join("cmp");
+    let stranger = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = stranger.local_addr().unwrap().port().to_string();
+    let mut a = args(&w, &root, &port, out.to_str().unwrap());
+    a.extend(["--servers", "vodlab-asap", "--max-points", "1"]);
+    let o = vodlab(&a);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let said = "is already taken by another process";
+    let cmp = out.join("compare.json");
+    let row_error = cmp
+        .exists()
+        .then(|| json(&cmp))
+        .and_then(|c| row(&c, "vodlab-asap")["error"].as_str().map(String::from));
+    assert!(
+        text.contains(said) || row_error.as_deref().is_some_and(|e| e.contains(said)),
+        "{text} / {row_error:?}"
+    );
+    // nothing of the stranger's was measured as the row's
+    if cmp.exists() {
+        let c = json(&cmp);
+        assert!(row(&c, "vodlab-asap")["at_capacity"].is_null(), "{c}");
+    }
+    drop(stranger);
+}

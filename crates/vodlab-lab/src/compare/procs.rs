@@ -39,6 +39,10 @@ impl Procs {
             if let Some(b) = b {
                 b.command(&mut cmd);
             }
+            servers::ensure_port_free(&bs).map_err(|source| CompareError::Backend {
+                label: label.to_string(),
+                source,
+            })?;
             let child = cmd.spawn().map_err(|source| CompareError::Start {
                 what: format!("{label}'s backend (vodlab serve)"),
                 source,
@@ -51,6 +55,7 @@ impl Procs {
                 }
             })?;
         }
+        servers::ensure_port_free(setup)?;
         let mut cmd = servers::command(setup)?;
         if let Some(b) = b {
             b.command(&mut cmd);
