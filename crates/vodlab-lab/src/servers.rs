@@ -719,15 +719,10 @@ pub fn udp_bound(addr: SocketAddr) -> bool {
             "/proc/net/udp",
             format!("{:08X}:{:04X}", u32::from(*a.ip()).swap_bytes(), a.port()),
         ),
-        SocketAddr::V6(a) => {
-            let hex: String = a
-                .ip()
-                .octets()
-                .chunks(4)
-                .map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
-                .collect();
-            ("/proc/net/udp6", format!("{hex}:{:04X}", a.port()))
-        }
+        SocketAddr::V6(a) => (
+            "/proc/net/udp6",
+            format!("{}:{:04X}", port::proc_net_v6(a.ip()), a.port()),
+        ),
     };
     let unspecified_v4 = format!("00000000:{:04X}", addr.port());
     std::fs::read_to_string(file).is_ok_and(|t| {

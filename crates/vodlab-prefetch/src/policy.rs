@@ -16,6 +16,12 @@ use crate::defaults;
 /// [`REFERENCE_BPS`] in kbit/s, as the policies' `ref=` writes it.
 const REFERENCE_KBPS: f64 = REFERENCE_BPS as f64 / 1000.0;
 
+/// A policy's `ref=KBPS` option: the bit rate its sizes are scaled around.
+fn parse_ref(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .map_err(|_| format!("ref: `{v}` is not a number"))
+}
+
 /// A size in bytes, in vodlab's one grammar ([`vodlab_units::parse_size`]:
 /// `4096`, `256k`, `4M` = 4 MiB, `1.5G`, `4MB` = 4×10^6); the error names
 /// the input and shows the grammar.
@@ -402,11 +408,7 @@ impl FromStr for PolicySpec {
                 let mut reference_kbps = REFERENCE_KBPS;
                 for o in &opts {
                     match o.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
-                        Some(("ref", v)) => {
-                            reference_kbps = v
-                                .parse::<f64>()
-                                .map_err(|_| bad(format!("ref: `{v}` is not a number")))?
-                        }
+                        Some(("ref", v)) => reference_kbps = parse_ref(v).map_err(bad)?,
                         _ => {
                             return Err(bad(format!(
                                 "`{o}`: {name} takes only ref=KBPS (its exponent is {exponent})"
@@ -442,11 +444,7 @@ impl FromStr for PolicySpec {
                             idle = vodlab_units::parse_duration(v)
                                 .map_err(|e| bad(format!("idle: {e}")))?
                         }
-                        Some(("ref", v)) => {
-                            reference_kbps = v
-                                .parse::<f64>()
-                                .map_err(|_| bad(format!("ref: `{v}` is not a number")))?
-                        }
+                        Some(("ref", v)) => reference_kbps = parse_ref(v).map_err(bad)?,
                         _ => {
                             return Err(bad(format!(
                                 "`{o}`: {name} takes idle=SECS and ref=KBPS after its maximum"

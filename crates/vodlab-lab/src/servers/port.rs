@@ -9,6 +9,15 @@
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 
+/// An IPv6 address as `/proc/net/{tcp,udp}6` write it: four 32-bit words,
+/// each in host order.
+pub(super) fn proc_net_v6(ip: &std::net::Ipv6Addr) -> String {
+    ip.octets()
+        .chunks(4)
+        .map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
+        .collect()
+}
+
 /// The inodes of the TCP sockets listening where a connect to `addr`
 /// would land: `addr` itself, the unspecified address of its family, and
 /// over IPv6 the unspecified or v4-mapped form of an IPv4 `addr`. `None`
@@ -26,13 +35,7 @@ pub(super) fn tcp_listeners(addr: SocketAddr) -> Option<HashSet<u64>> {
             wanted.push(("/proc/net/tcp6", "0".repeat(32)));
         }
         SocketAddr::V6(a) => {
-            let hex: String = a
-                .ip()
-                .octets()
-                .chunks(4)
-                .map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
-                .collect();
-            wanted.push(("/proc/net/tcp6", hex));
+            wanted.push(("/proc/net/tcp6", proc_net_v6(a.ip())));
             wanted.push(("/proc/net/tcp6", "0".repeat(32)));
         }
     }
