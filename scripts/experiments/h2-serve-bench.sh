@@ -8,6 +8,10 @@
 #   scripts/experiments/h2-serve-bench.sh [VODLAB_BIN]
 #   env: ROUNDS=3 SIZE_MB=1 N=2000 C=4 M=10 VARIANTS="h1 h2c https h2" OUT=file.json
 #        SERVE_ARGS="--io asap" (more flags for vodlab serve)
+#        PIN=1  both servers on CPU 0 and h2load on CPU 1 (taskset), so that
+#        neither server shares a CPU with the client for part of a run and
+#        the other not: on loopback, who shares a CPU moves the kernel's TCP
+#        work between the processes (docs/benchmarks.md, "Plain HTTP/1.1").
 #        CC=cubic|bbr|...  run everything in a private network namespace whose
 #        TCP congestion control is CC (root; the namespace is removed at the
 #        end). The host's default may be BBR, which paces TCP inside the
@@ -46,6 +50,12 @@ n=${N:-2000}
 c=${C:-4}
 m=${M:-10}
 variants=${VARIANTS:-"h1 h2c https h2"}
+pin_server=(); pin_client=()
+if [ "${PIN:-0}" = 1 ]; then
+  command -v taskset >/dev/null || { echo "PIN=1 needs taskset (util-linux)" >&2; exit 1; }
+  [ "$(nproc)" -ge 2 ] || { echo "PIN=1 needs 2 CPUs" >&2; exit 1; }
+  pin_server=(taskset -c 0); pin_client=(taskset -c 1)
+fi
 work=$(mktemp -d)
 out=${OUT:-$work/h2-serve-bench.json}
 pids=()
@@ -70,7 +80,7 @@ busy() { awk '/^cpu / {printf "%.0f\n", $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
 
 vport=$(port)
-"$bin" serve --root "$work/root" --listen "127.0.0.1:$vport" --threads 1 --stats-interval 0 \
+"${pin_server[@]}" "$bin" serve --root "$work/root" --listen "127.0.0.1:$vport" --threads 1 --stats-interval 0 \
   --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" ${SERVE_ARGS:-} 2>"$work/vodlab.err" &
 vpid=$!; pids+=("$vpid")
 n1=$(port); n2=$(port); n3=$(port)
@@ -95,7 +105,7 @@ http {
   server { listen 127.0.0.1:$n3 ssl http2; root $work/root; }
 }
 EOF
-nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx.err" &
+"${pin_server[@]}" nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx.err" &
 npid=$!; pids+=("$npid")
 wait_port "$vport"; wait_port "$n1"; wait_port "$n2"; wait_port "$n3"
 # the servers' CPU in nanoseconds from a cpuacct cgroup each (cgroup v1,
@@ -136,10 +146,10 @@ for r in $(seq "$rounds"); do
     for s in vodlab nginx; do
       pid=$vpid; [ "$s" = nginx ] && pid=$npid
       # shellcheck disable=SC2046
-      h2load -n 100 -c "$c" $(url "$s" "$p") >/dev/null 2>&1 # warm: page cache, sessions
+      "${pin_client[@]}" h2load -n 100 -c "$c" $(url "$s" "$p") >/dev/null 2>&1 # warm: page cache, sessions
       t0=$(cpu_s "$s" "$pid"); m0=$(busy)
       # shellcheck disable=SC2046
-      res=$(/usr/bin/time -f 'client_cpu %U %S' h2load -n "$n" -c "$c" $(url "$s" "$p") 2>&1) \
+      res=$(/usr/bin/time -f 'client_cpu %U %S' "${pin_client[@]}" h2load -n "$n" -c "$c" $(url "$s" "$p") 2>&1) \
         || { echo "h2load against $s over $p failed: $res" >&2; exit 1; }
       t1=$(cpu_s "$s" "$pid"); m1=$(busy)
       ccpu=$(echo "$res" | awk '/^client_cpu/ {print $2 + $3}')
@@ -149,7 +159,7 @@ for r in $(seq "$rounds"); do
       data=$(echo "$res" | sed -n 's/^traffic: .*(\([0-9]*\)) data.*/\1/p')
       [ "$first" = 1 ] || echo "," >> "$out"
       first=0
-      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"cpu_source\": \"$cpu_source\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" >> "$out"
+      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"cpu_source\": \"$cpu_source\", \"pinned\": ${PIN:-0}, \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" >> "$out"
     done
   done
 done
