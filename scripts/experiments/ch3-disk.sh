@@ -13,6 +13,8 @@
 #
 #   scripts/experiments/ch3-disk.sh [OUT]
 #   REPEATS=3 START=10 STEP=5 K=4 SERVERS=vodlab-asap,nginx scripts/experiments/ch3-disk.sh OUT
+#   FIRST=3 REPEATS=3 ...   only round (= seed) 3: another set of sessions for servers whose
+#     rounds 1-2 ran elsewhere, with a START near their rate
 #   PRESET=youtube-2011-unchunked DRAIN=... scripts/experiments/ch3-disk.sh OUT   (one file per title, ranges)
 #     (not yet run to the end: with the 240 s drain, 30 of 300 sessions at 10/s and 17 of 150 at
 #     5/s were still unfinished at every server alike (2026-12-07), so every step failed; give
@@ -32,6 +34,7 @@ OUT=${1:-target/experiments/ch3-disk}
 PRESET=${PRESET:-youtube-2011-2mb}
 SESSIONS=${SESSIONS:-1440}
 REPEATS=${REPEATS:-3}
+FIRST=${FIRST:-1}
 START=${START:-10}
 STEP=${STEP:-5}
 K=${K:-4}
@@ -45,7 +48,7 @@ VODLAB=${VODLAB:-$HERE/target/release/vodlab}
 enter_out "$OUT"
 gen_once "$PRESET" 0.2 "$SESSIONS"
 sample_loadavg
-round=1
+round=$FIRST
 while [ "$round" -le "$REPEATS" ]; do
   d=round$round
   if [ ! -f "$d/compare.json" ]; then
