@@ -38,31 +38,15 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$work/root" "$work/nginx"
 head -c $((1 << 20)) /dev/urandom > "$work/root/seg.m4s"
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+. "$(dirname "$0")/bench-lib.sh"
 
-vport=$(port); lport=$(port); nport=$(port)
+vport=$(free_port); lport=$(free_port); nport=$(free_port)
 "$bin" serve --root "$work/root" --listen "127.0.0.1:$vport" --threads 1 --stats-interval 0 2>"$work/v.err" &
 vpid=$!; pids+=("$vpid")
 "$bin" serve --root "$work/root" --listen "127.0.0.1:$lport" --threads 1 --stats-interval 0 \
   --notsent-lowat 0 2>"$work/l.err" &
 lpid=$!; pids+=("$lpid")
-cat > "$work/nginx/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log stderr warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_requests 1000000;
-  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
-  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
-  server { listen 127.0.0.1:$nport; root $work/root; }
-}
-EOF
+nginx_conf "$work/nginx" "$work/root" "" "listen 127.0.0.1:$nport;"
 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx.err" &
 npid=$!; pids+=("$npid")
 wait_port "$vport"; wait_port "$lport"; wait_port "$nport"
@@ -80,7 +64,7 @@ for r in $(seq "$rounds"); do
     res=$(perf record -q -o "$work/p.data" -e cpu-clock -F "$freq" -a -g -- \
       h2load -n "$n" -c "$c" --h1 -m 1 "http://127.0.0.1:$p/seg.m4s" 2>&1) \
       || { echo "h2load against $s failed: $res" >&2; exit 1; }
-    secs=$(echo "$res" | awk '/^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else sub(/s$/,"",v); print v}')
+    secs=$(echo "$res" | h2load_secs)
     row=$(perf script -i "$work/p.data" -F comm,pid,cpu,ip,sym 2>/dev/null | python3 -c '
 import collections, json, sys
 server, freq = int(sys.argv[1]), float(sys.argv[2])

@@ -74,37 +74,18 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/bench-lib.sh"
 # the machine's busy ticks: user, nice, system, irq, softirq, steal
 busy() { awk '/^cpu / {printf "%.0f\n", $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
 
-vport=$(port)
+vport=$(free_port)
 "${pin_server[@]}" "$bin" serve --root "$work/root" --listen "127.0.0.1:$vport" --threads 1 --stats-interval 0 \
   --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" ${SERVE_ARGS:-} 2>"$work/vodlab.err" &
 vpid=$!; pids+=("$vpid")
-n1=$(port); n2=$(port); n3=$(port)
-cat > "$work/nginx/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log stderr warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_requests 1000000;
-  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
-  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
-  ssl_certificate $work/cert.pem;
+n1=$(free_port); n2=$(free_port); n3=$(free_port)
+nginx_conf "$work/nginx" "$work/root" "  ssl_certificate $work/cert.pem;
   ssl_certificate_key $work/key.pem;
-  http2_max_requests 1000000;
-  server { listen 127.0.0.1:$n1; root $work/root; }
-  server { listen 127.0.0.1:$n2 http2; root $work/root; }
-  server { listen 127.0.0.1:$n3 ssl http2; root $work/root; }
-}
-EOF
+  http2_max_requests 1000000;" "listen 127.0.0.1:$n1;" "listen 127.0.0.1:$n2 http2;" "listen 127.0.0.1:$n3 ssl http2;"
 "${pin_server[@]}" nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx.err" &
 npid=$!; pids+=("$npid")
 wait_port "$vport"; wait_port "$n1"; wait_port "$n2"; wait_port "$n3"
@@ -154,7 +135,7 @@ for r in $(seq "$rounds"); do
       t1=$(cpu_s "$s" "$pid"); m1=$(busy)
       ccpu=$(echo "$res" | awk '/^client_cpu/ {print $2 + $3}')
       # "finished in 1.23s," or "... 812.5ms,"
-      secs=$(echo "$res" | awk '/^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else if (v ~ /us$/) {sub(/us$/,"",v); v=v/1e6} else sub(/s$/,"",v); print v}')
+      secs=$(echo "$res" | h2load_secs)
       ok=$(echo "$res" | sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p')
       data=$(echo "$res" | sed -n 's/^traffic: .*(\([0-9]*\)) data.*/\1/p')
       [ "$first" = 1 ] || echo "," >> "$out"
