@@ -42,3 +42,13 @@ EOF2
 h2load_secs() {
   awk '/^finished in/ {v=$3; sub(/,$/,"",v); if (v ~ /ms$/) {sub(/ms$/,"",v); v=v/1000} else if (v ~ /us$/) {sub(/us$/,"",v); v=v/1e6} else sub(/s$/,"",v); print v}'
 }
+
+# json_open FILE, json_row FILE OBJECT..., json_close FILE: FILE holds a JSON array of the
+# rows written between open and close, one object per json_row.
+json_open() { echo "[" > "$1"; _json_first=1; }
+json_row() {
+  [ "$_json_first" = 1 ] || echo "," >> "$1"
+  _json_first=0
+  echo "$2" >> "$1"
+}
+json_close() { echo "]" >> "$1"; }

@@ -51,8 +51,7 @@ nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>"$work/nginx.err" &
 npid=$!; pids+=("$npid")
 wait_port "$vport"; wait_port "$lport"; wait_port "$nport"
 
-echo "[" > "$out"
-first=1
+json_open "$out"
 for r in $(seq "$rounds"); do
   for s in vodlab vodlab-lowat0 nginx; do
     case $s in
@@ -93,13 +92,11 @@ print(json.dumps({
     "in": {w: {k: s(v) for k, v in part[w].items()} for w in part},
     "server_on_client_cpu": round(cpus["server"][client_cpu] / max(tot["server"], 1), 3),
 }))' "$pid" "$freq")
-    [ "$first" = 1 ] || echo "," >> "$out"
-    first=0
-    echo "{\"round\": $r, \"server\": \"$s\", \"seconds\": $secs, \"bytes\": $((n << 20)), \"loadavg\": $(cut -d' ' -f1 /proc/loadavg), \"profile\": $row}" >> "$out"
+    json_row "$out" "{\"round\": $r, \"server\": \"$s\", \"seconds\": $secs, \"bytes\": $((n << 20)), \"loadavg\": $(cut -d' ' -f1 /proc/loadavg), \"profile\": $row}"
     echo "round $r $s: ${secs} s" >&2
   done
 done
-echo "]" >> "$out"
+json_close "$out"
 python3 - "$out" <<'EOF'
 import json, statistics, sys
 rows = json.load(open(sys.argv[1]))

@@ -120,8 +120,7 @@ url() { # server proto -> URL and h2load flags
   esac
 }
 
-echo "[" > "$out"
-first=1
+json_open "$out"
 for r in $(seq "$rounds"); do
   for p in $variants; do
     for s in vodlab nginx; do
@@ -138,13 +137,11 @@ for r in $(seq "$rounds"); do
       secs=$(echo "$res" | h2load_secs)
       ok=$(echo "$res" | sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p')
       data=$(echo "$res" | sed -n 's/^traffic: .*(\([0-9]*\)) data.*/\1/p')
-      [ "$first" = 1 ] || echo "," >> "$out"
-      first=0
-      echo "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"cpu_source\": \"$cpu_source\", \"pinned\": ${PIN:-0}, \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" >> "$out"
+      json_row "$out" "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"cpu_source\": \"$cpu_source\", \"pinned\": ${PIN:-0}, \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}"
     done
   done
 done
-echo "]" >> "$out"
+json_close "$out"
 python3 - "$out" <<'EOF'
 import json, statistics, sys
 rows = json.load(open(sys.argv[1]))
