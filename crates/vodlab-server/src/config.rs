@@ -29,6 +29,14 @@ pub mod defaults {
     pub const NOTSENT_LOWAT: u64 = 256 << 10;
     /// Largest `notsent_lowat` [`super::Config::validate`] accepts (64 MiB).
     pub const MAX_NOTSENT_LOWAT: u64 = 64 << 20;
+    /// Most the low-water mark is raised to for a connection whose peer
+    /// reads fast (1 MiB): a whole 1 MiB segment in one `sendfile`, and a
+    /// quarter of the 4 MiB a socket without a mark may pin.
+    pub const NOTSENT_LOWAT_MAX: u64 = 1 << 20;
+    /// The low-water mark of a fast connection is what its delivery rate
+    /// drains in this time (4 ms; the socket wakes the server when half is
+    /// left, so 2 ms of data covers the wake-up): `crate::lowat`.
+    pub const NOTSENT_LOWAT_TIME: Duration = Duration::from_millis(4);
     /// Most simultaneous connections.
     pub const MAX_CONNECTIONS: usize = 10_000;
     /// How long shutdown waits for responses in flight.
@@ -161,8 +169,14 @@ pub struct Config {
     pub send_timeout: Duration,
     /// Unsent bytes a connection's socket may queue in the kernel
     /// (`TCP_NOTSENT_LOWAT`; 0 = the kernel's default, i.e. up to the
-    /// whole send buffer).
+    /// whole send buffer). The mark of a connection whose peer reads
+    /// fast is raised up to `notsent_lowat_max` (`crate::lowat`).
     pub notsent_lowat: u64,
+    /// Most the low-water mark is raised to for a connection whose
+    /// measured delivery rate drains more than `notsent_lowat` in
+    /// [`defaults::NOTSENT_LOWAT_TIME`]; at or below `notsent_lowat` the
+    /// mark stays fixed.
+    pub notsent_lowat_max: u64,
     /// Most simultaneous connections (at the cap, the connection waiting
     /// longest for a request head is shed for a new one).
     pub max_connections: usize,
@@ -251,6 +265,7 @@ impl Default for Config {
             idle_timeout: defaults::IDLE_TIMEOUT,
             send_timeout: defaults::SEND_TIMEOUT,
             notsent_lowat: defaults::NOTSENT_LOWAT,
+            notsent_lowat_max: defaults::NOTSENT_LOWAT_MAX,
             max_connections: defaults::MAX_CONNECTIONS,
             grace: defaults::GRACE,
             access_log: None,
@@ -328,6 +343,11 @@ impl Config {
                 || (4096..=defaults::MAX_NOTSENT_LOWAT).contains(&self.notsent_lowat),
             "notsent_lowat",
             "must be 0 (off) or 4 KiB to 64 MiB",
+        )?;
+        range(
+            self.notsent_lowat_max <= defaults::MAX_NOTSENT_LOWAT,
+            "notsent_lowat_max",
+            "must be at most 64 MiB",
         )?;
         range(self.max_connections > 0, "max_connections", "must be > 0")?;
         range(!self.tick.is_zero(), "tick", "must be > 0")?;

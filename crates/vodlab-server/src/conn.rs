@@ -105,6 +105,8 @@ struct Conn<'a> {
     /// A kernel pacing rate is set on the socket (cleared before an
     /// unpaced response of the same connection).
     kernel_rate_set: bool,
+    /// The `TCP_NOTSENT_LOWAT` set on the socket now (`crate::lowat`).
+    lowat: u64,
 }
 
 /// Serves one connection to its end.
@@ -130,6 +132,7 @@ pub(crate) async fn run(
         linger: false,
         pace: None,
         kernel_rate_set: false,
+        lowat: st.cfg.notsent_lowat,
     };
     let mut state = ConnState::ReadingHead;
     loop {
@@ -441,6 +444,37 @@ impl Conn<'_> {
         }
     }
 
+    /// `TCP_INFO`'s bytes acknowledged and delivery rate, on plain TCP
+    /// (over TLS the bytes acknowledged count records, not the body).
+    fn tcp_facts(&mut self) -> Option<crate::lowat::TcpFacts> {
+        use std::os::fd::AsRawFd;
+        crate::lowat::tcp_facts(self.sock.plain()?.as_raw_fd())
+    }
+
+    /// Sets the socket's low-water mark for the next file body: raised for
+    /// a peer whose delivery rate is high ([`crate::lowat::rate_aware`]),
+    /// the configured one for a paced body or a peer not measured (TLS).
+    fn fit_lowat(&mut self, facts: Option<crate::lowat::TcpFacts>, paced: bool) {
+        use std::os::fd::AsRawFd;
+        let cfg = &self.st.cfg;
+        let want = match facts {
+            Some(f) if !paced => {
+                crate::lowat::rate_aware(f.delivery_rate, cfg.notsent_lowat, cfg.notsent_lowat_max)
+            }
+            _ => cfg.notsent_lowat,
+        };
+        if want != self.lowat {
+            crate::lowat::set(self.sock.tcp().as_raw_fd(), want);
+            self.lowat = want;
+        }
+        if want > cfg.notsent_lowat {
+            self.st
+                .counters
+                .lowat_raised
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Sends a plan: the head (held with MSG_MORE when file bytes follow at
     /// once), then the body.
     async fn execute(&mut self, p: &ResponsePlan, file: Option<&FileCtx<'_>>, chain: &str) -> Sent {
@@ -457,7 +491,9 @@ impl Conn<'_> {
                 let r = *r;
                 let pace = self.pace.take();
                 let head_len = self.out.len() as u64;
-                let acked0 = bytes_acked(&mut self.sock);
+                let facts = self.tcp_facts();
+                self.fit_lowat(facts, pace.is_some());
+                let acked0 = facts.map(|f| f.bytes_acked);
                 let res = async {
                     if pace.is_none() && self.kernel_rate_set {
                         crate::pacing::set_max_pacing_rate(self.sock.tcp(), u64::MAX)?;
@@ -475,7 +511,8 @@ impl Conn<'_> {
                 if res.is_err() {
                     // cut short (a client ending an open-ended read by
                     // closing): log the body bytes its TCP acknowledged
-                    if let (Some(a0), Some(a1)) = (acked0, bytes_acked(&mut self.sock)) {
+                    if let (Some(a0), Some(a1)) = (acked0, self.tcp_facts().map(|f| f.bytes_acked))
+                    {
                         sent.file_bytes =
                             (a1.saturating_sub(a0)).saturating_sub(head_len).min(r.len);
                     }
@@ -509,28 +546,6 @@ impl Conn<'_> {
         }
         sent
     }
-}
-
-/// Bytes of this connection its peer's TCP has acknowledged (`TCP_INFO`'s
-/// `tcpi_bytes_acked`), on plain TCP.
-fn bytes_acked(sock: &mut Transport) -> Option<u64> {
-    use std::os::fd::AsRawFd;
-    let fd = sock.plain()?.as_raw_fd();
-    // SAFETY: tcp_info is plain old data
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: a live tcp_info and its size
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
-    let need = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
-    (r == 0 && len as usize >= need).then_some(info.tcpi_bytes_acked)
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub mod h2;
 pub mod h3;
 pub mod launch;
 pub mod limits;
+mod lowat;
 pub mod pacer;
 pub mod pacing;
 pub mod penalty;

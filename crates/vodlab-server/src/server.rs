@@ -310,7 +310,10 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
                     }
                     let _ = sock.set_nodelay(true);
                     if st.cfg.notsent_lowat > 0 {
-                        set_notsent_lowat(&sock, st.cfg.notsent_lowat);
+                        crate::lowat::set(
+                            std::os::fd::AsRawFd::as_raw_fd(&sock),
+                            st.cfg.notsent_lowat,
+                        );
                     }
                     match permits.clone().try_acquire_owned() {
                         Ok(permit) => {
@@ -468,25 +471,4 @@ fn refuse(sock: tokio::net::TcpStream, st: &State) {
     let _ = sock.try_write(
         b"HTTP/1.1 503 Service Unavailable\r\nServer: vodlab\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n",
     );
-}
-
-/// Caps the unsent bytes the kernel queues for the socket
-/// (`TCP_NOTSENT_LOWAT`): a write stops, and the socket reports not
-/// writable, while more than `bytes` are queued but not yet sent, so a
-/// reader that stalls pins what is in flight plus `bytes` of kernel memory
-/// instead of a whole send buffer (4 MiB on loopback). Best effort: a
-/// failure leaves the kernel's default.
-fn set_notsent_lowat(sock: &tokio::net::TcpStream, bytes: u64) {
-    use std::os::unix::io::AsRawFd;
-    let v = bytes.min(i32::MAX as u64) as libc::c_int;
-    // SAFETY: an open socket and a live option value of the right size
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
 }

@@ -159,6 +159,12 @@ pub struct ServeArgs {
     /// slow reader pins; see docs/serve.md for the trade-off.
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = defaults::NOTSENT_LOWAT, value_parser = vodlab_units::parse_size))]
     pub notsent_lowat: u64,
+    /// Most the low-water mark is raised to for a connection whose peer
+    /// reads fast: what its measured delivery rate drains in 4 ms, between
+    /// --notsent-lowat and this (a size; at or below --notsent-lowat the
+    /// mark stays fixed). See docs/serve.md.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = defaults::NOTSENT_LOWAT_MAX, value_parser = vodlab_units::parse_size))]
+    pub notsent_lowat_max: u64,
     /// Most simultaneous connections; at the cap the connection waiting
     /// longest for a request head is shed for a new one.
     #[cfg_attr(feature = "cli", arg(long, default_value_t = defaults::MAX_CONNECTIONS))]
@@ -409,6 +415,7 @@ impl ServeArgs {
             header_timeout: seconds("header-timeout", self.header_timeout)?,
             send_timeout: seconds("send-timeout", self.send_timeout)?,
             notsent_lowat: self.notsent_lowat,
+            notsent_lowat_max: self.notsent_lowat_max,
             max_connections: self.max_connections,
             stats_interval: seconds("stats-interval", self.stats_interval)?,
             reuse_port: self.reuse_port,

@@ -71,6 +71,9 @@ pub struct Counters {
     /// Connections closed because their response made no progress for the
     /// send timeout (stalled readers).
     pub send_timeouts: AtomicU64,
+    /// HTTP/1.1 file responses sent with the socket's low-water mark raised
+    /// above `notsent_lowat` for a fast peer (`crate::lowat`).
+    pub lowat_raised: AtomicU64,
     /// Connections waiting for a head that were shed, at the connection
     /// cap, to make room for a new one.
     pub shed: AtomicU64,
@@ -177,6 +180,9 @@ pub struct StatsView {
     pub header_timeouts: u64,
     /// Stalled readers closed by the send timeout.
     pub send_timeouts: u64,
+    /// HTTP/1.1 file responses sent with the low-water mark raised for a
+    /// fast peer.
+    pub lowat_raised: u64,
     /// Connections waiting for a head shed at the connection cap.
     pub shed: u64,
     /// Connections answered 503 at the cap.
@@ -350,6 +356,7 @@ impl State {
             aborted: c.aborted.load(Ordering::Relaxed),
             header_timeouts: c.header_timeouts.load(Ordering::Relaxed),
             send_timeouts: c.send_timeouts.load(Ordering::Relaxed),
+            lowat_raised: c.lowat_raised.load(Ordering::Relaxed),
             shed: c.shed.load(Ordering::Relaxed),
             refused_at_cap: c.refused_at_cap.load(Ordering::Relaxed),
             accept_descriptor_errors: c.accept_descriptor_errors.load(Ordering::Relaxed),

@@ -689,3 +689,126 @@ fn at_the_cap_an_idle_connection_is_shed_and_a_busy_one_is_not() {
     assert!(st["shed"].as_u64().unwrap() >= 1, "{st}");
     assert!(st["refused_at_cap"].as_u64().unwrap() >= 1, "{st}");
 }
+
+/// Sends a GET for `bytes=0-(len-1)` of `path` on a keep-alive connection
+/// and reads the 206's body whole, `pause` after every read of at most
+/// `chunk` bytes; returns the body's length.
+fn get_range(c: &mut TcpStream, path: &str, len: usize, chunk: usize, pause: Duration) -> usize {
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nRange: bytes=0-{}\r\n\r\n",
+        len - 1
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut b = vec![0u8; chunk];
+    let head_end = loop {
+        let k = c.read(&mut b).unwrap();
+        assert!(k > 0, "closed before the head");
+        got.extend_from_slice(&b[..k]);
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&got[..head_end]).to_string();
+    assert!(head.starts_with("HTTP/1.1 206"), "{head}");
+    let mut body = got.len() - head_end;
+    while body < len {
+        std::thread::sleep(pause);
+        let k = c.read(&mut b[..chunk.min(len - body)]).unwrap();
+        assert!(k > 0, "closed mid-body at {body}");
+        body += k;
+    }
+    body
+}
+
+/// The low-water mark follows the reader (docs/serve.md, "Kernel memory per
+/// slow reader"): a reader held to 16 KiB every 20 ms (under 1 MB/s) never
+/// gets it raised; a loopback reader that keeps up does; and when that
+/// reader then stops reading, what the server has queued for it in the
+/// kernel (what its `sendfile` calls accepted, less what waits in the
+/// client's receive queue) is bounded by `notsent_lowat_max`, not by the
+/// 4 MiB send buffer a socket without a mark fills.
+#[test]
+fn the_low_water_mark_is_raised_for_a_fast_reader_only_and_still_bounds_a_stall() {
+    let root = root_with_files();
+    let s = Running::start(root.path(), |c| {
+        c.send_timeout = Duration::from_secs(30);
+    });
+    let defaults = vodlab_server::Config::default();
+    let (floor, max) = (defaults.notsent_lowat, defaults.notsent_lowat_max);
+    assert!(max > floor, "defaults: a mark that can be raised");
+    let raised = |s: &Running| s.stats()["lowat_raised"].as_u64().unwrap();
+    // slow: a 16 KiB receive buffer, 16 KiB read every 20 ms
+    let slow = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    slow.set_recv_buffer_size(16 << 10).unwrap();
+    slow.connect(&s.addr.into()).unwrap();
+    let mut slow: TcpStream = slow.into();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for _ in 0..3 {
+        let n = get_range(
+            &mut slow,
+            "/paced.bin",
+            128 << 10,
+            16 << 10,
+            Duration::from_millis(20),
+        );
+        assert_eq!(n, 128 << 10);
+    }
+    assert_eq!(
+        raised(&s),
+        0,
+        "a reader under 1 MB/s keeps the floor: {}",
+        s.stats()
+    );
+    // fast: eight 1 MiB ranges read as they come
+    let mut fast = TcpStream::connect(s.addr).unwrap();
+    fast.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for _ in 0..8 {
+        let n = get_range(&mut fast, "/paced.bin", 1 << 20, 1 << 20, Duration::ZERO);
+        assert_eq!(n, 1 << 20);
+    }
+    let r = raised(&s);
+    // the first response has no rate sample yet
+    assert!(
+        (1..=7).contains(&r),
+        "a loopback reader gets a raised mark: {r}"
+    );
+    // the fast reader stops reading in the middle of 64 MiB
+    let b0 = s.stats()["bytes"].as_u64().unwrap();
+    fast.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let t = Instant::now();
+    let mut last = (0u64, Instant::now());
+    let b1 = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let b = s.stats()["bytes"].as_u64().unwrap();
+        if b != last.0 {
+            last = (b, Instant::now());
+        } else if last.1.elapsed() >= Duration::from_millis(500) {
+            break b;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the server never stopped sending"
+        );
+    };
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int
+    let rc = unsafe { libc::ioctl(fast.as_raw_fd(), libc::FIONREAD, &mut queued) };
+    assert_eq!(rc, 0);
+    let accepted = b1 - b0;
+    let pinned = accepted.saturating_sub(queued as u64);
+    println!("stalled after a raised mark: accepted {accepted}, in the client's queue {queued}, server side {pinned}");
+    assert!(
+        accepted > queued as u64,
+        "the server holds unsent bytes: {accepted} vs {queued}"
+    );
+    // the mark, plus one 64 KiB segment written past it, plus the stats answers' bytes
+    assert!(
+        pinned <= max + (128 << 10),
+        "a stalled fast reader pins at most notsent_lowat_max: {pinned} > {max}"
+    );
+}
