@@ -16,6 +16,11 @@
 #        TCP congestion control is CC (root; the namespace is removed at the
 #        end). The host's default may be BBR, which paces TCP inside the
 #        kernel without an fq qdisc; see docs/benchmarks.md, "Plain HTTP/1.1".
+#        RMEM="MIN DEFAULT MAX"  (with CC) the namespace's net.ipv4.tcp_rmem:
+#        a fixed receive buffer (DEFAULT = MAX) takes the client's receive
+#        autotuning out of the comparison; how far h2load's windows grow
+#        decides whose context transmits under BBR (docs/benchmarks.md,
+#        "Plain HTTP/1.1 under BBR: the client's receive window decides").
 #
 # Besides the server's CPU, each run records h2load's CPU (user + system,
 # from /usr/bin/time) and the whole machine's busy time (/proc/stat): on
@@ -35,6 +40,10 @@ if [ -n "${CC:-}" ] && [ -z "${VODLAB_BENCH_NETNS:-}" ]; then
   # nsenter, not `ip netns exec`: only the network namespace changes, so
   # /sys (the cgroups below) stays the host's
   nsenter --net="/run/netns/$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"
+  if [ -n "${RMEM:-}" ]; then
+    nsenter --net="/run/netns/$ns" sysctl -q -w net.ipv4.tcp_rmem="$RMEM"
+    echo "network namespace $ns: tcp_rmem $(nsenter --net="/run/netns/$ns" sysctl -n net.ipv4.tcp_rmem)"
+  fi
   echo "network namespace $ns: congestion control $(nsenter --net="/run/netns/$ns" sysctl -n net.ipv4.tcp_congestion_control)"
   rc=0
   VODLAB_BENCH_NETNS=$ns nsenter --net="/run/netns/$ns" "$0" "$@" || rc=$?
