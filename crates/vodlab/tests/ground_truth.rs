@@ -14,7 +14,8 @@
 //! run), `response_time_ms`/`ttfb_ms`/`latency_from_schedule_ms` (max and
 //! count, and per request in `requests.csv`: status, bytes, ttfb,
 //! response time, latency from schedule), `stalls`, `stalled_sessions`,
-//! `stall_time_s`, `startup_delay_s`, `health.peak_active_sessions`, and
+//! `stall_time_s`, `startup_delay_s`, `health.peak_active_sessions`, the
+//! per-interval `active_sessions` (one session's life), and
 //! the exit status; latency from schedule under each `--late-pacing` mode;
 //! for a closed-loop player (`--player dash`): `players.overall`'s
 //! `sessions`, `failed`, `segments`, `startup_delay_ms`,
@@ -987,4 +988,79 @@ fn a_player_with_cmcd_off_sends_none() {
         assert!(s.cmcd.is_empty(), "{s:?}");
         assert_eq!(s.target, s.path, "{s:?}");
     }
+}
+
+/// `intervals[].active_sessions` against the one session the server saw:
+/// every interval that lies within the session's life (its first request's
+/// arrival at the server to its last response's end) reports it active,
+/// and none reports more. Before the monitor sampled on the run's own grid,
+/// its sleep-paced samples drifted across interval edges and left one
+/// interval of a few dozen at 0 (2.8 s into every run at `--interval 0.2`).
+#[test]
+fn active_sessions_per_interval_is_the_session_the_server_served() {
+    let t = tempfile::tempdir().unwrap();
+    let mut script = String::from("#@session id=0\n/gt/a0.bin range=0-9999 timeout=10\n");
+    for i in 1..14 {
+        script.push_str(&format!(
+            "/gt/a{i}.bin range=0-9999 timeout=10 pacing=0.5\n"
+        ));
+    }
+    script.push('\n');
+    let (w, seed) = workload(t.path(), &script, 1);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let files: HashMap<String, u64> = (0..14).map(|i| (format!("/gt/a{i}.bin"), FILE)).collect();
+    let server = rt
+        .block_on(GroundTruthServer::start(Site {
+            seed,
+            files,
+            ..Site::default()
+        }))
+        .unwrap();
+    let out = t.path().join("r");
+    let o = Command::new(env!("CARGO_BIN_EXE_vodlab"))
+        .args(["run", w.to_str().unwrap(), "--target"])
+        .arg(format!("http://{}", server.addr))
+        .args([
+            "--no-shaping",
+            "--quiet",
+            "--interval",
+            "0.2",
+            "--rate",
+            "1",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = common::results(&out);
+    let served = server.served();
+    assert_eq!(served.len(), 14);
+    // the session's life on the run's clock: the results' start is the
+    // client's; the server's instants are turned into the same offsets by
+    // the first request (sent at its slot, 0 s into the run at most a few
+    // ms late, as the latency figures check)
+    let first = served.iter().map(|s| s.arrived).min().unwrap();
+    let last = served.iter().filter_map(|s| s.done_at).max().unwrap();
+    let life_s = (last - first).as_secs_f64();
+    assert!(life_s > 6.0, "13 requests 0.5 s apart: {life_s} s");
+    let width = r["interval_s"].as_f64().unwrap();
+    let intervals = r["intervals"].as_array().unwrap();
+    let mut inside = 0;
+    for iv in intervals {
+        let (t0, a) = (
+            iv["t_s"].as_f64().unwrap(),
+            iv["active_sessions"].as_u64().unwrap(),
+        );
+        assert!(a <= 1, "one session at most: {iv}");
+        // 50 ms of slack at each end for the first request's send
+        if t0 >= 0.05 && t0 + width <= life_s - 0.05 {
+            inside += 1;
+            assert_eq!(
+                a, 1,
+                "interval at {t0} s lies within the session's {life_s:.2} s: {iv}"
+            );
+        }
+    }
+    assert!(inside >= 28, "{inside} intervals checked");
 }

@@ -387,13 +387,18 @@ async fn monitor(
     mut done: watch::Receiver<bool>,
 ) -> Monitor {
     let tick = Duration::from_secs_f64(ctx.cfg.interval_s.clamp(0.1, 1.0));
+    // samples on the run's own grid (start + n ticks), so that they do not
+    // drift across the intervals they are filed in
+    let mut ticker = tokio::time::interval_at((ctx.clock.epoch() + tick).into(), tick);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_cpu = cpu_seconds_of(None);
     let mut last = Instant::now();
+    let mut from_s = 0.0;
     let mut mon = Monitor::default();
     let mut stopped = false;
     loop {
         let finished = tokio::select! {
-            _ = tokio::time::sleep(tick) => false,
+            _ = ticker.tick() => false,
             _ = done.changed() => true,
         };
         let now = Instant::now();
@@ -404,7 +409,18 @@ async fn monitor(
         // the most sessions active at once since the last sample, not the
         // number at this instant: sessions shorter than a tick count too
         let active = ctx.live.take_active_peak();
-        mon.sample(ctx.secs(now), ctx.cfg.interval_s, active, pct);
+        let to_s = ctx.secs(now);
+        let tick_s = tick.as_secs_f64();
+        mon.sample(
+            from_s,
+            to_s,
+            tick_s,
+            ctx.cfg.interval_s,
+            active,
+            pct,
+            finished,
+        );
+        from_s = to_s;
         if finished {
             return mon;
         }

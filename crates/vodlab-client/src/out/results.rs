@@ -165,7 +165,9 @@ pub struct Interval {
     pub throughput_bytes_per_s: f64,
     /// Requests completed.
     pub completed_requests: u64,
-    /// Most sessions active.
+    /// Most sessions active at once in the interval (the monitor's samples,
+    /// at most 1 s apart, each filed in the intervals its window covers:
+    /// [`Monitor::sample`]).
     pub active_sessions: u64,
     /// Sessions started.
     pub started: u64,
@@ -554,15 +556,39 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// One sample at `t_s` (intervals of `interval_s`).
-    pub fn sample(&mut self, t_s: f64, interval_s: f64, active: u64, cpu_pct: f64) {
-        let i = (t_s / interval_s) as usize;
-        if self.active_peak.len() <= i {
-            self.active_peak.resize(i + 1, 0);
-            self.cpu_pct.resize(i + 1, 0.0);
+    /// One sample: `active` sessions at most and `cpu_pct` of the client's
+    /// CPU over the window `(from_s, to_s]` since the previous sample
+    /// (seconds from the run's start), taken every `tick_s` into intervals
+    /// of `interval_s` (`tick_s` ≤ `interval_s`). The window counts in
+    /// every interval from the one holding `from_s` to the one holding
+    /// `to_s − tick_s / 2` (a sample taken a little after an interval's end
+    /// belongs to that interval), or `to_s` itself for the `last` sample.
+    /// Consecutive windows therefore leave no interval out, however the
+    /// samples drift: each starts in the interval where the previous one
+    /// ended or the one after it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sample(
+        &mut self,
+        from_s: f64,
+        to_s: f64,
+        tick_s: f64,
+        interval_s: f64,
+        active: u64,
+        cpu_pct: f64,
+        last: bool,
+    ) {
+        let idx = |t: f64| (t.max(0.0) / interval_s) as usize;
+        let first = idx(from_s);
+        let end = if last { to_s } else { to_s - tick_s / 2.0 };
+        let upto = idx(end).max(first);
+        if self.active_peak.len() <= upto {
+            self.active_peak.resize(upto + 1, 0);
+            self.cpu_pct.resize(upto + 1, 0.0);
         }
-        self.active_peak[i] = self.active_peak[i].max(active);
-        self.cpu_pct[i] = self.cpu_pct[i].max(cpu_pct);
+        for i in first..=upto {
+            self.active_peak[i] = self.active_peak[i].max(active);
+            self.cpu_pct[i] = self.cpu_pct[i].max(cpu_pct);
+        }
         self.peak_active = self.peak_active.max(active);
     }
 }
@@ -1058,5 +1084,74 @@ impl Results {
             s.push_str(&p.table());
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod monitor_tests {
+    use super::Monitor;
+
+    /// Samples every `step` seconds from 0 to `until`, the n-th with `active(n)`.
+    fn run(
+        step: f64,
+        tick: f64,
+        interval: f64,
+        until: f64,
+        active: impl Fn(usize) -> u64,
+    ) -> Monitor {
+        let mut m = Monitor::default();
+        let (mut from, mut n) = (0.0, 1);
+        while from < until {
+            let to = (n as f64 * step).min(until);
+            m.sample(from, to, tick, interval, active(n), 1.0, to >= until);
+            from = to;
+            n += 1;
+        }
+        m
+    }
+
+    #[test]
+    fn drifting_samples_leave_no_interval_empty() {
+        // a sleep-driven monitor drifts by 1-70 ms a tick: the filing of
+        // the old rule (the interval holding the sample's time) skipped one
+        for drift in [0.001, 0.013, 0.07] {
+            let m = run(1.0 + drift, 1.0, 1.0, 40.0, |_| 3);
+            // (the last sample, at 40.0 s, opens interval 40 too)
+            assert!(m.active_peak.len() >= 40, "drift {drift}");
+            assert!(
+                m.active_peak[..40].iter().all(|&a| a == 3),
+                "drift {drift}: {:?}",
+                m.active_peak
+            );
+        }
+    }
+
+    #[test]
+    fn a_sample_on_the_grid_counts_in_the_interval_it_closes() {
+        // the n-th sample, 2 ms after n s, saw n sessions: interval n-1's
+        let mut m = Monitor::default();
+        let mut from = 0.0;
+        for n in 1..=10u64 {
+            let to = n as f64 + 0.002;
+            m.sample(from, to, 1.0, 1.0, n, n as f64, false);
+            from = to;
+        }
+        // window n, (n − 1 + 0.002, n + 0.002], lies in interval n − 1
+        // but for 2 ms: it counts there alone
+        assert_eq!(m.active_peak[..10], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(m.peak_active, 10);
+    }
+
+    #[test]
+    fn a_missed_tick_fills_both_intervals_and_longer_intervals_take_the_max() {
+        let mut m = Monitor::default();
+        m.sample(0.0, 1.0, 1.0, 1.0, 4, 10.0, false);
+        // the monitor was late: one window over two ticks
+        m.sample(1.0, 3.0, 1.0, 1.0, 7, 20.0, false);
+        assert_eq!(m.active_peak, vec![4, 7, 7]);
+        assert_eq!(m.cpu_pct, vec![10.0, 20.0, 20.0]);
+        // 5 s intervals sampled every second
+        let m = run(1.0, 1.0, 5.0, 12.0, |n| n as u64);
+        assert_eq!(m.active_peak, vec![5, 10, 12]);
     }
 }
