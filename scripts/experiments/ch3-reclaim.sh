@@ -4,7 +4,7 @@
 # 0.2, 6,000 paced sessions, 240 s of arrivals, 240 s drain, ch3-sas-10k, no shaping) per run,
 # for each server in SERVERS and each box size in MEMS, REPEATS times, while a sampler records
 # the box's memory cgroup every 0.5 s (usage, the limit's failcnt: how often the box met its
-# limit and reclaimed, and the page cache). The table prints, per run, the failed sessions, the
+# limit and reclaimed, the page cache, and the cgroup's name). The table prints, per run, the failed sessions, the
 # first failure and the moment the box first met its limit, both in nominal seconds.
 #
 #   RATE=12.5 K=4 MEMS="3711M 12G" SERVERS="nginx vodlab-asap" REPEATS=2 \
@@ -39,18 +39,21 @@ for rep in $(seq "$REPEATS"); do
         while :; do
           for c in /sys/fs/cgroup/memory/vodlab-*; do
             [ -f "$c/memory.usage_in_bytes" ] || continue
-            echo "$(date +%s.%N) $(cat "$c/memory.usage_in_bytes") $(cat "$c/memory.failcnt") $(awk '$1 == "cache" {print $2}' "$c/memory.stat")"
+            echo "$(date +%s.%N) $(cat "$c/memory.usage_in_bytes") $(cat "$c/memory.failcnt") $(awk '$1 == "cache" {print $2}' "$c/memory.stat") ${c##*/}"
           done
           sleep 0.5
         done
       ) > "$d.mem.txt" 2>/dev/null &
       sampler=$!
+      # end the sampler too if the script stops here (Ctrl-C, an error)
+      trap 'kill $LOADPID $sampler 2>/dev/null || true' EXIT
       ./vodlab compare w --disk ch3-sas-10k --mem "$mem" --servers "$s" --no-shaping \
         --no-seqread --search "additive:$RATE:2.5" --max-points 1 --repeats 1 \
         --window 240 --drain 240 --late-threshold-ms 100 --criterion none \
         --seed "$SEED" --time-compression "$K" -o "$d" > "$d.log" 2>&1 || true
       kill "$sampler" 2>/dev/null || true
       wait "$sampler" 2>/dev/null || true
+      trap 'kill $LOADPID 2>/dev/null || true' EXIT
       grep -h 'run [0-9]*/[0-9]*:' "$d.log" | sed "s/^/  $d: /" | tee -a runs.txt
     done
   done
@@ -66,7 +69,15 @@ for d in sorted(p[:-len(".mem.txt")] for p in glob.glob("*.mem.txt")):
         continue
     r = json.load(open(res[0]))
     first = next((i["t_s"] * k for i in r["intervals"] if i["failed"]), None)
-    rows = [l.split() for l in open(f"{d}.mem.txt") if len(l.split()) == 4]
+    # rows: time, usage, failcnt, cache[, cgroup]; the box the server ran in is the one
+    # that held the most memory (compare also makes a short-lived check box)
+    rows = [l.split() for l in open(f"{d}.mem.txt") if len(l.split()) in (4, 5)]
+    boxes = {}
+    for x in rows:
+        name = x[4] if len(x) == 5 else ""
+        boxes[name] = max(boxes.get(name, 0), int(x[1]))
+    main = max(boxes, key=boxes.get) if boxes else ""
+    rows = [x[:4] for x in rows if (x[4] if len(x) == 5 else "") == main]
     # nominal seconds from the run's start (the load's, after the mount and the server)
     start = r["started_at_unix_s"]
     hit = next(((float(t) - start) * k for t, u, f, c in rows if int(f) > 0), None)

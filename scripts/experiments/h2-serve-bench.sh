@@ -32,6 +32,9 @@
 # $OUT (default: a temporary file, named at the end). Needs nginx-light,
 # nghttp2-client (h2load), openssl.
 set -euo pipefail
+if [ -n "${RMEM:-}" ] && [ -z "${CC:-}" ]; then
+  echo "RMEM= needs CC= (it is set in the bench's own network namespace)" >&2; exit 1
+fi
 if [ -n "${CC:-}" ] && [ -z "${VODLAB_BENCH_NETNS:-}" ]; then
   ns="vodlab-bench-$$"
   ip netns add "$ns"
@@ -146,7 +149,7 @@ for r in $(seq "$rounds"); do
       secs=$(echo "$res" | h2load_secs)
       ok=$(echo "$res" | sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p')
       data=$(echo "$res" | sed -n 's/^traffic: .*(\([0-9]*\)) data.*/\1/p')
-      json_row "$out" "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"cpu_source\": \"$cpu_source\", \"pinned\": ${PIN:-0}, \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}"
+      json_row "$out" "{\"round\": $r, \"server\": \"$s\", \"proto\": \"$p\", \"seconds\": $secs, \"succeeded\": $ok, \"data_bytes\": $data, \"server_cpu_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}'), \"client_cpu_s\": $ccpu, \"machine_busy_ticks\": $((m1 - m0)), \"clk_tck\": $(getconf CLK_TCK), \"cpu_source\": \"$cpu_source\", \"pinned\": ${PIN:-0}, \"cc\": \"$(sysctl -n net.ipv4.tcp_congestion_control)\", \"rmem\": \"$(sysctl -n net.ipv4.tcp_rmem | tr '\t' ' ')\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}"
     done
   done
 done

@@ -172,10 +172,10 @@ pub struct Config {
     /// whole send buffer). The mark of a connection whose peer reads
     /// fast is raised up to `notsent_lowat_max` (`crate::lowat`).
     pub notsent_lowat: u64,
-    /// Most the low-water mark is raised to for a connection whose
-    /// measured delivery rate drains more than `notsent_lowat` in
-    /// [`defaults::NOTSENT_LOWAT_TIME`]; at or below `notsent_lowat` the
-    /// mark stays fixed.
+    /// Most the low-water mark is raised to for a connection whose peer
+    /// reads fast enough to drain at least twice `notsent_lowat` in
+    /// [`defaults::NOTSENT_LOWAT_TIME`] (the mark moves in powers of two);
+    /// at or below `notsent_lowat` the mark stays fixed.
     pub notsent_lowat_max: u64,
     /// Most simultaneous connections (at the cap, the connection waiting
     /// longest for a request head is shed for a new one).

@@ -107,6 +107,8 @@ struct Conn<'a> {
     kernel_rate_set: bool,
     /// The `TCP_NOTSENT_LOWAT` set on the socket now (`crate::lowat`).
     lowat: u64,
+    /// The rate the peer read at between file responses (`crate::lowat`).
+    read_rate: crate::lowat::ReadRate,
 }
 
 /// Serves one connection to its end.
@@ -133,6 +135,7 @@ pub(crate) async fn run(
         pace: None,
         kernel_rate_set: false,
         lowat: st.cfg.notsent_lowat,
+        read_rate: crate::lowat::ReadRate::default(),
     };
     let mut state = ConnState::ReadingHead;
     loop {
@@ -447,20 +450,22 @@ impl Conn<'_> {
     /// `TCP_INFO`'s bytes acknowledged and delivery rate, on plain TCP
     /// (over TLS the bytes acknowledged count records, not the body).
     fn tcp_facts(&mut self) -> Option<crate::lowat::TcpFacts> {
-        use std::os::fd::AsRawFd;
         crate::lowat::tcp_facts(self.sock.plain()?.as_raw_fd())
     }
 
     /// Sets the socket's low-water mark for the next file body: raised for
-    /// a peer whose delivery rate is high ([`crate::lowat::rate_aware`]),
-    /// the configured one for a paced body or a peer not measured (TLS).
+    /// a peer that reads fast by the kernel's delivery rate and by what it
+    /// read since the previous response ([`crate::lowat`]), the configured
+    /// one for a paced body, a first body or a peer not measured (TLS).
     fn fit_lowat(&mut self, facts: Option<crate::lowat::TcpFacts>, paced: bool) {
-        use std::os::fd::AsRawFd;
+        let read = facts.and_then(|f| self.read_rate.observe(Instant::now(), f.bytes_acked));
         let cfg = &self.st.cfg;
-        let want = match facts {
-            Some(f) if !paced => {
-                crate::lowat::rate_aware(f.delivery_rate, cfg.notsent_lowat, cfg.notsent_lowat_max)
-            }
+        let want = match (facts, read) {
+            (Some(f), Some(read)) if !paced => crate::lowat::rate_aware(
+                f.delivery_rate.min(read),
+                cfg.notsent_lowat,
+                cfg.notsent_lowat_max,
+            ),
             _ => cfg.notsent_lowat,
         };
         if want != self.lowat {
@@ -520,6 +525,8 @@ impl Conn<'_> {
                 res
             }
             (Body::Multipart { parts, closing }, Some(f)) => {
+                let facts = self.tcp_facts();
+                self.fit_lowat(facts, false);
                 let limit = self.st.cfg.send_timeout;
                 let res = async {
                     write_all(&mut self.sock, &self.out, limit).await?;

@@ -10,13 +10,20 @@
 //! `sendfile` calls and wake-ups where one would do. So before each
 //! response the server reads the connection's delivery rate
 //! (`TCP_INFO`'s `tcpi_delivery_rate`, the kernel's own measurement of
-//! the rate its peer acknowledged data at lately) and sets the mark to
-//! what that rate drains in [`defaults::NOTSENT_LOWAT_TIME`], never below
-//! the configured `notsent_lowat` and never above `notsent_lowat_max`.
-//! Slow readers keep the configured bound; a reader that was fast and
-//! then stalls pins at most `notsent_lowat_max` until the send timeout.
+//! the rate its peer acknowledged data at lately) and the rate the peer
+//! actually read at since the connection's previous file response began
+//! ([`ReadRate`]: bytes acknowledged over the time between), and sets the
+//! mark to what the lower of the two drains in
+//! [`defaults::NOTSENT_LOWAT_TIME`], never below the configured
+//! `notsent_lowat` and never above `notsent_lowat_max`. The second rate
+//! is there because the kernel's sample can be a burst: a reader that
+//! drains its small receive buffer now and then gets each reopened window
+//! acknowledged at loopback speed. Slow readers keep the configured bound;
+//! a reader that was fast and then stalls pins at most
+//! `notsent_lowat_max` until the send timeout.
 
 use std::os::fd::RawFd;
+use std::time::Instant;
 
 use crate::config::defaults;
 
@@ -47,25 +54,49 @@ pub(crate) fn tcp_facts(fd: RawFd) -> Option<TcpFacts> {
             &mut len,
         )
     };
+    // tcpi_delivery_rate comes after tcpi_bytes_acked
     let need = std::mem::offset_of!(libc::tcp_info, tcpi_delivery_rate) + 8;
-    let need = need.max(std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8);
     (r == 0 && len as usize >= need).then_some(TcpFacts {
         bytes_acked: info.tcpi_bytes_acked,
         delivery_rate: info.tcpi_delivery_rate,
     })
 }
 
-/// The low-water mark for a connection whose peer reads at
-/// `delivery_rate` bytes per second: what that rate drains in
-/// [`defaults::NOTSENT_LOWAT_TIME`], rounded down to a power of two (so
-/// that a rate wandering within a factor of two does not reset the
-/// option on every response) and held within `[floor, max]`. `floor` 0
-/// (the kernel's own default, no mark) stays 0.
-pub(crate) fn rate_aware(delivery_rate: u64, floor: u64, max: u64) -> u64 {
+/// The rate a connection's peer read at between two of its file
+/// responses: bytes acknowledged over the time between their starts (its
+/// think time included, so a peer that pauses counts as slow).
+#[derive(Debug, Default)]
+pub(crate) struct ReadRate {
+    last: Option<(Instant, u64)>,
+}
+
+impl ReadRate {
+    /// Notes a response starting at `now` with `acked` bytes acknowledged
+    /// so far; returns bytes per second since the previous one (`None` for
+    /// the first).
+    pub(crate) fn observe(&mut self, now: Instant, acked: u64) -> Option<u64> {
+        let rate = self.last.and_then(|(t, a)| {
+            let dt = now.saturating_duration_since(t).as_secs_f64();
+            (dt > 0.0).then(|| (acked.saturating_sub(a) as f64 / dt) as u64)
+        });
+        self.last = Some((now, acked));
+        rate
+    }
+}
+
+/// The low-water mark for a connection whose peer reads at `rate` bytes
+/// per second: what that rate drains in [`defaults::NOTSENT_LOWAT_TIME`],
+/// rounded down to a power of two and held within `[floor, max]`. With the
+/// 256 KiB floor the mark is first raised (to 512 KiB) at 128 MiB/s, about
+/// 1.1 Gbit/s; the rounding keeps it from being reset on every response
+/// while the rate stays within one factor of two (a rate at the edge of
+/// one may still move it, one `setsockopt`). `floor` 0 (the kernel's own
+/// default, no mark) stays 0.
+pub(crate) fn rate_aware(rate: u64, floor: u64, max: u64) -> u64 {
     if floor == 0 || max <= floor {
         return floor;
     }
-    let want = (delivery_rate as u128 * defaults::NOTSENT_LOWAT_TIME.as_micros() / 1_000_000)
+    let want = (rate as u128 * defaults::NOTSENT_LOWAT_TIME.as_micros() / 1_000_000)
         .min(u64::MAX as u128) as u64;
     if want <= floor {
         return floor;
@@ -123,6 +154,23 @@ mod tests {
         assert_eq!(rate_aware(5_000_000_000, 0, 1 << 20), 0);
         assert_eq!(rate_aware(5_000_000_000, 256 * K, 256 * K), 256 * K);
         assert_eq!(rate_aware(5_000_000_000, 256 * K, 64 * K), 256 * K);
+    }
+
+    #[test]
+    fn the_read_rate_is_bytes_acknowledged_between_response_starts() {
+        let t0 = Instant::now();
+        let mut r = ReadRate::default();
+        assert_eq!(r.observe(t0, 1000), None);
+        // 1 MiB read in 2 ms
+        let t1 = t0 + std::time::Duration::from_millis(2);
+        assert_eq!(r.observe(t1, 1000 + (1 << 20)), Some(524_288_000));
+        // then a 5 s pause before the next request: slow, whatever the kernel's last sample
+        let t2 = t1 + std::time::Duration::from_secs(5);
+        let got = r.observe(t2, 1000 + (2 << 20)).unwrap();
+        assert_eq!(got, (1 << 20) / 5);
+        assert_eq!(rate_aware(got, 256 * K, 1 << 20), 256 * K);
+        // a clock that did not move gives no rate
+        assert_eq!(r.observe(t2, 1000 + (3 << 20)), None);
     }
 
     #[test]

@@ -160,7 +160,7 @@ pub struct ServeArgs {
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = defaults::NOTSENT_LOWAT, value_parser = vodlab_units::parse_size))]
     pub notsent_lowat: u64,
     /// Most the low-water mark is raised to for a connection whose peer
-    /// reads fast: what its measured delivery rate drains in 4 ms, between
+    /// reads fast: what its measured read rate drains in 4 ms, between
     /// --notsent-lowat and this (a size; at or below --notsent-lowat the
     /// mark stays fixed). See docs/serve.md.
     #[cfg_attr(feature = "cli", arg(long, value_name = "SIZE", default_value_t = defaults::NOTSENT_LOWAT_MAX, value_parser = vodlab_units::parse_size))]

@@ -694,12 +694,13 @@ fn at_the_cap_an_idle_connection_is_shed_and_a_busy_one_is_not() {
 /// and reads the 206's body whole, `pause` after every read of at most
 /// `chunk` bytes; returns the body's length.
 fn get_range(c: &mut TcpStream, path: &str, len: usize, chunk: usize, pause: Duration) -> usize {
-    write!(
-        c,
+    // one write: `write!` makes several, and Nagle would hold the second
+    // for the server's delayed ACK (40 ms a request)
+    let req = format!(
         "GET {path} HTTP/1.1\r\nHost: x\r\nRange: bytes=0-{}\r\n\r\n",
         len - 1
-    )
-    .unwrap();
+    );
+    c.write_all(req.as_bytes()).unwrap();
     let mut got = Vec::new();
     let mut b = vec![0u8; chunk];
     let head_end = loop {
@@ -724,7 +725,8 @@ fn get_range(c: &mut TcpStream, path: &str, len: usize, chunk: usize, pause: Dur
 
 /// The low-water mark follows the reader (docs/serve.md, "Kernel memory per
 /// slow reader"): a reader held to 16 KiB every 20 ms (under 1 MB/s) never
-/// gets it raised; a loopback reader that keeps up does; and when that
+/// gets it raised, whatever the kernel's delivery-rate sample says of its
+/// reopened windows; a loopback reader that keeps up does; and when that
 /// reader then stops reading, what the server has queued for it in the
 /// kernel (what its `sendfile` calls accepted, less what waits in the
 /// client's receive queue) is bounded by `notsent_lowat_max`, not by the
@@ -762,22 +764,31 @@ fn the_low_water_mark_is_raised_for_a_fast_reader_only_and_still_bounds_a_stall(
         "a reader under 1 MB/s keeps the floor: {}",
         s.stats()
     );
-    // fast: eight 1 MiB ranges read as they come
+    // fast: eight 4 MiB ranges read as they come (4 MiB, so that the
+    // transfer and not this debug build's time per request sets the rate
+    // the server sees between responses)
     let mut fast = TcpStream::connect(s.addr).unwrap();
     fast.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     for _ in 0..8 {
-        let n = get_range(&mut fast, "/paced.bin", 1 << 20, 1 << 20, Duration::ZERO);
-        assert_eq!(n, 1 << 20);
+        let n = get_range(&mut fast, "/paced.bin", 4 << 20, 1 << 20, Duration::ZERO);
+        assert_eq!(n, 4 << 20);
     }
     let r = raised(&s);
-    // the first response has no rate sample yet
+    // the first response has no rate yet
     assert!(
         (1..=7).contains(&r),
         "a loopback reader gets a raised mark: {r}"
     );
-    // the fast reader stops reading in the middle of 64 MiB
-    let b0 = s.stats()["bytes"].as_u64().unwrap();
+    // the fast reader stops reading in the middle of 64 MiB; before, every
+    // body byte so far must be counted (the counter moves after a
+    // `sendfile` returns, which can be after the client read the last byte)
+    let b0 = (3 * (128 << 10) + 8 * (4 << 20)) as u64;
+    let t = Instant::now();
+    while s.stats()["bytes"].as_u64().unwrap() != b0 {
+        assert!(t.elapsed() < Duration::from_secs(5), "{}", s.stats());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     fast.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
     let t = Instant::now();
@@ -806,7 +817,8 @@ fn the_low_water_mark_is_raised_for_a_fast_reader_only_and_still_bounds_a_stall(
         accepted > queued as u64,
         "the server holds unsent bytes: {accepted} vs {queued}"
     );
-    // the mark, plus one 64 KiB segment written past it, plus the stats answers' bytes
+    // the mark, plus what one `sendfile` step may write past it (a 64 KiB
+    // segment), with room to spare
     assert!(
         pinned <= max + (128 << 10),
         "a stalled fast reader pins at most notsent_lowat_max: {pinned} > {max}"
