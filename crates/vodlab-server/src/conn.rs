@@ -256,7 +256,7 @@ impl Conn<'_> {
             conn: self.id,
         };
         let p = plan::plan_error(&ServeError::Head(r), false, &ctx);
-        let sent = self.execute(&p, None, "").await;
+        let sent = self.execute(&p, None, "", Instant::now()).await;
         self.count(&p);
         self.linger = true;
         match sent.result {
@@ -289,7 +289,9 @@ impl Conn<'_> {
         let p = &prep.plan;
         self.pace = prep.pace;
         let chain = chain_of(&head.target);
-        let sent = self.execute(p, prep.file_ctx(head).as_ref(), chain).await;
+        let sent = self
+            .execute(p, prep.file_ctx(head).as_ref(), chain, t0)
+            .await;
         crate::asap::prefetch_next_objects(self.st, &prep.next);
         self.st.counters.requests.fetch_add(1, Ordering::Relaxed);
         log_line(
@@ -457,8 +459,8 @@ impl Conn<'_> {
     /// a peer that reads fast by the kernel's delivery rate and by what it
     /// read since the previous response ([`crate::lowat`]), the configured
     /// one for a paced body, a first body or a peer not measured (TLS).
-    fn fit_lowat(&mut self, facts: Option<crate::lowat::TcpFacts>, paced: bool) {
-        let read = facts.and_then(|f| self.read_rate.observe(Instant::now(), f.bytes_acked));
+    fn fit_lowat(&mut self, facts: Option<crate::lowat::TcpFacts>, paced: bool, began: Instant) {
+        let read = facts.and_then(|f| self.read_rate.observe(began, f.bytes_acked));
         let cfg = &self.st.cfg;
         let want = match (facts, read) {
             (Some(f), Some(read)) if !paced => crate::lowat::rate_aware(
@@ -480,9 +482,15 @@ impl Conn<'_> {
         }
     }
 
-    /// Sends a plan: the head (held with MSG_MORE when file bytes follow at
-    /// once), then the body.
-    async fn execute(&mut self, p: &ResponsePlan, file: Option<&FileCtx<'_>>, chain: &str) -> Sent {
+    /// Sends a plan that began (its request arrived) at `began`: the head
+    /// (held with MSG_MORE when file bytes follow at once), then the body.
+    async fn execute(
+        &mut self,
+        p: &ResponsePlan,
+        file: Option<&FileCtx<'_>>,
+        chain: &str,
+        began: Instant,
+    ) -> Sent {
         let mut sent = Sent {
             file_bytes: 0,
             cache: CacheOutcome::None,
@@ -497,7 +505,7 @@ impl Conn<'_> {
                 let pace = self.pace.take();
                 let head_len = self.out.len() as u64;
                 let facts = self.tcp_facts();
-                self.fit_lowat(facts, pace.is_some());
+                self.fit_lowat(facts, pace.is_some(), began);
                 let acked0 = facts.map(|f| f.bytes_acked);
                 let res = async {
                     if pace.is_none() && self.kernel_rate_set {
@@ -526,7 +534,7 @@ impl Conn<'_> {
             }
             (Body::Multipart { parts, closing }, Some(f)) => {
                 let facts = self.tcp_facts();
-                self.fit_lowat(facts, false);
+                self.fit_lowat(facts, false, began);
                 let limit = self.st.cfg.send_timeout;
                 let res = async {
                     write_all(&mut self.sock, &self.out, limit).await?;

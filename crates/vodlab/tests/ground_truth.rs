@@ -145,6 +145,17 @@ fn run(
     out: &Path,
     extra: &[&str],
 ) -> (i32, serde_json::Value) {
+    run_every(w, addr, out, "1", extra)
+}
+
+/// [`run`] with intervals of `interval` seconds.
+fn run_every(
+    w: &Path,
+    addr: std::net::SocketAddr,
+    out: &Path,
+    interval: &str,
+    extra: &[&str],
+) -> (i32, serde_json::Value) {
     let o = Command::new(env!("CARGO_BIN_EXE_vodlab"))
         .args(["run", w.to_str().unwrap(), "--target"])
         .arg(format!("http://{addr}"))
@@ -153,7 +164,7 @@ fn run(
             "--requests-csv",
             "--quiet",
             "--interval",
-            "1",
+            interval,
         ])
         .arg("-o")
         .arg(out)
@@ -1017,23 +1028,8 @@ fn active_sessions_per_interval_is_the_session_the_server_served() {
         }))
         .unwrap();
     let out = t.path().join("r");
-    let o = Command::new(env!("CARGO_BIN_EXE_vodlab"))
-        .args(["run", w.to_str().unwrap(), "--target"])
-        .arg(format!("http://{}", server.addr))
-        .args([
-            "--no-shaping",
-            "--quiet",
-            "--interval",
-            "0.2",
-            "--rate",
-            "1",
-            "-o",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r = common::results(&out);
+    let (code, r) = run_every(&w, server.addr, &out, "0.2", &["--rate", "1"]);
+    assert_eq!(code, 0, "{r}");
     let served = server.served();
     assert_eq!(served.len(), 14);
     // the session's life on the run's clock: the results' start is the

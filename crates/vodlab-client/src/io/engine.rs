@@ -393,7 +393,6 @@ async fn monitor(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_cpu = cpu_seconds_of(None);
     let mut last = Instant::now();
-    let mut from_s = 0.0;
     let mut mon = Monitor::default();
     let mut stopped = false;
     loop {
@@ -404,6 +403,9 @@ async fn monitor(
         let now = Instant::now();
         let cpu = cpu_seconds_of(None);
         let pct = 100.0 * (cpu - last_cpu) / now.duration_since(last).as_secs_f64().max(1e-3);
+        // the window since the previous sample (or the monitor's start, at
+        // the run's start: times before it count as 0)
+        let from_s = ctx.secs(last);
         last_cpu = cpu;
         last = now;
         // the most sessions active at once since the last sample, not the
@@ -420,7 +422,6 @@ async fn monitor(
             pct,
             finished,
         );
-        from_s = to_s;
         if finished {
             return mon;
         }
